@@ -1,0 +1,317 @@
+#pragma once
+
+// The typed cluster model: what the inventory says, resolved (hostlists expanded, profiles
+// and variables merged, references checked). Every stage after inventory/ reads this and
+// nothing else. Quantities are in base units: bytes, bytes/s, watts, seconds.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuforge/base/diag.h"
+
+namespace gpuforge::model {
+
+enum class Cooling { kAir, kLiquid };
+enum class NetKind { kInfiniband, kRoce, kEthernet };
+enum class NetRole { kCompute, kStorage, kControl };
+enum class Topology { kUnspecified, kFatTree, kSpineLeaf, kRailOptimized, kSingleSwitch, kL2, kTorus };
+enum class FormFactor { kSxm, kPcie };
+enum class NodeRole { kCompute, kLogin, kController, kStorage };
+enum class SwitchTier { kLeaf, kSpine, kCore };
+enum class StorageKind { kLocalNvme, kLustre, kBeegfs, kNfs, kNas, kObject };
+enum class StorageRole { kHot, kWarm, kCold };
+enum class StorageScope { kNode, kCluster };  // per-node figures (local NVMe) or aggregate
+enum class SchedulerKind { kNone, kSlurm, kKubernetes };
+
+// Text forms, as written in the inventory ("infiniband", "spine", ...).
+const char* ToString(Cooling v);
+const char* ToString(NetKind v);
+const char* ToString(NetRole v);
+const char* ToString(Topology v);
+const char* ToString(FormFactor v);
+const char* ToString(NodeRole v);
+const char* ToString(SwitchTier v);
+const char* ToString(StorageKind v);
+const char* ToString(StorageRole v);
+const char* ToString(StorageScope v);
+const char* ToString(SchedulerKind v);
+
+struct Site {
+  std::optional<double> rack_power_limit_w;  // default for racks that do not say
+  Cooling cooling = Cooling::kAir;
+  std::optional<double> power_price_per_kwh;  // currency per kWh
+  double pue = 1.0;
+  SourcePos where;
+};
+
+// Inputs of the build-vs-rent estimate; all in one currency, whichever the user uses.
+struct Economics {
+  std::optional<double> capex;               // whole cluster, bought outright
+  std::optional<double> gpu_unit_price;      // used for capex when capex is absent
+  std::optional<double> rent_per_gpu_hour;   // cloud price to compare with
+  std::optional<double> opex_per_year;       // staff, support, space; power is computed
+  SourcePos where;
+};
+
+struct Rack {
+  std::string name;
+  std::optional<double> power_limit_w;  // falls back to Site
+  std::optional<Cooling> cooling;       // falls back to Site
+  SourcePos where;
+};
+
+// One kind of GPU in a node; a profile normally has exactly one.
+struct GpuSpec {
+  std::string model;       // as written: "H200", "A100-80GB"
+  std::string generation;  // from the catalogue: "hopper", "ampere", "blackwell"; "" unknown
+  int count = 0;
+  double memory_bytes = 0;
+  double tdp_w = 0;
+  FormFactor form_factor = FormFactor::kSxm;
+  bool nvswitch = false;
+  double nvlink_bytes_per_s = 0;  // per GPU, all links, one direction; 0 = no NVLink
+  std::vector<std::string> pci_bus_ids;  // empty or one per GPU
+  std::vector<int> numa_nodes;           // empty or one per GPU
+  SourcePos where;
+};
+
+struct CpuSpec {
+  std::string model;
+  int sockets = 0;
+  int cores_per_socket = 0;
+  int threads_per_core = 1;
+  SourcePos where;
+};
+
+struct NicSpec {
+  std::string name;  // RDMA device or interface: mlx5_0, eth0
+  NetKind kind = NetKind::kEthernet;
+  double rate_bytes_per_s = 0;
+  int port = 1;
+  std::optional<int> numa_node;
+  std::string pci_bus_id;  // "" when unknown
+  std::optional<int> rail;
+  std::string network;     // name of a Network; "" when not attached to one
+  std::string netdev;      // kernel interface for sockets (ib0, ens1f0); "" when unknown
+  SourcePos where;
+};
+
+struct NvmeSpec {
+  int count = 0;
+  double size_bytes = 0;  // per drive
+  double read_bytes_per_s = 0;  // per drive
+  double write_bytes_per_s = 0;  // per drive
+};
+
+// A node SKU. Nodes refer to one; node-level `overrides` produce a derived profile named
+// "<profile>@<node>".
+struct Profile {
+  std::string name;
+  std::vector<GpuSpec> gpus;
+  CpuSpec cpu;
+  double memory_bytes = 0;
+  NvmeSpec nvme;
+  std::vector<NicSpec> nics;
+  std::optional<double> max_power_w;  // whole node at full load, when the vendor states it
+  double other_power_w = 0;           // non-GPU draw used when max_power_w is absent
+  SourcePos where;
+
+  int gpu_count() const;
+  double gpu_power_w() const;
+  double node_power_w() const;  // max_power_w, else GPUs' TDP + other_power_w
+};
+
+struct SshSettings {
+  std::string user;
+  int port = 22;
+  std::string identity_file;
+  std::string jump;  // [user@]host[:port], or another node's name
+};
+
+struct Node {
+  std::string name;
+  std::string address;
+  std::string rack;  // "" when not racked
+  std::string profile;  // name in Cluster::profiles (a derived one when overridden)
+  NodeRole role = NodeRole::kCompute;
+  std::vector<std::string> groups;
+  SshSettings ssh;                           // resolved: defaults < profile < group < node
+  std::map<std::string, std::string> vars;   // resolved likewise
+  SourcePos where;                           // the entry (hostlist) that declared it
+};
+
+struct Group {
+  std::string name;
+  SshSettings ssh;  // only the fields the group sets are meaningful
+  std::map<std::string, std::string> vars;
+  SourcePos where;
+};
+
+struct Network {
+  std::string name;
+  NetRole role = NetRole::kCompute;
+  NetKind kind = NetKind::kEthernet;
+  double rate_bytes_per_s = 0;  // per port / per NIC
+  Topology topology = Topology::kUnspecified;
+  SourcePos where;
+};
+
+struct Switch {
+  std::string name;
+  SwitchTier tier = SwitchTier::kLeaf;
+  std::string network;  // the fabric it belongs to
+  std::string model;
+  int ports = 0;
+  double port_rate_bytes_per_s = 0;
+  SourcePos where;
+};
+
+// One end of a cable: a node's NIC, or a switch port.
+struct Endpoint {
+  enum class Kind { kNic, kSwitchPort };
+  Kind kind = Kind::kNic;
+  std::string device;  // node or switch name
+  std::string nic;     // for kNic
+  int port = 0;        // for kSwitchPort (1-based)
+  std::string ToString() const;  // "gpu001:mlx5_0" or "leaf1:12"
+};
+
+struct Link {
+  Endpoint a;
+  Endpoint b;
+  double rate_bytes_per_s = 0;  // the slower end's rate, or as written
+  SourcePos where;
+};
+
+struct StorageTier {
+  std::string name;
+  StorageKind kind = StorageKind::kLocalNvme;
+  StorageRole role = StorageRole::kHot;
+  StorageScope scope = StorageScope::kCluster;
+  double read_bytes_per_s = 0;   // aggregate (kCluster) or per node (kNode)
+  double write_bytes_per_s = 0;  // likewise; 0 = unknown
+  std::optional<double> latency_s;
+  double capacity_bytes = 0;     // aggregate or per node, likewise
+  std::string network;
+  std::string mount;
+  bool checkpoints = false;  // checkpoints are written here
+  SourcePos where;
+};
+
+struct Storage {
+  std::optional<double> dataset_bytes;
+  std::vector<StorageTier> tiers;
+  SourcePos where;
+};
+
+struct Partition {
+  std::string name;
+  std::vector<std::string> nodes;  // expanded
+  bool is_default = false;
+  std::optional<double> max_time_s;
+};
+
+struct Scheduler {
+  SchedulerKind kind = SchedulerKind::kNone;
+  std::string controller;  // node name (Slurm controller / Kubernetes control plane)
+  std::vector<Partition> partitions;
+  bool gres_autodetect_nvml = false;  // slurmd built with NVML
+  bool volcano = false;
+  std::string topology_manager_policy;  // kubelet: none|best-effort|restricted|single-numa-node
+  std::string cpu_manager_policy;       // kubelet: none|static
+  std::optional<int> reserved_cpus;
+  std::optional<double> reserved_memory_bytes;
+  SourcePos where;
+};
+
+struct Software {
+  std::string os_distro;
+  std::string os_version;
+  std::string driver_branch;   // "560"
+  std::string driver_version;  // "560.35.03"
+  std::string cuda_version;
+  std::string nccl_version;
+  std::string rdma_core_version;  // rdma-core or MLNX_OFED / DOCA OFED version
+  std::string ofed_kind;          // "rdma-core" | "mlnx-ofed" | "doca-ofed" | ""
+  std::vector<std::pair<std::string, std::string>> nccl_env;  // in written order
+  std::string nccl_topo_file;  // NCCL_TOPO_FILE path, "" when unset
+  Scheduler scheduler;
+  SourcePos where;
+  SourcePos nccl_where;
+};
+
+struct Parallelism {
+  int data = 1;
+  int tensor = 1;
+  int pipeline = 1;
+};
+
+struct Workload {
+  bool present = false;
+  double params = 0;                // model parameters
+  std::string precision = "bf16";   // gradient precision: fp32|bf16|fp16|fp8
+  std::string optimizer = "adam";   // adam|adamw|sgd
+  Parallelism parallelism;
+  std::optional<double> checkpoint_interval_s;
+  double read_bytes_per_s_per_gpu = 0;  // data loading need; 0 = use the guide's 1 GB/s
+  SourcePos where;
+
+  double gradient_bytes_per_param() const;    // 4, 2, 2, 1
+  double checkpoint_bytes_per_param() const;  // weights + optimizer state (mixed precision)
+};
+
+// Threshold overrides keyed by "<rule or check id>.<parameter>", e.g.
+// "fabric.ethernet_scale.max_gpus": 32.
+struct Overrides {
+  std::map<std::string, double> values;
+  std::map<std::string, SourcePos> where;
+};
+
+struct LintSettings {
+  Overrides thresholds;
+  std::vector<std::string> disabled;  // rule ids
+};
+
+struct ValidationSettings {
+  std::string profile = "default";
+  Overrides thresholds;
+  SourcePos where;
+};
+
+struct Cluster {
+  std::string name;
+  std::string source_file;  // the inventory it was loaded from
+  Site site;
+  Economics economics;
+  std::vector<Rack> racks;
+  std::vector<Profile> profiles;
+  std::vector<Group> groups;
+  std::vector<Node> nodes;
+  std::vector<Network> networks;
+  std::vector<Switch> switches;
+  std::vector<Link> links;
+  Storage storage;
+  Software software;
+  Workload workload;
+  LintSettings lint;
+  ValidationSettings validation;
+
+  // Lookups by name; nullptr when absent.
+  const Profile* FindProfile(std::string_view name) const;
+  const Node* FindNode(std::string_view name) const;
+  const Rack* FindRack(std::string_view name) const;
+  const Network* FindNetwork(std::string_view name) const;
+  const Switch* FindSwitch(std::string_view name) const;
+  const Profile& ProfileOf(const Node& n) const;  // the loader guarantees it exists
+
+  int TotalGpus() const;  // over all nodes
+  std::vector<const Node*> ComputeNodes() const;
+  std::optional<double> RackPowerLimitW(const Rack& r) const;
+  Cooling RackCooling(const Rack& r) const;
+  const Network* ComputeNetwork() const;  // the first network with role compute
+};
+
+}  // namespace gpuforge::model

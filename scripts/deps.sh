@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gpuforge builds, tests and benchmarks with. Idempotent;
+# run as root (CI and a fresh machine) or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssh-dev nlohmann-json3-dev
+  libkainjow-mustache-dev libgtest-dev libgmock-dev libibverbs-dev librdmacm-dev
+  # Real peers the tests compare against or drive: Slurm's hostlist tools and daemons,
+  # ClusterShell's nodeset, OpenSSH for the remote layer, hyperfine for bench/.
+  openssh-server openssh-client slurm-wlm slurm-client munge pdsh clustershell hyperfine
+  python3 python3-yaml
+)
+wanted=()
+for p in "${packages[@]}"; do
+  [[ "$p" == \#* ]] && continue
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || wanted+=("$p")
+done
+if ((${#wanted[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "deps: installing ${wanted[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${wanted[@]}"
+else
+  echo "deps: all packages present"
+fi

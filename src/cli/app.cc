@@ -1,0 +1,202 @@
+#include "cli/app.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <vector>
+
+#include "cli/commands.h"
+#include "gpuforge/base/build_info.h"
+#include "gpuforge/base/names.h"
+#include "gpuforge/inventory/loader.h"
+
+namespace gpuforge::cli {
+
+void Context::Out(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.out); }
+void Context::Err(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
+void Context::Error(std::string_view message) const {
+  Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));
+}
+
+std::span<const Command> Commands() {
+  static const std::array kCommands = {
+      LintCommand(), EstimateCommand(), PlanCommand(), InventoryCommand(), HostlistCommand(),
+  };
+  return kCommands;
+}
+
+void AddFormatOption(CLI::App& app, Format* format, bool allow_yaml) {
+  std::map<std::string, Format> choices = {{"text", Format::kText}, {"json", Format::kJson}};
+  if (allow_yaml) choices["yaml"] = Format::kYaml;
+  app.add_option("--format", *format, allow_yaml ? "Output format: text, json or yaml" : "Output format: text or json")
+      ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
+      ->option_text("FORMAT");
+}
+
+std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path) {
+  inventory::LoadOutcome outcome = inventory::LoadFile(path);
+  std::string diags = outcome.FormatDiagnostics();
+  if (!diags.empty()) {
+    if (ctx.err_style.color) {
+      // Colour the severity words only; the rest stays as the test-pinned text.
+      std::string coloured;
+      std::size_t pos = 0;
+      while (pos < diags.size()) {
+        std::size_t nl = diags.find('\n', pos);
+        std::string line = diags.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
+        for (auto [word, paint] : {std::pair{std::string_view(": error: "), 0}, std::pair{std::string_view(": warning: "), 1}}) {
+          if (auto at = line.find(word); at != std::string::npos) {
+            std::string w(word.substr(2, word.size() - 4));
+            line.replace(at + 2, w.size(), paint == 0 ? ctx.err_style.Red(w) : ctx.err_style.Yellow(w));
+            break;
+          }
+        }
+        coloured += line;
+        pos = nl == std::string::npos ? diags.size() : nl + 1;
+      }
+      diags = coloured;
+    }
+    ctx.Err(diags);
+  }
+  if (!outcome.ok()) return std::nullopt;
+  return std::move(*outcome.cluster);
+}
+
+namespace {
+
+bool UseColor(const std::string& mode, std::FILE* f) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return isatty(fileno(f)) == 1;
+}
+
+std::string VersionText() {
+  const BuildInfo& b = GetBuildInfo();
+  auto yn = [](bool v) { return v ? "yes" : "no"; };
+  return fmt::format(
+      "gpuforge {} ({})\nbuilt with headers: CUDA {}, NCCL {}, ibverbs {}; those libraries load at run time\n",
+      b.version, b.git_describe, yn(b.with_cuda_headers), yn(b.with_nccl_headers), yn(b.with_ibverbs_headers));
+}
+
+std::vector<std::string> OptionNames(const CLI::App* app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app->get_options()) {
+    for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) out.push_back("-" + s);
+  }
+  return out;
+}
+
+std::vector<std::string> SubcommandNames(const CLI::App* app) {
+  std::vector<std::string> out;
+  for (const CLI::App* s : app->get_subcommands({})) out.push_back(s->get_name());
+  return out;
+}
+
+// The deepest subcommand the user selected.
+CLI::App* Selected(CLI::App* app) {
+  for (CLI::App* s : app->get_subcommands()) return Selected(s);
+  return app;
+}
+
+std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
+  if (!arg.empty() && arg[0] == '-') {
+    std::string flag = arg.substr(0, arg.find('='));
+    std::string msg = fmt::format("unknown option '{}' for '{}'", flag, at->get_name());
+    if (auto best = names::Closest(flag, OptionNames(at))) msg += fmt::format("; did you mean '{}'?", *best);
+    return msg;
+  }
+  std::vector<std::string> subs = SubcommandNames(at);
+  if (!subs.empty()) {
+    std::string msg = fmt::format("unknown command '{}'", arg);
+    if (auto best = names::Closest(arg, subs)) msg += fmt::format("; did you mean '{}'?", *best);
+    else msg += fmt::format(" (commands: {})", fmt::join(subs, ", "));
+    return msg;
+  }
+  return fmt::format("unexpected argument '{}' for '{}'", arg, at->get_name());
+}
+
+}  // namespace
+
+int Run(int argc, const char* const* argv, Io io) {
+  Context ctx;
+  ctx.io = io;
+  CLI::App app{"gpuforge: check, configure and validate GPU training clusters from one inventory", "gpuforge"};
+  app.set_help_all_flag("--help-all", "Show help for every command");
+  app.footer(
+      "Exit codes: 0 ok, 1 error findings or failed checks, 2 usage or input errors.\n"
+      "Run 'gpuforge COMMAND --help' for a command's flags. Docs: docs/cli.md");
+  std::string color = "auto";
+  bool verbose = false, quiet = false, version = false;
+  app.add_flag("--version", version, "Print the version and build options, then exit");
+  app.add_flag("-v,--verbose", verbose, "More diagnostics on stderr");
+  app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+  app.add_option("--color", color, "Colour output: auto, always or never (NO_COLOR is honoured)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->option_text("WHEN");
+  app.allow_extras();
+  app.fallthrough();
+
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& c : Commands()) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.help));
+    sub->allow_extras();
+    sub->fallthrough();
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    ctx.Out(app.help());
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    ctx.Out(app.help("", CLI::AppFormatMode::All));
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // Help on a subcommand arrives here too, as a CallForHelp from that subcommand.
+    if (e.get_exit_code() == 0) {
+      CLI::App* sel = Selected(&app);
+      ctx.Out(sel->help());
+      return kExitOk;
+    }
+    ctx.out_style.color = false;
+    ctx.err_style.color = UseColor(color, io.err);
+    ctx.Error(e.what());
+    return kExitUsage;
+  }
+  ctx.out_style.color = UseColor(color, io.out);
+  ctx.err_style.color = UseColor(color, io.err);
+  ctx.verbosity = quiet ? -1 : verbose ? 1 : 0;
+  spdlog::set_level(quiet ? spdlog::level::err : verbose ? spdlog::level::debug : spdlog::level::warn);
+
+  if (version) {
+    ctx.Out(VersionText());
+    return kExitOk;
+  }
+  CLI::App* sel = Selected(&app);
+  std::vector<std::string> extras = sel->remaining();
+  if (extras.empty()) extras = app.remaining();
+  if (!extras.empty()) {
+    ctx.Error(UnknownArgumentMessage(sel, extras.front()));
+    ctx.Err(fmt::format("Run '{} --help' for usage.\n", sel == &app ? "gpuforge" : "gpuforge " + sel->get_name()));
+    return kExitUsage;
+  }
+  if (sel == &app) {
+    ctx.Out(app.help());
+    return kExitUsage;
+  }
+  for (auto& [sub, runner] : runners) {
+    if (sub->parsed()) return runner(ctx);
+  }
+  return kExitUsage;
+}
+
+}  // namespace gpuforge::cli

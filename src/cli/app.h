@@ -1,0 +1,67 @@
+#pragma once
+
+// The command-line front end: the one place that parses flags, prints, and turns results
+// into exit codes. Every subcommand is a row of one table (name, one-line help, setup);
+// `--help`, the command list and "did you mean" all come from that table.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "gpuforge/model/cluster.h"
+#include "gpuforge/report/style.h"
+
+namespace gpuforge::cli {
+
+// Documented in docs/cli.md; CI keys on them.
+enum ExitCode : int {
+  kExitOk = 0,        // no error findings, checks passed
+  kExitFindings = 1,  // lint errors or failed checks
+  kExitUsage = 2,     // bad flags, unreadable or invalid input
+};
+
+enum class Format { kText, kJson, kYaml };
+
+struct Io {
+  std::FILE* out = stdout;
+  std::FILE* err = stderr;
+};
+
+// What a running command gets: where to write and how to decorate it.
+struct Context {
+  Io io;
+  report::Style out_style;
+  report::Style err_style;
+  int verbosity = 0;  // -1 quiet, 0 normal, 1+ verbose
+
+  void Out(std::string_view s) const;
+  void Err(std::string_view s) const;
+  void Error(std::string_view message) const;  // "gpuforge: error: ..." on stderr
+};
+
+using Runner = std::function<int(Context&)>;
+
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  // Adds the command's flags and positionals to `app` and returns what runs it.
+  std::function<Runner(CLI::App& app)> setup;
+};
+
+std::span<const Command> Commands();
+
+// Runs the program as `argv` asks; returns the exit code. Never calls exit().
+int Run(int argc, const char* const* argv, Io io = {});
+
+// Shared by commands: loads an inventory, printing every diagnostic to stderr.
+std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path);
+
+// Adds `--format` with the given choices to `app`.
+void AddFormatOption(CLI::App& app, Format* format, bool allow_yaml = false);
+
+}  // namespace gpuforge::cli

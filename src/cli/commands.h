@@ -1,0 +1,14 @@
+#pragma once
+
+#include "cli/app.h"
+
+namespace gpuforge::cli {
+
+// One function per subcommand, each in cmd_<name>.cc; the table in app.cc lists them.
+Command LintCommand();
+Command EstimateCommand();
+Command InventoryCommand();
+Command HostlistCommand();
+Command PlanCommand();
+
+}  // namespace gpuforge::cli

@@ -1,0 +1,268 @@
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+
+namespace gpuforge::cli {
+namespace {
+
+const std::string kExample = std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/h200-ib-32gpu.yaml";
+
+struct RunResult {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI in-process with stdout and stderr captured in memory.
+RunResult RunCli(std::vector<std::string> args) {
+  args.insert(args.begin(), "gpuforge");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  char* out_buf = nullptr;
+  char* err_buf = nullptr;
+  std::size_t out_len = 0, err_len = 0;
+  std::FILE* out = open_memstream(&out_buf, &out_len);
+  std::FILE* err = open_memstream(&err_buf, &err_len);
+  RunResult r;
+  r.code = Run(static_cast<int>(argv.size()), argv.data(), Io{out, err});
+  std::fclose(out);
+  std::fclose(err);
+  r.out.assign(out_buf, out_len);
+  r.err.assign(err_buf, err_len);
+  std::free(out_buf);
+  std::free(err_buf);
+  return r;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "gpuforge-cli-test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Cli, HelpListsEveryCommandFromTheTable) {
+  RunResult r = RunCli({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  for (const Command& c : Commands()) {
+    EXPECT_NE(r.out.find(std::string(c.name)), std::string::npos) << c.name;
+    EXPECT_NE(r.out.find(std::string(c.help)), std::string::npos) << c.help;
+  }
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(Cli, NoCommandPrintsHelpAndIsAUsageError) {
+  RunResult r = RunCli({});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.out.find("Subcommands"), std::string::npos);
+}
+
+TEST(Cli, CommandHelpShowsItsFlags) {
+  RunResult r = RunCli({"lint", "--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("--format"), std::string::npos);
+  EXPECT_NE(r.out.find("INVENTORY"), std::string::npos);
+}
+
+TEST(Cli, MistypedCommandGetsASuggestion) {
+  RunResult r = RunCli({"lnit", kExample});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "gpuforge: error: unknown command 'lnit'; did you mean 'lint'?\n"
+            "Run 'gpuforge --help' for usage.\n");
+}
+
+TEST(Cli, MistypedFlagGetsASuggestion) {
+  RunResult r = RunCli({"lint", "--formt", "json", kExample});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "gpuforge: error: unknown option '--formt' for 'lint'; did you mean '--format'?\n"
+            "Run 'gpuforge lint --help' for usage.\n");
+}
+
+TEST(Cli, BadFormatValueIsAUsageError) {
+  RunResult r = RunCli({"lint", "--format", "xml", kExample});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--format"), std::string::npos);
+}
+
+TEST(Cli, VersionSaysWhatWasBuilt) {
+  RunResult r = RunCli({"--version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out.rfind("gpuforge 0.1.0 (", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("CUDA "), std::string::npos);
+  EXPECT_NE(r.out.find("NCCL "), std::string::npos);
+  EXPECT_NE(r.out.find("ibverbs "), std::string::npos);
+}
+
+TEST(Cli, LintCleanExampleExitsZero) {
+  RunResult r = RunCli({"lint", "--color", "never", kExample});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("lint PASS: 0 errors"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos);
+}
+
+TEST(Cli, LintJsonHasTheDocumentedShape) {
+  RunResult r = RunCli({"lint", "--format", "json", kExample});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpuforge.lint/v1");
+  EXPECT_EQ(j["cluster"], "sivaro-h200");
+  EXPECT_EQ(j["summary"]["errors"], 0);
+  EXPECT_TRUE(j["findings"].is_array());
+}
+
+TEST(Cli, LintErrorsExitOneWithFindingsInJson) {
+  std::string bad = WriteTemp("bad-driver.yaml", R"(cluster: {name: t}
+profiles:
+  p: {gpus: {model: H100, count: 8}, memory: 1TB}
+nodes:
+  - {name: "n[1-2]", profile: p}
+software:
+  driver: {branch: "535", version: "535.104.05"}
+)");
+  RunResult r = RunCli({"lint", "--format", "json", bad});
+  EXPECT_EQ(r.code, kExitFindings) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& f : j["findings"]) {
+    if (f["rule"] == "software.driver_branch") {
+      found = true;
+      EXPECT_EQ(f["severity"], "error");
+      EXPECT_FALSE(f["source"].get<std::string>().empty());
+    }
+  }
+  EXPECT_TRUE(found) << r.out;
+}
+
+TEST(Cli, InvalidInventoryIsAnInputErrorWithPosition) {
+  std::string bad = WriteTemp("broken.yaml", "cluster: {name: t}\nnodes: [\n");
+  RunResult r = RunCli({"lint", bad});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find(bad + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error"), std::string::npos);
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Cli, MissingInventoryFileIsAnInputError) {
+  RunResult r = RunCli({"estimate", "/nonexistent/inventory.yaml"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("/nonexistent/inventory.yaml: error: cannot read inventory"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ColorAlwaysAndNever) {
+  RunResult on = RunCli({"--color", "always", "lint", kExample});
+  EXPECT_NE(on.out.find("\x1b["), std::string::npos);
+  RunResult off = RunCli({"--color", "never", "lint", kExample});
+  EXPECT_EQ(off.out.find("\x1b["), std::string::npos);
+}
+
+TEST(Cli, NoColorIsHonouredInAutoMode) {
+  setenv("NO_COLOR", "1", 1);
+  RunResult r = RunCli({"lint", kExample});
+  unsetenv("NO_COLOR");
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos);
+}
+
+TEST(Cli, EstimateJsonCarriesFormulas) {
+  RunResult r = RunCli({"estimate", "--format", "json", kExample});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpuforge.estimate/v1");
+  bool cluster_power = false;
+  for (const auto& s : j["sections"]) {
+    for (const auto& f : s["figures"]) {
+      if (f["key"] == "power.cluster_w") {
+        cluster_power = true;
+        EXPECT_DOUBLE_EQ(f["value"].get<double>(), 32500.0);
+        EXPECT_FALSE(f["formula"].get<std::string>().empty());
+      }
+    }
+  }
+  EXPECT_TRUE(cluster_power);
+}
+
+TEST(Cli, InventoryShowYamlParsesBackToTheResolvedModel) {
+  RunResult r = RunCli({"inventory", "show", kExample});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  YAML::Node y = YAML::Load(r.out);
+  ASSERT_TRUE(y["nodes"].IsSequence());
+  EXPECT_EQ(y["nodes"].size(), 5u);
+  EXPECT_EQ(y["nodes"][1]["name"].as<std::string>(), "gpu001");
+  EXPECT_EQ(y["nodes"][1]["address"].as<std::string>(), "198.18.0.11");
+  EXPECT_EQ(y["totals"]["gpus"].as<int>(), 32);
+}
+
+TEST(Cli, InventoryShowJson) {
+  RunResult r = RunCli({"inventory", "show", "--format", "json", kExample});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpuforge.inventory/v1");
+  EXPECT_EQ(j["links"].size(), 64u);
+}
+
+TEST(Cli, InventoryWithoutSubcommandIsAUsageError) {
+  RunResult r = RunCli({"inventory"});
+  EXPECT_EQ(r.code, kExitUsage);
+}
+
+TEST(Cli, HostlistExpandAndFold) {
+  RunResult e = RunCli({"hostlist", "expand", "gpu[001-003],login1"});
+  EXPECT_EQ(e.code, kExitOk);
+  EXPECT_EQ(e.out, "gpu001\ngpu002\ngpu003\nlogin1\n");
+  RunResult f = RunCli({"hostlist", "fold", "gpu003", "gpu001", "gpu002", "gpu007"});
+  EXPECT_EQ(f.code, kExitOk);
+  EXPECT_EQ(f.out, "gpu[001-003,007]\n");
+  RunResult bad = RunCli({"hostlist", "expand", "gpu[5-1]"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_NE(bad.err.find("reversed range"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, PlanOfflineShowsLintEstimatesAndFoldedDesiredState) {
+  RunResult r = RunCli({"plan", "--offline", "--color", "never", kExample});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("lint PASS"), std::string::npos);
+  EXPECT_NE(r.out.find("Cluster power at full load"), std::string::npos);
+  EXPECT_NE(r.out.find("gpu[001-004] (4 nodes, profile hgx-h200)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/etc/nccl.conf"), std::string::npos);
+  EXPECT_NE(r.out.find("nvidia-fabricmanager"), std::string::npos);
+  EXPECT_NE(r.out.find("Plan: "), std::string::npos);
+  EXPECT_NE(r.out.find(" to add, 0 to change, 0 to destroy."), std::string::npos);
+}
+
+TEST(Cli, PlanJson) {
+  RunResult r = RunCli({"plan", "--offline", "--format", "json", kExample});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpuforge.plan/v1");
+  EXPECT_EQ(j["mode"], "offline");
+  ASSERT_EQ(j["nodes"].size(), 2u);
+  EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");
+  EXPECT_GT(j["summary"]["add"].get<int>(), 0);
+}
+
+// The real binary, as CI and users run it: exit codes survive the process boundary.
+TEST(CliBinary, ExitCodesFromTheRealProcess) {
+  std::string bin = GPUFORGE_BINARY;
+  auto status = [&](const std::string& args) {
+    int s = std::system((bin + " " + args + " >/dev/null 2>&1").c_str());
+    return WEXITSTATUS(s);
+  };
+  EXPECT_EQ(status("lint " + kExample), 0);
+  EXPECT_EQ(status("lint /nonexistent.yaml"), 2);
+  EXPECT_EQ(status("no-such-command"), 2);
+  EXPECT_EQ(status("--version"), 0);
+}
+
+}  // namespace
+}  // namespace gpuforge::cli

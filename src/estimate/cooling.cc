@@ -1,0 +1,63 @@
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+
+#include "estimate/figures.h"
+#include "estimate/guide.h"
+#include "estimate/sections.h"
+#include "gpuforge/base/quantity.h"
+
+namespace gpuforge::estimate::internal {
+
+Section CoolingSection(const model::Cluster& c, const Estimates& so_far) {
+  Section s{"cooling", "Cooling", {}};
+  using quantity::FormatPower;
+  const double limit = guide::kAirCoolingRackLimitW;
+
+  for (const model::Rack& rack : c.racks) {
+    FigureId id{"cooling.rack." + rack.name, fmt::format("Rack {} heat load and cooling", rack.name),
+                "W"};
+    const Figure* load = so_far.Find("power.rack_w." + rack.name);
+    std::string missing = MissingOf(load, "power.rack_w." + rack.name);
+    if (!missing.empty()) {
+      s.figures.push_back(Unknown(std::move(id), missing));
+      continue;
+    }
+    double w = *load->value;
+    model::Cooling cooling = c.RackCooling(rack);
+    Figure f;
+    if (cooling == model::Cooling::kLiquid) {
+      f = Known(std::move(id), w, fmt::format("liquid-cooled, {}", FormatPower(w)));
+      SetVerdict(f, "ok");
+    } else {
+      bool fits = w <= limit;
+      f = Known(std::move(id), w,
+                fmt::format("air-cooled, {} {} {} air limit ({}, 'Cooling and Power')",
+                            FormatPower(w), fits ? "<=" : ">", FormatPower(limit), guide::k000));
+      SetVerdict(f, fits ? "ok" : "liquid cooling needed");
+      if (!fits) {
+        // Why this note: the guide's FAQ is the likeliest source of an over-full air rack.
+        f.note = fmt::format(
+            "{}'s FAQ fits 3 H200 nodes of ~6 kW in an air-cooled rack (18 kW), but at its own "
+            "8 kW per node that is 3 x 8 kW = 24 kW, over its 20 kW air limit",
+            guide::k000);
+      }
+    }
+    s.figures.push_back(std::move(f));
+  }
+
+  const Figure* unracked = so_far.Find("power.unracked_w");
+  if (unracked != nullptr) {
+    Figure f = Unknown({"cooling.unracked", "Cooling of nodes in no declared rack", "W"},
+                       "nodes[].rack");
+    f.note = unracked->value
+                 ? fmt::format("{} of nodes sit in no declared rack, so no rack can be judged",
+                               FormatPower(*unracked->value))
+                 : "some nodes sit in no declared rack, so no rack can be judged";
+    s.figures.push_back(std::move(f));
+  }
+  return s;
+}
+
+}  // namespace gpuforge::estimate::internal

@@ -1,0 +1,581 @@
+// fabric.* and network.*: the compute fabric (kind, scale, topology, cabling, rates) and
+// the separation of storage traffic from it.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "gpuforge/base/quantity.h"
+#include "lint/rules.h"
+
+namespace gpuforge::lint {
+
+namespace {
+
+using model::Endpoint;
+
+// GPUs behind one network: GPU nodes with a NIC on it. An inventory that declares the
+// network but lists no NICs still means the GPU nodes talk over it, so fall back to all.
+int GpusOnNetwork(const model::Cluster& c, const model::Network& net) {
+  int gpus = 0;
+  for (const model::Node* n : GpuNodes(c)) {
+    const model::Profile& p = c.ProfileOf(*n);
+    bool on = std::any_of(p.nics.begin(), p.nics.end(),
+                          [&](const model::NicSpec& nic) { return nic.network == net.name; });
+    if (on) gpus += p.gpu_count();
+  }
+  return gpus > 0 ? gpus : ComputeGpus(c);
+}
+
+int TierRank(model::SwitchTier t) {
+  switch (t) {
+    case model::SwitchTier::kLeaf: return 0;
+    case model::SwitchTier::kSpine: return 1;
+    case model::SwitchTier::kCore: return 2;
+  }
+  return 0;
+}
+
+class UnionFind {
+ public:
+  explicit UnionFind(std::size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  std::size_t Find(std::size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Union(std::size_t a, std::size_t b) { parent_[Find(a)] = Find(b); }
+
+ private:
+  std::vector<std::size_t> parent_;
+};
+
+// ---------------------------------------------------------------- kind and scale
+
+void NoComputeNetwork(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  std::vector<const model::Node*> nodes = GpuNodes(c);
+  // One node trains over NVLink alone; the rule is about talking between nodes.
+  if (nodes.size() < 2) return;
+  std::vector<const model::Network*> nets = ComputeNetworks(c);
+  if (nets.empty()) {
+    ctx.Report(fmt::format("{} GPU nodes ({}) but no network has role compute; multi-node "
+                           "training needs a compute fabric",
+                           nodes.size(), FoldNames(NamesOf(nodes))),
+               NamesOf(nodes), SourcePos{});
+    return;
+  }
+  std::vector<std::string> bare;
+  for (const model::Node* n : nodes) {
+    if (ComputeNics(c, c.ProfileOf(*n)).empty()) bare.push_back(n->name);
+  }
+  if (bare.empty()) return;
+  std::vector<std::string> net_names;
+  for (const model::Network* n : nets) net_names.push_back(n->name);
+  ctx.Report(fmt::format("GPU nodes {} have no NIC on the compute network {}", FoldNames(bare),
+                         Join(net_names)),
+             bare, c.FindNode(bare.front())->where);
+}
+
+void EthernetScale(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const double max_gpus = ctx.Param("max_gpus");
+  for (const model::Network* net : ComputeNetworks(c)) {
+    if (net->kind != model::NetKind::kEthernet) continue;
+    int gpus = GpusOnNetwork(c, *net);
+    if (!(gpus > max_gpus)) continue;
+    ctx.Report(fmt::format("compute network {} is plain Ethernet (no RDMA) carrying {}, above "
+                           "the {} GPU limit for Ethernet training; use InfiniBand or RoCE",
+                           net->name, Count(gpus, "GPU", "GPUs"), FormatNumber(max_gpus)),
+               {net->name}, net->where);
+  }
+}
+
+void NoInfiniband(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const double min_gpus = ctx.Param("min_gpus");
+  for (const model::Network* net : ComputeNetworks(c)) {
+    if (net->kind == model::NetKind::kInfiniband) continue;
+    int gpus = GpusOnNetwork(c, *net);
+    if (!(gpus >= min_gpus)) continue;
+    ctx.Report(fmt::format("compute network {} is {}, not InfiniBand, at {} (InfiniBand "
+                           "advised from {} GPUs)",
+                           net->name, model::ToString(net->kind), Count(gpus, "GPU", "GPUs"),
+                           FormatNumber(min_gpus)),
+               {net->name}, net->where);
+  }
+}
+
+void RoceScale(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const double max_gpus = ctx.Param("max_gpus");
+  for (const model::Network* net : ComputeNetworks(c)) {
+    if (net->kind != model::NetKind::kRoce) continue;
+    int gpus = GpusOnNetwork(c, *net);
+    if (!(gpus > max_gpus)) continue;
+    ctx.Report(fmt::format("compute network {} is RoCE carrying {}, above {} GPUs; at this "
+                           "scale use InfiniBand",
+                           net->name, Count(gpus, "GPU", "GPUs"), FormatNumber(max_gpus)),
+               {net->name}, net->where);
+  }
+}
+
+void L2Topology(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  for (const model::Network* net : ComputeNetworks(c)) {
+    if (net->topology != model::Topology::kL2) continue;
+    ctx.Report(fmt::format("compute network {} is a flat L2 network (spanning tree); use a "
+                           "fat-tree, spine-leaf or torus",
+                           net->name),
+               {net->name}, net->where);
+  }
+}
+
+// ---------------------------------------------------------------- topology
+
+// "8 x 400 Gb/s", or "6 x 400 Gb/s + 2 x 200 Gb/s" when rates differ.
+std::string RateMix(const std::map<double, int, std::greater<>>& by_rate) {
+  std::vector<std::string> parts;
+  for (const auto& [rate, n] : by_rate) {
+    parts.push_back(fmt::format("{} x {}", n, quantity::FormatBandwidthBits(rate)));
+  }
+  return parts.empty() ? std::string("nothing") : Join(parts, " + ");
+}
+
+void Oversubscription(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
+  const double max_ratio = ctx.Param("max_ratio");
+  for (const model::SwitchLoad& load : f.switches) {
+    const model::Switch& sw = *load.sw;
+    // Storage and management fabrics are oversubscribed by design; the guides' 1:1 is about
+    // the fabric gradients cross.
+    if (!IsComputeNetwork(c, sw.network)) continue;
+    if (!load.oversubscription || !(*load.oversubscription > max_ratio + 1e-9)) continue;
+    // Re-walk the links for the per-rate breakdown the message shows; the classification is
+    // the one AnalyzeFabric uses (lower tier or a NIC: down; higher tier: up).
+    std::map<double, int, std::greater<>> down, up;
+    for (const model::Link& l : c.links) {
+      const Endpoint* self = nullptr;
+      const Endpoint* other = nullptr;
+      if (l.a.kind == Endpoint::Kind::kSwitchPort && l.a.device == sw.name) {
+        self = &l.a;
+        other = &l.b;
+      } else if (l.b.kind == Endpoint::Kind::kSwitchPort && l.b.device == sw.name) {
+        self = &l.b;
+        other = &l.a;
+      }
+      if (self == nullptr) continue;
+      if (other->kind == Endpoint::Kind::kNic) {
+        ++down[l.rate_bytes_per_s];
+        continue;
+      }
+      const model::Switch* peer = c.FindSwitch(other->device);
+      if (peer == nullptr) continue;
+      int me = TierRank(sw.tier), them = TierRank(peer->tier);
+      if (them < me) ++down[l.rate_bytes_per_s];
+      if (them > me) ++up[l.rate_bytes_per_s];
+    }
+    ctx.Report(fmt::format("{}: {} down vs {} up = {}:1 oversubscribed (limit {}:1)", sw.name,
+                           RateMix(down), RateMix(up), FormatNumber(*load.oversubscription),
+                           FormatNumber(max_ratio)),
+               {sw.name}, sw.where);
+  }
+}
+
+void MissingUplinks(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
+  for (const model::Network& net : c.networks) {
+    std::vector<const model::SwitchLoad*> loads;
+    for (const model::SwitchLoad& s : f.switches) {
+      if (s.sw->network == net.name) loads.push_back(&s);
+    }
+    if (loads.empty()) continue;
+
+    // Islands: switches joined by switch-to-switch links, then nodes joined through any
+    // switch they share. Counting islands of nodes (not of switches) keeps rail-only
+    // designs, where each node reaches every rail, from looking partitioned.
+    std::map<std::string, std::size_t> index;
+    for (const model::SwitchLoad* s : loads) index.emplace(s->sw->name, index.size());
+    UnionFind islands(index.size());
+    for (const model::SwitchLoad* s : loads) {
+      for (const std::string& up : s->upper_switches) {
+        if (auto it = index.find(up); it != index.end()) islands.Union(index[s->sw->name], it->second);
+      }
+    }
+    std::map<std::string, std::vector<std::size_t>> node_switches;
+    for (const model::NicAttachment& a : f.attachments) {
+      if (auto it = index.find(a.sw); it != index.end()) node_switches[a.node].push_back(it->second);
+    }
+    for (const auto& [node, sws] : node_switches) {
+      for (std::size_t i = 1; i < sws.size(); ++i) islands.Union(sws[0], sws[i]);
+    }
+    std::map<std::size_t, std::vector<std::string>> island_nodes;
+    for (const auto& [node, sws] : node_switches) island_nodes[islands.Find(sws[0])].push_back(node);
+
+    if (island_nodes.size() > 1) {
+      std::vector<std::string> parts;
+      std::vector<std::string> objects;
+      for (const auto& [root, nodes] : island_nodes) {
+        std::set<std::string> leaves;
+        for (const std::string& n : nodes) {
+          for (std::size_t s : node_switches[n]) leaves.insert(loads[s]->sw->name);
+        }
+        parts.push_back(fmt::format("{} ({})", FoldNames(nodes),
+                                    Join(std::vector<std::string>(leaves.begin(), leaves.end()))));
+        objects.insert(objects.end(), nodes.begin(), nodes.end());
+      }
+      ctx.Report(fmt::format("nodes on network {} are split into {} islands with no switch path "
+                             "between them: {}",
+                             net.name, island_nodes.size(), Join(parts, ", ")),
+                 std::move(objects), net.where);
+      continue;  // the islands name the leaves already; one finding per partition
+    }
+
+    std::vector<const model::SwitchLoad*> leaves;
+    for (const model::SwitchLoad* s : loads) {
+      if (s->sw->tier == model::SwitchTier::kLeaf) leaves.push_back(s);
+    }
+    if (leaves.size() < 2) continue;
+    // With every node in one island, a leaf without uplinks is only cut off when it is not in
+    // that island (a rail-only fabric's leaves are joined through the nodes themselves).
+    std::optional<std::size_t> node_island;
+    if (island_nodes.size() == 1) node_island = island_nodes.begin()->first;
+    for (const model::SwitchLoad* s : leaves) {
+      if (!s->upper_switches.empty()) continue;
+      if (node_island && islands.Find(index[s->sw->name]) == *node_island) continue;
+      std::string behind = s->nodes.empty() ? std::string()
+                                            : fmt::format(" (nodes behind it: {})", FoldNames(s->nodes));
+      ctx.Report(fmt::format("leaf {} on network {} has no uplinks; with {} leaves the fabric is "
+                             "partitioned{}",
+                             s->sw->name, net.name, leaves.size(), behind),
+                 {s->sw->name}, s->sw->where);
+    }
+  }
+}
+
+void RailAlignment(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
+  for (const model::Network* net : ComputeNetworks(c)) {
+    if (net->topology != model::Topology::kRailOptimized) continue;
+    // node -> rail -> switch, and switch -> rail -> nodes, from the cabling.
+    std::map<std::string, std::map<int, std::set<std::string>>> node_rails;
+    std::map<std::string, std::map<int, std::vector<std::string>>> switch_rails;
+    for (const model::NicAttachment& a : f.attachments) {
+      const model::Switch* sw = c.FindSwitch(a.sw);
+      const model::NicSpec* nic = FindNic(c, a.node, a.nic);
+      if (sw == nullptr || sw->network != net->name || nic == nullptr || !nic->rail) continue;
+      node_rails[a.node][*nic->rail].insert(a.sw);
+      switch_rails[a.sw][*nic->rail].push_back(a.node);
+    }
+    // Nodes whose every rail lands on one switch: the rails buy nothing there.
+    std::map<std::string, std::vector<std::string>> collapsed;  // switch -> nodes
+    for (const auto& [node, rails] : node_rails) {
+      std::set<std::string> sws;
+      for (const auto& [rail, s] : rails) sws.insert(s.begin(), s.end());
+      if (rails.size() >= 2 && sws.size() == 1) collapsed[*sws.begin()].push_back(node);
+    }
+    for (const auto& [sw, nodes] : collapsed) {
+      ctx.Report(fmt::format("nodes {} on rail-optimized network {} land all their rails ({}) on "
+                             "{}; each rail belongs on its own leaf",
+                             FoldNames(nodes), net->name,
+                             node_rails[nodes.front()].size(), sw),
+                 nodes, c.FindSwitch(sw)->where);
+    }
+    // Switches carrying more than one rail, not counting the collapsed nodes above.
+    for (const auto& [sw, rails] : switch_rails) {
+      std::map<int, std::vector<std::string>> rest;
+      const auto& skip = collapsed[sw];
+      for (const auto& [rail, nodes] : rails) {
+        for (const std::string& n : nodes) {
+          if (std::find(skip.begin(), skip.end(), n) == skip.end()) rest[rail].push_back(n);
+        }
+      }
+      if (rest.size() < 2) continue;
+      std::vector<std::string> parts;
+      std::vector<std::string> objects = {sw};
+      for (const auto& [rail, nodes] : rest) {
+        parts.push_back(fmt::format("rail {} ({})", rail, FoldNames(nodes)));
+        objects.insert(objects.end(), nodes.begin(), nodes.end());
+      }
+      ctx.Report(fmt::format("{} on rail-optimized network {} carries NICs of {} rails: {}; the "
+                             "same rail of different nodes should share a leaf",
+                             sw, net->name, rest.size(), Join(parts, ", ")),
+                 std::move(objects), c.FindSwitch(sw)->where);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- cabling
+
+void Dangling(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
+  // Grouped by (NIC, network) so 32 nodes missing the same cable read as one line.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> missing;
+  for (const auto& [node, nic] : f.unattached_nics) {
+    const model::NicSpec* spec = FindNic(c, node, nic);
+    missing[{nic, spec != nullptr ? spec->network : std::string()}].push_back(node);
+  }
+  for (const auto& [key, nodes] : missing) {
+    const model::NicSpec* spec = FindNic(c, nodes.front(), key.first);
+    ctx.Report(fmt::format("NIC {} on {} (network {}) is not cabled to any switch", key.first,
+                           FoldNames(nodes), key.second),
+               nodes, spec != nullptr ? spec->where : c.FindNode(nodes.front())->where);
+  }
+  for (const model::SwitchLoad& s : f.switches) {
+    if (s.ports_used > 0) continue;
+    ctx.Report(fmt::format("switch {} (network {}) has no links", s.sw->name, s.sw->network),
+               {s.sw->name}, s.sw->where);
+  }
+}
+
+double EndRate(const model::Cluster& c, const Endpoint& e) {
+  if (e.kind == Endpoint::Kind::kNic) {
+    const model::NicSpec* nic = FindNic(c, e.device, e.nic);
+    return nic != nullptr ? NicRate(c, *nic) : 0;
+  }
+  const model::Switch* sw = c.FindSwitch(e.device);
+  return sw != nullptr ? sw->port_rate_bytes_per_s : 0;
+}
+
+void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
+  for (const model::SwitchLoad& s : f.switches) {
+    if (s.sw->ports > 0 && s.ports_used > s.sw->ports) {
+      ctx.Report(fmt::format("switch {} has {} cabled but only {}", s.sw->name,
+                             Count(s.ports_used, "port", "ports"), s.sw->ports),
+                 {s.sw->name}, s.sw->where);
+    }
+  }
+  // Port numbers: cabled twice, or past the switch's port count. Port 0 means "not said".
+  std::map<std::pair<std::string, int>, std::vector<std::string>> port_use;
+  std::map<std::pair<std::string, int>, SourcePos> port_where;
+  for (const model::Link& l : c.links) {
+    for (const auto& [self, other] : {std::pair{&l.a, &l.b}, std::pair{&l.b, &l.a}}) {
+      if (self->kind != Endpoint::Kind::kSwitchPort || self->port <= 0) continue;
+      port_use[{self->device, self->port}].push_back(other->ToString());
+      port_where.emplace(std::pair{self->device, self->port}, l.where);
+    }
+  }
+  for (const auto& [key, others] : port_use) {
+    const model::Switch* sw = c.FindSwitch(key.first);
+    if (sw == nullptr) continue;
+    const SourcePos& where = port_where[key];
+    if (sw->ports > 0 && key.second > sw->ports) {
+      ctx.Report(fmt::format("link to {} port {} ({}) is past its {}", key.first, key.second,
+                             Join(others), Count(sw->ports, "port", "ports")),
+                 {key.first}, where);
+    }
+    if (others.size() > 1) {
+      ctx.Report(fmt::format("port {}:{} is cabled {} times ({})", key.first, key.second,
+                             others.size(), Join(others)),
+                 {key.first}, where);
+    }
+  }
+  // Links slower than an end can run: a NIC faster than the switch port (the port rate caps
+  // it), or a port faster than the cable as written. Grouped per switch and rate pair.
+  struct Slow {
+    std::vector<std::string> ends;
+    SourcePos where;
+  };
+  std::map<std::tuple<std::string, double, double, bool>, Slow> slow;
+  for (const model::Link& l : c.links) {
+    if (l.rate_bytes_per_s <= 0) continue;
+    const Endpoint* sw_end = l.a.kind == Endpoint::Kind::kSwitchPort ? &l.a : &l.b;
+    const Endpoint* other = sw_end == &l.a ? &l.b : &l.a;
+    if (sw_end->kind != Endpoint::Kind::kSwitchPort) continue;
+    double sw_rate = EndRate(c, *sw_end);
+    double other_rate = EndRate(c, *other);
+    double faster = std::max(sw_rate, other_rate);
+    if (!(l.rate_bytes_per_s < faster * (1 - 1e-9))) continue;
+    bool other_faster = other_rate >= sw_rate;
+    Slow& entry = slow[{sw_end->device, l.rate_bytes_per_s, faster, other_faster}];
+    if (entry.ends.empty()) entry.where = l.where;
+    entry.ends.push_back(other->ToString());
+  }
+  for (const auto& [key, entry] : slow) {
+    const auto& [sw, rate, faster, other_faster] = key;
+    const bool one = entry.ends.size() == 1;
+    std::string limit = other_faster
+                            ? fmt::format("the {} of {} other end{}",
+                                          quantity::FormatBandwidthBits(faster),
+                                          one ? "its" : "their", one ? "" : "s")
+                            : fmt::format("{}'s {} ports", sw, quantity::FormatBandwidthBits(faster));
+    ctx.Report(Severity::kWarning,
+               fmt::format("{}: {} {} at {}, below {} ({})", sw,
+                           Count(static_cast<long>(entry.ends.size()), "link", "links"),
+                           one ? "runs" : "run", quantity::FormatBandwidthBits(rate), limit,
+                           Join(entry.ends)),
+               {sw}, entry.where);
+  }
+}
+
+// ---------------------------------------------------------------- rates
+
+void NicRateRule(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  if (GpuNodes(c).size() < 2) return;
+  const double min_rate = ctx.Param("min_bytes_per_s");
+  for (const ProfileUse& use : GpuProfiles(c)) {
+    std::vector<const model::NicSpec*> nics = ComputeNics(c, *use.profile);
+    if (nics.empty()) continue;  // fabric.no_compute_network says so
+    double total = 0;
+    std::map<double, int, std::greater<>> by_rate;
+    for (const model::NicSpec* nic : nics) {
+      double r = NicRate(c, *nic);
+      total += r;
+      ++by_rate[r];
+    }
+    if (!(total < min_rate * (1 - 1e-9))) continue;
+    std::vector<std::string> objects = {use.profile->name};
+    objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
+    ctx.Report(fmt::format("nodes {} (profile {}) have {} of compute network bandwidth each ({}), "
+                           "below {} per node",
+                           FoldNames(use.nodes), use.profile->name,
+                           quantity::FormatBandwidthBits(total), RateMix(by_rate),
+                           quantity::FormatBandwidthBits(min_rate)),
+               std::move(objects), use.profile->where);
+  }
+}
+
+void IbLinkRate(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const double min_rate = ctx.Param("min_bytes_per_s");
+  for (const ProfileUse& use : GpuProfiles(c)) {
+    std::vector<std::string> slow;
+    double rate = 0;
+    SourcePos where;
+    for (const model::NicSpec* nic : ComputeNics(c, *use.profile)) {
+      double r = NicRate(c, *nic);
+      if (nic->kind != model::NetKind::kInfiniband || r <= 0 || !(r < min_rate * (1 - 1e-9))) continue;
+      if (slow.empty()) where = nic->where;
+      slow.push_back(nic->name);
+      rate = std::max(rate, r);
+    }
+    if (slow.empty()) continue;
+    std::vector<std::string> objects = {use.profile->name};
+    objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
+    ctx.Report(fmt::format("InfiniBand NICs {} on nodes {} run at {} or less, below {} (HDR)",
+                           FoldNames(slow), FoldNames(use.nodes),
+                           quantity::FormatBandwidthBits(rate),
+                           quantity::FormatBandwidthBits(min_rate)),
+               std::move(objects), where);
+  }
+}
+
+void NoStorageNetwork(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  std::vector<const model::Node*> nodes = GpuNodes(c);
+  std::vector<const model::Network*> compute = ComputeNetworks(c);
+  if (nodes.size() < 2 || compute.empty()) return;
+  std::vector<const model::Network*> side;
+  for (const model::Network& n : c.networks) {
+    if (n.role != model::NetRole::kCompute) side.push_back(&n);
+  }
+  if (side.empty()) {
+    ctx.Report(fmt::format("no storage or control network: checkpoints, data loading and "
+                           "control traffic share compute network {}",
+                           compute.front()->name),
+               {compute.front()->name}, compute.front()->where);
+    return;
+  }
+  std::vector<std::string> bare;
+  for (const model::Node* n : nodes) {
+    const auto& nics = c.ProfileOf(*n).nics;
+    bool has = std::any_of(nics.begin(), nics.end(), [&](const model::NicSpec& nic) {
+      const model::Network* net = nic.network.empty() ? nullptr : c.FindNetwork(nic.network);
+      return net != nullptr && net->role != model::NetRole::kCompute;
+    });
+    if (!has) bare.push_back(n->name);
+  }
+  if (!bare.empty()) {
+    std::vector<std::string> side_names;
+    for (const model::Network* n : side) side_names.push_back(n->name);
+    ctx.Report(fmt::format("GPU nodes {} have no NIC on a storage or control network ({}), so "
+                           "their file I/O rides the compute fabric",
+                           FoldNames(bare), Join(side_names)),
+               bare, c.FindNode(bare.front())->where);
+  }
+  for (const model::StorageTier& t : c.storage.tiers) {
+    if (t.role == model::StorageRole::kCold || !IsComputeNetwork(c, t.network)) continue;
+    ctx.Report(fmt::format("storage tier {} ({}) is reached over compute network {}; data "
+                           "loading and checkpoints then compete with gradients",
+                           t.name, model::ToString(t.role), t.network),
+               {t.name}, t.where);
+  }
+}
+
+}  // namespace
+
+void AddFabricRules(std::vector<Rule>& rules) {
+  const std::string_view topology_000 =
+      "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing";
+  rules.push_back({"fabric.no_compute_network", Severity::kError,
+                   "several GPU nodes but no compute network, or GPU nodes with no NIC on it",
+                   "000_bf90931f775ecd9c.txt, Networking: The Hidden Bottleneck",
+                   {}, &NoComputeNetwork});
+  rules.push_back(
+      {"fabric.ethernet_scale", Severity::kError,
+       "plain Ethernet (no RDMA) compute network above a small GPU count",
+       "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (Ethernet: 4-16 GPUs) and "
+       "FAQ (\"Is Ethernet acceptable for AI training?\")",
+       {{"max_gpus", 16, "GPUs", "most GPUs on plain Ethernet; guide 000 says 4-16"}},
+       &EthernetScale});
+  rules.push_back(
+      {"fabric.no_infiniband", Severity::kWarning,
+       "compute network that is not InfiniBand at a GPU count where the guide says buy it",
+       "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (\"My advice: If your "
+       "cluster is 32 GPUs or more, buy InfiniBand\")",
+       {{"min_gpus", 32, "GPUs", "GPU count from which InfiniBand is advised; guide 000"}},
+       &NoInfiniband});
+  rules.push_back(
+      {"fabric.roce_scale", Severity::kError, "RoCE compute network above the GPU count where "
+       "the guide wants InfiniBand",
+       "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (and the One "
+       "That Doesn't) (\"For clusters above 128 GPUs, you want InfiniBand\")",
+       {{"max_gpus", 128, "GPUs", "most GPUs on RoCE; guide 004"}},
+       &RoceScale});
+  rules.push_back({"fabric.l2_topology", Severity::kError,
+                   "compute network with a flat L2 (spanning tree) topology",
+                   "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing "
+                   "(\"Don't use L2 networking\")",
+                   {}, &L2Topology});
+  rules.push_back(
+      {"fabric.oversubscription", Severity::kError,
+       "compute-fabric switch whose downlink bandwidth exceeds its uplink bandwidth",
+       "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing (spine-leaf with "
+       "1:1 oversubscription); 004_910c09f65559b553.txt, The Networking Architecture That "
+       "Actually Works (and the One That Doesn't) (full bisection bandwidth)",
+       {{"max_ratio", 1.0, "ratio", "largest down:up bandwidth ratio per switch; 1:1 per both guides"}},
+       &Oversubscription});
+  rules.push_back({"fabric.missing_uplinks", Severity::kError,
+                   "leaf without uplinks among several leaves, or nodes split into islands with "
+                   "no switch path between them",
+                   topology_000, {}, &MissingUplinks});
+  rules.push_back({"fabric.rail_alignment", Severity::kWarning,
+                   "rail-optimized network whose cabling puts different rails on one leaf",
+                   topology_000, {}, &RailAlignment});
+  rules.push_back({"fabric.dangling", Severity::kWarning,
+                   "NICs on a switched network with no link, and switches with no links",
+                   topology_000, {}, &Dangling});
+  rules.push_back({"fabric.switch_capacity", Severity::kError,
+                   "switch with more ports cabled than it has, ports cabled twice or out of "
+                   "range; links slower than an end (warning)",
+                   "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing and "
+                   "Common Failure Modes I've Seen (link up at reduced width: bandwidth halved)",
+                   {}, &SwitchCapacity});
+  rules.push_back(
+      {"fabric.nic_rate", Severity::kWarning,
+       "compute network bandwidth per GPU node (sum of its compute NICs)",
+       "004_910c09f65559b553.txt, Why You Can't Just Stack GPUs Like Lego (\"Bandwidth density "
+       "- GPUs need 400-800 Gbps per node\")",
+       {{"min_bytes_per_s", 50e9, "bytes/s",
+         "least compute bandwidth per node; 50e9 bytes/s = 400 Gb/s, guide 004's lower figure"}},
+       &NicRateRule});
+  rules.push_back(
+      {"fabric.ib_link_rate", Severity::kWarning, "InfiniBand compute NICs slower than HDR",
+       "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (InfiniBand \"Requires HDR "
+       "or higher\")",
+       {{"min_bytes_per_s", 25e9, "bytes/s",
+         "least InfiniBand NIC rate; 25e9 bytes/s = 200 Gb/s (HDR)"}},
+       &IbLinkRate});
+  rules.push_back(
+      {"network.no_storage_network", Severity::kWarning,
+       "no storage/control network separate from the compute fabric, GPU nodes not on it, or "
+       "hot/warm storage reached over the compute network",
+       "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (and the One "
+       "That Doesn't) (\"Layer 3: Ethernet for storage and control ... the one people forget\")",
+       {}, &NoStorageNetwork});
+}
+
+}  // namespace gpuforge::lint

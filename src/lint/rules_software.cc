@@ -1,0 +1,116 @@
+// software.*: driver, CUDA and NCCL versions.
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <optional>
+
+#include "lint/rules.h"
+
+namespace gpuforge::lint {
+
+namespace {
+
+// Driver branches the guides say not to run, with their reason.
+struct BadBranch {
+  std::string_view branch;
+  std::string_view why;
+};
+constexpr std::array kBadBranches = {
+    BadBranch{"535", "guide 000 reports bugs with H100/RCCL on it and recommends the 560 series"},
+};
+
+// Oldest driver branch each CUDA major version runs on (minor version compatibility).
+// Source: NVIDIA CUDA Toolkit release notes, "CUDA Driver" section, table "CUDA Toolkit and
+// Minimum Required Driver Version for CUDA Minor Version Compatibility" (Linux: 11.x >= 450,
+// 12.x >= 525, 13.x >= 580).
+struct CudaDriverFloor {
+  int cuda_major;
+  int min_driver;
+};
+constexpr std::array kCudaDriverFloors = {
+    CudaDriverFloor{11, 450},
+    CudaDriverFloor{12, 525},
+    CudaDriverFloor{13, 580},
+};
+
+// The leading integer of "560.35.03" or "12.4"; nullopt when it does not start with digits.
+std::optional<int> LeadingInt(std::string_view s) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr == s.data()) return std::nullopt;
+  return v;
+}
+
+// The branch the driver belongs to: as stated, else the first field of the version.
+std::string DriverBranch(const model::Software& s) {
+  if (!s.driver_branch.empty()) return s.driver_branch;
+  return s.driver_version.substr(0, s.driver_version.find('.'));
+}
+
+std::string DriverText(const model::Software& s) {
+  if (s.driver_version.empty()) return fmt::format("branch {}", s.driver_branch);
+  return s.driver_version;
+}
+
+void DriverBranchRule(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const model::Software& s = c.software;
+  std::string branch = DriverBranch(s);
+  if (branch.empty()) return;
+  for (const BadBranch& bad : kBadBranches) {
+    if (branch != bad.branch) continue;
+    ctx.Report(fmt::format("NVIDIA driver {} is on branch {}, which the guides say not to use: {}", DriverText(s),
+                           branch, bad.why),
+               {}, s.where);
+  }
+}
+
+void Versions(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  if (GpuNodes(c).empty()) return;
+  const model::Software& s = c.software;
+  std::vector<std::string> missing;
+  if (s.driver_branch.empty() && s.driver_version.empty()) missing.push_back("driver_version");
+  if (s.cuda_version.empty()) missing.push_back("cuda_version");
+  if (s.nccl_version.empty()) missing.push_back("nccl_version");
+  if (!missing.empty()) {
+    ctx.Report(fmt::format("software does not state {}; version checks cannot judge what is "
+                           "not written down",
+                           Join(missing)),
+               {}, s.where);
+  }
+  if (!s.driver_branch.empty() && !s.driver_version.empty() &&
+      s.driver_version != s.driver_branch && !s.driver_version.starts_with(s.driver_branch + ".")) {
+    ctx.Report(fmt::format("driver_version {} is not on driver_branch {}", s.driver_version,
+                           s.driver_branch),
+               {}, s.where);
+  }
+  std::optional<int> cuda = LeadingInt(s.cuda_version);
+  std::optional<int> driver = LeadingInt(DriverBranch(s));
+  if (!cuda || !driver) return;
+  for (const CudaDriverFloor& floor : kCudaDriverFloors) {
+    if (floor.cuda_major != *cuda || *driver >= floor.min_driver) continue;
+    ctx.Report(Severity::kError,
+               fmt::format("CUDA {} needs NVIDIA driver {} or newer, but the driver is {}",
+                           s.cuda_version, floor.min_driver, DriverText(s)),
+               {}, s.where);
+  }
+}
+
+}  // namespace
+
+void AddSoftwareRules(std::vector<Rule>& rules) {
+  rules.push_back({"software.driver_branch", Severity::kError,
+                   "NVIDIA driver on a branch the guides say not to use (535)",
+                   "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (\"Don't use "
+                   "535 - had bugs with H100/RCCL\")",
+                   {}, &DriverBranchRule});
+  rules.push_back({"software.versions", Severity::kWarning,
+                   "driver, CUDA and NCCL versions stated and consistent; a driver too old for "
+                   "the CUDA major version is an error",
+                   "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works; NVIDIA CUDA "
+                   "Toolkit release notes (minimum driver per CUDA major version)",
+                   {}, &Versions});
+}
+
+}  // namespace gpuforge::lint

@@ -1,0 +1,85 @@
+// k8s.* and slurm.* rules.
+
+#include <gtest/gtest.h>
+
+#include "gpuforge/lint/lint.h"
+#include "lint/cluster_builder.h"
+
+namespace gpuforge::lint {
+namespace {
+
+using testing::CleanCluster;
+using testing::Run;
+
+model::Cluster Kubernetes(std::string policy, bool volcano) {
+  model::Cluster c = CleanCluster();
+  c.software.scheduler.kind = model::SchedulerKind::kKubernetes;
+  c.software.scheduler.topology_manager_policy = std::move(policy);
+  c.software.scheduler.volcano = volcano;
+  return c;
+}
+
+TEST(LintScheduler, TopologyManagerUnset) {
+  std::vector<Finding> f = Run(Kubernetes("", true), "k8s.topology_manager");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].message,
+            "Kubernetes kubelet topology manager policy is unset; pods then land on arbitrary NUMA "
+            "nodes (up to 30% slower); set best-effort, restricted or single-numa-node");
+  EXPECT_EQ(f[0].where.line, 101);
+}
+
+TEST(LintScheduler, TopologyManagerNone) {
+  std::vector<Finding> f = Run(Kubernetes("none", true), "k8s.topology_manager");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].message.find("policy is 'none';"), std::string::npos);
+}
+
+TEST(LintScheduler, TopologyManagerQuietWhenSetOrSlurm) {
+  EXPECT_TRUE(Run(Kubernetes("single-numa-node", true), "k8s.topology_manager").empty());
+  EXPECT_TRUE(Run(Kubernetes("best-effort", true), "k8s.topology_manager").empty());
+  EXPECT_TRUE(Run(CleanCluster(), "k8s.topology_manager").empty());
+}
+
+TEST(LintScheduler, NoVolcanoFires) {
+  std::vector<Finding> f = Run(Kubernetes("best-effort", false), "k8s.no_volcano");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_EQ(f[0].message,
+            "Kubernetes without the Volcano scheduler: the default scheduler does not gang-"
+            "schedule training pods or understand GPU affinity");
+}
+
+TEST(LintScheduler, NoVolcanoQuietWithVolcanoOrSlurm) {
+  EXPECT_TRUE(Run(Kubernetes("best-effort", true), "k8s.no_volcano").empty());
+  EXPECT_TRUE(Run(CleanCluster(), "k8s.no_volcano").empty());
+}
+
+TEST(LintScheduler, SlurmWithoutController) {
+  model::Cluster c = CleanCluster();
+  c.software.scheduler.controller = "";
+  std::vector<Finding> f = Run(c, "slurm.no_controller");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "Slurm scheduler with no controller node");
+}
+
+TEST(LintScheduler, SlurmControllerNotInInventory) {
+  model::Cluster c = CleanCluster();
+  c.software.scheduler.controller = "head02";
+  std::vector<Finding> f = Run(c, "slurm.no_controller");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].message, "Slurm controller 'head02' is not a node in the inventory");
+  EXPECT_EQ(f[0].objects, std::vector<std::string>{"head02"});
+}
+
+TEST(LintScheduler, SlurmControllerQuietWhenPresent) {
+  EXPECT_TRUE(Run(CleanCluster(), "slurm.no_controller").empty());
+  model::Cluster c = CleanCluster();
+  c.software.scheduler.kind = model::SchedulerKind::kNone;
+  c.software.scheduler.controller = "";
+  EXPECT_TRUE(Run(c, "slurm.no_controller").empty());
+}
+
+}  // namespace
+}  // namespace gpuforge::lint

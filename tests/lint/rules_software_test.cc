@@ -1,0 +1,101 @@
+// software.* rules.
+
+#include <gtest/gtest.h>
+
+#include "gpuforge/lint/lint.h"
+#include "lint/cluster_builder.h"
+
+namespace gpuforge::lint {
+namespace {
+
+using testing::CleanCluster;
+using testing::Run;
+
+TEST(LintSoftware, DriverBranchFires) {
+  model::Cluster c = CleanCluster();
+  c.software.driver_branch = "535";
+  c.software.driver_version = "535.104.05";
+  std::vector<Finding> f = Run(c, "software.driver_branch");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].message,
+            "NVIDIA driver 535.104.05 is on branch 535, which the guides say not to use: guide 000 "
+            "reports bugs with H100/RCCL on it and recommends the 560 series");
+  EXPECT_EQ(f[0].where.line, 100);
+}
+
+TEST(LintSoftware, DriverBranchFromVersionAlone) {
+  model::Cluster c = CleanCluster();
+  c.software.driver_branch = "";
+  c.software.driver_version = "535.161.08";
+  EXPECT_EQ(Run(c, "software.driver_branch").size(), 1u);
+  c.software.driver_version = "";
+  c.software.driver_branch = "535";
+  std::vector<Finding> f = Run(c, "software.driver_branch");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message.substr(0, 42), "NVIDIA driver branch 535 is on branch 535,");
+}
+
+TEST(LintSoftware, DriverBranchQuietForOtherBranches) {
+  EXPECT_TRUE(Run(CleanCluster(), "software.driver_branch").empty());
+  model::Cluster c = CleanCluster();
+  c.software.driver_branch = "5350";  // not a prefix match
+  c.software.driver_version = "";
+  EXPECT_TRUE(Run(c, "software.driver_branch").empty());
+}
+
+TEST(LintSoftware, VersionsWarnsWhenUnstated) {
+  model::Cluster c = CleanCluster();
+  c.software.cuda_version = "";
+  c.software.nccl_version = "";
+  std::vector<Finding> f = Run(c, "software.versions");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_EQ(f[0].message,
+            "software does not state cuda_version, nccl_version; version checks cannot judge what "
+            "is not written down");
+}
+
+TEST(LintSoftware, VersionsWarnsOnBranchMismatch) {
+  model::Cluster c = CleanCluster();
+  c.software.driver_version = "550.54.15";
+  std::vector<Finding> f = Run(c, "software.versions");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_EQ(f[0].message, "driver_version 550.54.15 is not on driver_branch 560");
+}
+
+TEST(LintSoftware, VersionsErrorsWhenDriverTooOldForCuda) {
+  model::Cluster c = CleanCluster();
+  c.software.cuda_version = "13.0";
+  std::vector<Finding> f = Run(c, "software.versions");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].message, "CUDA 13.0 needs NVIDIA driver 580 or newer, but the driver is 560.35.03");
+
+  c.software.cuda_version = "12.4";
+  c.software.driver_branch = "470";
+  c.software.driver_version = "470.82.01";
+  f = Run(c, "software.versions");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "CUDA 12.4 needs NVIDIA driver 525 or newer, but the driver is 470.82.01");
+}
+
+TEST(LintSoftware, VersionsQuietWhenConsistent) {
+  EXPECT_TRUE(Run(CleanCluster(), "software.versions").empty());
+  model::Cluster c = CleanCluster();
+  c.software.cuda_version = "13.0";
+  c.software.driver_branch = "580";
+  c.software.driver_version = "580.65.06";
+  EXPECT_TRUE(Run(c, "software.versions").empty());
+}
+
+TEST(LintSoftware, VersionsQuietWithoutGpuNodes) {
+  model::Cluster c = CleanCluster();
+  c.software = model::Software{};
+  for (model::Node& n : c.nodes) n.role = model::NodeRole::kLogin;
+  EXPECT_TRUE(Run(c, "software.versions").empty());
+}
+
+}  // namespace
+}  // namespace gpuforge::lint

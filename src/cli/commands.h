@@ -10,5 +10,6 @@ Command EstimateCommand();
 Command InventoryCommand();
 Command HostlistCommand();
 Command PlanCommand();
+Command RenderCommand();
 
 }  // namespace gpuforge::cli

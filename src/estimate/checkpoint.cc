@@ -79,7 +79,7 @@ Section CheckpointSection(const model::Cluster& c, const Estimates& /*so_far*/) 
       return s;
     }
     rate *= static_cast<double>(nodes);
-    rate_text = fmt::format("{} nodes x {}", nodes, rate_text);
+    rate_text = fmt::format("{} x {}", Plural(nodes, "node"), rate_text);
   }
   const double seconds = size / rate;
   Figure f = Known(std::move(write_id), seconds,

@@ -88,6 +88,10 @@ std::string Num(double v, int decimals) {
   return grouped;
 }
 
+std::string Plural(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string Money(double v) {
   // Why the steps: 1,120,000 needs no cents, a 3.5 per GPU-hour rate needs them, and a
   // 0.12 per kWh power price needs more.

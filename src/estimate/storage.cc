@@ -44,7 +44,7 @@ TierSum SumTiers(const model::Cluster& c, double model::StorageTier::*field,
     }
     if (t.scope == model::StorageScope::kNode) {
       total += v * static_cast<double>(nodes);
-      terms.push_back(fmt::format("{} {} nodes x {}", t.name, nodes, format(v)));
+      terms.push_back(fmt::format("{} {} x {}", t.name, Plural(nodes, "node"), format(v)));
     } else {
       total += v;
       terms.push_back(fmt::format("{} {}", t.name, format(v)));

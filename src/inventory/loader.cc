@@ -167,7 +167,10 @@ class Loader {
   }
 
   void Load(const YAML::Node& root);
-  model::Cluster Take() { return std::move(cluster_); }
+  model::Cluster Take() {
+    cluster_.BuildIndex();
+    return std::move(cluster_);
+  }
 
  private:
   // Expands a hostlist scalar, reporting errors at the right column of the file.
@@ -894,38 +897,38 @@ void Loader::LoadNodes(const YAML::Node& n) {
     }
     const std::string what = fmt::format("node entry '{}'", name_node.Scalar());
     broken_nodes_.insert(names->begin(), names->end());
-    std::vector<std::string> addrs;
+    // A failed part makes the entry declare no nodes, but its other parts are still checked
+    // so that one run reports everything.
+    bool ok = true;
+    std::vector<std::string> addrs = *names;
     YAML::Node addr_node = Get(e, "address");
     if (Has(e, "address")) {
-      if (!CheckHostlistChars(addr_node, "-.:", "address",
-                              "an address is an IPv4 or IPv6 address or a host name (with hostlist brackets)")) {
-        continue;
+      std::optional<std::vector<std::string>> a;
+      if (CheckHostlistChars(addr_node, "-.:", "address",
+                             "an address is an IPv4 or IPv6 address or a host name (with hostlist brackets)")) {
+        a = Expand(addr_node, "node address");
       }
-      auto a = Expand(addr_node, "node address");
-      if (!a) continue;
-      addrs = std::move(*a);
-      if (addrs.size() != names->size()) {
+      if (a && a->size() != names->size()) {
         r_.Error(addr_node, fmt::format("{} names {} nodes but its address list expands to {} addresses; they are paired in order, so the counts must match",
-                                        what, names->size(), addrs.size()));
-        continue;
+                                        what, names->size(), a->size()));
+        a.reset();
       }
-    } else {
-      addrs = *names;
+      ok = ok && a.has_value();
+      if (a) addrs = std::move(*a);
     }
     std::vector<std::string> racks;
     if (Has(e, "rack")) {
       YAML::Node rack_node = Get(e, "rack");
-      if (!CheckHostlistChars(rack_node, "_.-", "rack", "rack names are letters, digits, '_', '.' and '-'")) continue;
-      auto rk = Expand(rack_node, "rack", 4096);
-      if (!rk) continue;
-      if (rk->size() != 1 && rk->size() != names->size()) {
+      std::optional<std::vector<std::string>> rk;
+      if (CheckHostlistChars(rack_node, "_.-", "rack", "rack names are letters, digits, '_', '.' and '-'")) {
+        rk = Expand(rack_node, "rack", 4096);
+      }
+      if (rk && rk->size() != 1 && rk->size() != names->size()) {
         r_.Error(rack_node, fmt::format("{} names {} nodes but its rack list expands to {} racks; give one rack, or one per node in order",
                                         what, names->size(), rk->size()));
-        continue;
+        rk.reset();
       }
-      racks = std::move(*rk);
-      bool racks_ok = true;
-      for (const std::string& rack : std::set<std::string>(racks.begin(), racks.end())) {
+      for (const std::string& rack : rk ? std::set<std::string>(rk->begin(), rk->end()) : std::set<std::string>()) {
         CheckWith(rack_node, names::CheckName, rack, "rack name");
         if (cluster_.FindRack(rack) != nullptr) continue;
         if (racks_declared_) {
@@ -933,30 +936,27 @@ void Loader::LoadNodes(const YAML::Node& n) {
           for (const auto& rr : cluster_.racks) known.push_back(rr.name);
           r_.Error(rack_node, fmt::format("{} refers to rack '{}', which is not declared under 'racks'{}", what, rack,
                                           DidYouMean(rack, known)));
-          racks_ok = false;
-        } else {
-          cluster_.racks.push_back({rack, std::nullopt, std::nullopt, r_.Pos(rack_node)});
+          rk.reset();
+          break;
         }
+        cluster_.racks.push_back({rack, std::nullopt, std::nullopt, r_.Pos(rack_node)});
       }
-      if (!racks_ok) continue;
+      ok = ok && rk.has_value();
+      if (rk) racks = std::move(*rk);
     }
-    auto profile_name = r_.Str(e, "profile", what, true);
-    if (!profile_name) continue;
-    if (FindProfile(*profile_name) == nullptr) {
-      if (profile_nodes_.count(*profile_name) == 0) {
+    std::string effective_profile;
+    if (auto profile_name = r_.Str(e, "profile", what, true)) {
+      if (FindProfile(*profile_name) != nullptr) {
+        effective_profile = *profile_name;
+        if (Has(e, "overrides")) effective_profile = DeriveProfile(*profile_name, e, name_node, what).value_or("");
+      } else if (profile_nodes_.count(*profile_name) == 0) {
         std::vector<std::string> known;
         for (const auto& [k, v] : profile_nodes_) known.push_back(k);
         r_.Error(Get(e, "profile"), fmt::format("{} refers to profile '{}', which is not defined under 'profiles'{}", what,
                                                 *profile_name, DidYouMean(*profile_name, known)));
-      }
-      continue;  // a broken profile was already reported where it is defined
+      }  // else: a broken profile, already reported where it is defined
     }
-    std::string effective_profile = *profile_name;
-    if (Has(e, "overrides")) {
-      auto derived = DeriveProfile(*profile_name, e, name_node, what);
-      if (!derived) continue;
-      effective_profile = *derived;
-    }
+    ok = ok && !effective_profile.empty();
     model::NodeRole role = model::NodeRole::kCompute;
     if (auto ro = r_.Choice(e, "role", what, {"compute", "login", "controller", "storage"})) {
       role = *ro == "compute"      ? model::NodeRole::kCompute
@@ -985,6 +985,7 @@ void Loader::LoadNodes(const YAML::Node& n) {
     }
     // Precedence, lowest first: defaults < profile < groups (in listed order) < node.
     const Layer node_layer{LoadSsh(Get(e, "ssh"), what + " ssh"), LoadVars(Get(e, "vars"), what + " vars")};
+    if (!ok) continue;
     std::vector<const Layer*> layers = {&defaults_, &profile_layers_[effective_profile]};
     for (const std::string& g : groups) layers.push_back(&group_layers_[g]);
     layers.push_back(&node_layer);
@@ -1221,7 +1222,6 @@ void Loader::LoadLinks(const YAML::Node& n) {
     auto note = [](Problem* p, std::string msg) {
       if (p->count++ == 0) p->first = std::move(msg);
     };
-    std::vector<model::Link> fresh;
     for (std::size_t i = 0; i < a.ends.size(); ++i) {
       model::Link l{a.ends[i], b.ends[i], 0, r_.Pos(e)};
       if (l.a.kind == model::Endpoint::Kind::kNic && l.b.kind == model::Endpoint::Kind::kNic) {

@@ -165,9 +165,13 @@ void CheckConfig(const model::Cluster& c, std::vector<Finding>& out) {
     if (FindRule(id) != nullptr) continue;
     std::string hint;
     if (auto near = names::Closest(id, ids)) hint = fmt::format("; did you mean '{}'?", *near);
-    // LintSettings keeps no position per disabled entry, so this one names the file only.
+    // LintSettings has no position field per disabled entry; the loader files each one in
+    // the thresholds' position map under "disable:<id>".
+    const auto& where_map = c.lint.thresholds.where;
+    auto w = where_map.find("disable:" + id);
     out.push_back(ConfigFinding(fmt::format("unknown lint rule '{}' in lint.disable{}", id, hint),
-                                id, SourcePos{c.source_file, 0, 0}));
+                                id, OrFile(w != where_map.end() ? w->second : SourcePos{},
+                                           c.source_file)));
   }
 }
 

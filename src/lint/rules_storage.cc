@@ -161,7 +161,7 @@ void AddStorageRules(std::vector<Rule>& rules) {
        "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (\"at least 1GB/s per "
        "GPU\")",
        {{"min_bytes_per_gpu", 1e9, "bytes/s",
-         "least read bandwidth per GPU; guide 000 (1 GB/s); workload.read_per_gpu replaces it"}},
+         "least read bandwidth per GPU; guide 000 (1 GB/s); workload.read_bandwidth_per_gpu replaces it"}},
        &ReadBandwidth});
   rules.push_back({"storage.nfs_hot_tier", Severity::kError, "an NFS tier used as the hot tier",
                    "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (NFS over "

@@ -137,13 +137,36 @@ const T* FindByName(const std::vector<T>& v, std::string_view name) {
   return it == v.end() ? nullptr : &*it;
 }
 
+template <class T>
+const T* FindIndexed(const std::vector<T>& v, const std::unordered_map<std::string, std::size_t>& index,
+                     std::string_view name) {
+  if (!index.empty()) {
+    auto it = index.find(std::string(name));
+    if (it != index.end() && it->second < v.size() && v[it->second].name == name) return &v[it->second];
+    if (it == index.end() && index.size() == v.size()) return nullptr;
+  }
+  return FindByName(v, name);
+}
+
+template <class T>
+void Index(const std::vector<T>& v, std::unordered_map<std::string, std::size_t>* index) {
+  index->clear();
+  for (std::size_t i = 0; i < v.size(); ++i) index->emplace(v[i].name, i);
+}
+
 }  // namespace
 
-const Profile* Cluster::FindProfile(std::string_view n) const { return FindByName(profiles, n); }
-const Node* Cluster::FindNode(std::string_view n) const { return FindByName(nodes, n); }
+void Cluster::BuildIndex() {
+  Index(nodes, &node_index_);
+  Index(profiles, &profile_index_);
+  Index(switches, &switch_index_);
+}
+
+const Profile* Cluster::FindProfile(std::string_view n) const { return FindIndexed(profiles, profile_index_, n); }
+const Node* Cluster::FindNode(std::string_view n) const { return FindIndexed(nodes, node_index_, n); }
 const Rack* Cluster::FindRack(std::string_view n) const { return FindByName(racks, n); }
 const Network* Cluster::FindNetwork(std::string_view n) const { return FindByName(networks, n); }
-const Switch* Cluster::FindSwitch(std::string_view n) const { return FindByName(switches, n); }
+const Switch* Cluster::FindSwitch(std::string_view n) const { return FindIndexed(switches, switch_index_, n); }
 
 const Profile& Cluster::ProfileOf(const Node& n) const {
   const Profile* p = FindProfile(n.profile);

@@ -121,6 +121,13 @@ TEST(EstimateStorage, ZeroDatasetIsMissingNotInfinite) {
   EXPECT_EQ(f.missing, "storage.dataset");
 }
 
+TEST(EstimateStorage, OneNodeReadsItsOwnDrives) {
+  Figure f = EstimateOf(GuideCluster(1), "storage.read_available_bytes_per_s");
+  ASSERT_TRUE(f.value);
+  EXPECT_DOUBLE_EQ(*f.value, 25e9 + 60e9);
+  EXPECT_EQ(f.formula, "nvme 1 node x 25 GB/s + beegfs 60 GB/s = 85 GB/s");
+}
+
 TEST(EstimateStorage, NodeTiersWithoutComputeNodes) {
   model::Cluster c = GuideCluster();
   for (model::Node& n : c.nodes) n.role = model::NodeRole::kLogin;

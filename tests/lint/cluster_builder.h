@@ -16,7 +16,7 @@
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/model/cluster.h"
 
-namespace gpuforge::lint::testing {
+namespace gpuforge::lint::fixture {
 
 inline constexpr double kGbps = 1e9 / 8;  // bytes/s in one Gb/s
 inline constexpr std::string_view kFile = "cluster.yaml";
@@ -261,7 +261,8 @@ inline std::vector<Finding> Of(const LintResult& r, std::string_view rule) {
   return out;
 }
 
-inline std::vector<Finding> Run(const model::Cluster& c, std::string_view rule) {
+// Lints the whole cluster and keeps one rule's findings.
+inline std::vector<Finding> LintRule(const model::Cluster& c, std::string_view rule) {
   return Of(Lint(c), rule);
 }
 
@@ -274,4 +275,4 @@ inline std::string Dump(const LintResult& r) {
   return out;
 }
 
-}  // namespace gpuforge::lint::testing
+}  // namespace gpuforge::lint::fixture

@@ -14,11 +14,11 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::Dump;
-using testing::FixtureOptions;
-using testing::Of;
-using testing::Override;
+using fixture::CleanCluster;
+using fixture::Dump;
+using fixture::FixtureOptions;
+using fixture::Of;
+using fixture::Override;
 
 // "<area>.<name>": lower-case letters, digits and '_', one dot.
 bool IsRuleId(std::string_view id) {
@@ -187,11 +187,13 @@ TEST(LintEngine, NegativeThresholdIsAConfigError) {
 TEST(LintEngine, UnknownDisabledIdIsAConfigError) {
   model::Cluster c = CleanCluster();
   c.lint.disabled = {"nccl.debugg", "nccl.debug"};
+  c.lint.thresholds.where["disable:nccl.debugg"] = fixture::At(231);  // as the loader files it
   std::vector<Finding> f = Of(Lint(c), "lint.config");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "unknown lint rule 'nccl.debugg' in lint.disable; did you mean "
                           "'nccl.debug'?");
   EXPECT_EQ(f[0].where.file, "cluster.yaml");
+  EXPECT_EQ(f[0].where.line, 231);
 }
 
 TEST(LintEngine, FarOffNamesGetNoSuggestion) {
@@ -215,8 +217,8 @@ TEST(LintEngine, DisabledRuleDoesNotRun) {
 
 TEST(LintEngine, FindingsAreSortedBySeverityAndCounted) {
   model::Cluster c = CleanCluster();
-  testing::SetEnv(c, "NCCL_DEBUG", "INFO");          // info
-  testing::UnsetEnv(c, "NCCL_IB_TIMEOUT");           // warning
+  fixture::SetEnv(c, "NCCL_DEBUG", "INFO");          // info
+  fixture::UnsetEnv(c, "NCCL_IB_TIMEOUT");           // warning
   c.software.driver_version = "535.104.05";           // error (and a branch mismatch warning)
   c.software.driver_branch = "";
   LintResult r = Lint(c);
@@ -240,7 +242,7 @@ model::Cluster Broken() {
   o.gpus_per_node = 4;
   o.net_kind = model::NetKind::kEthernet;
   o.nics_per_node = 1;
-  o.nic_rate = 100 * testing::kGbps;
+  o.nic_rate = 100 * fixture::kGbps;
   model::Cluster c = CleanCluster(o);
   c.networks[0].topology = model::Topology::kL2;
   c.networks.pop_back();

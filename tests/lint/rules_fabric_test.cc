@@ -11,13 +11,13 @@ namespace gpuforge::lint {
 namespace {
 
 using model::Endpoint;
-using testing::At;
-using testing::CleanCluster;
-using testing::FixtureOptions;
-using testing::GpuProfile;
-using testing::kGbps;
-using testing::Override;
-using testing::Run;
+using fixture::At;
+using fixture::CleanCluster;
+using fixture::FixtureOptions;
+using fixture::GpuProfile;
+using fixture::kGbps;
+using fixture::Override;
+using fixture::LintRule;
 
 Endpoint Nic(std::string node, std::string nic) {
   Endpoint e;
@@ -73,7 +73,7 @@ model::Cluster TwoLeaves(bool leaf1_uplinks, bool leaf2_uplinks) {
 TEST(LintFabric, NoComputeNetworkFiresWithoutNetwork) {
   model::Cluster c = CleanCluster();
   c.networks.erase(c.networks.begin());
-  std::vector<Finding> f = Run(c, "fabric.no_compute_network");
+  std::vector<Finding> f = LintRule(c, "fabric.no_compute_network");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -88,7 +88,7 @@ TEST(LintFabric, NoComputeNetworkFiresForNodesWithoutNic) {
   bare.nics.erase(bare.nics.begin(), bare.nics.begin() + 4);  // keep eth0 only
   c.profiles.push_back(bare);
   c.nodes[3].profile = "bare";
-  std::vector<Finding> f = Run(c, "fabric.no_compute_network");
+  std::vector<Finding> f = LintRule(c, "fabric.no_compute_network");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "GPU nodes gpu004 have no NIC on the compute network compute");
   EXPECT_EQ(f[0].objects, std::vector<std::string>{"gpu004"});
@@ -99,8 +99,8 @@ TEST(LintFabric, NoComputeNetworkQuietForOneNode) {
   o.nodes = 1;
   model::Cluster c = CleanCluster(o);
   c.networks.erase(c.networks.begin());
-  EXPECT_TRUE(Run(c, "fabric.no_compute_network").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.no_compute_network").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.no_compute_network").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.no_compute_network").empty());
 }
 
 // ---------------------------------------------------------------- kind and scale
@@ -108,7 +108,7 @@ TEST(LintFabric, NoComputeNetworkQuietForOneNode) {
 TEST(LintFabric, EthernetScaleFires) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kEthernet;
-  std::vector<Finding> f = Run(CleanCluster(o), "fabric.ethernet_scale");
+  std::vector<Finding> f = LintRule(CleanCluster(o), "fabric.ethernet_scale");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -122,10 +122,10 @@ TEST(LintFabric, EthernetScaleQuietAtSixteen) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kEthernet;
   o.nodes = 2;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.ethernet_scale").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.ethernet_scale").empty());
   FixtureOptions roce;
   roce.net_kind = model::NetKind::kRoce;
-  EXPECT_TRUE(Run(CleanCluster(roce), "fabric.ethernet_scale").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(roce), "fabric.ethernet_scale").empty());
 }
 
 TEST(LintFabric, EthernetScaleOverride) {
@@ -133,13 +133,13 @@ TEST(LintFabric, EthernetScaleOverride) {
   o.net_kind = model::NetKind::kEthernet;
   model::Cluster c = CleanCluster(o);
   Override(c, "fabric.ethernet_scale.max_gpus", 32);
-  EXPECT_TRUE(Run(c, "fabric.ethernet_scale").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.ethernet_scale").empty());
 }
 
 TEST(LintFabric, NoInfinibandFires) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kRoce;
-  std::vector<Finding> f = Run(CleanCluster(o), "fabric.no_infiniband");
+  std::vector<Finding> f = LintRule(CleanCluster(o), "fabric.no_infiniband");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -151,8 +151,8 @@ TEST(LintFabric, NoInfinibandQuietBelowThirtyTwoOrOnIb) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kRoce;
   o.nodes = 3;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.no_infiniband").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.no_infiniband").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.no_infiniband").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.no_infiniband").empty());
 }
 
 TEST(LintFabric, NoInfinibandOverride) {
@@ -160,14 +160,14 @@ TEST(LintFabric, NoInfinibandOverride) {
   o.net_kind = model::NetKind::kRoce;
   model::Cluster c = CleanCluster(o);
   Override(c, "fabric.no_infiniband.min_gpus", 64);
-  EXPECT_TRUE(Run(c, "fabric.no_infiniband").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.no_infiniband").empty());
 }
 
 TEST(LintFabric, RoceScaleFires) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kRoce;
   o.nodes = 17;
-  std::vector<Finding> f = Run(CleanCluster(o), "fabric.roce_scale");
+  std::vector<Finding> f = LintRule(CleanCluster(o), "fabric.roce_scale");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "compute network compute is RoCE carrying 136 GPUs, above 128 GPUs; at this scale use "
@@ -178,7 +178,7 @@ TEST(LintFabric, RoceScaleQuietAtOneTwentyEight) {
   FixtureOptions o;
   o.net_kind = model::NetKind::kRoce;
   o.nodes = 16;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.roce_scale").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.roce_scale").empty());
 }
 
 TEST(LintFabric, RoceScaleOverride) {
@@ -187,13 +187,13 @@ TEST(LintFabric, RoceScaleOverride) {
   o.nodes = 17;
   model::Cluster c = CleanCluster(o);
   Override(c, "fabric.roce_scale.max_gpus", 256);
-  EXPECT_TRUE(Run(c, "fabric.roce_scale").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.roce_scale").empty());
 }
 
 TEST(LintFabric, L2TopologyFires) {
   model::Cluster c = CleanCluster();
   c.networks[0].topology = model::Topology::kL2;
-  std::vector<Finding> f = Run(c, "fabric.l2_topology");
+  std::vector<Finding> f = LintRule(c, "fabric.l2_topology");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "compute network compute is a flat L2 network (spanning tree); use a fat-tree, "
@@ -203,7 +203,7 @@ TEST(LintFabric, L2TopologyFires) {
 TEST(LintFabric, L2TopologyQuietOnStorageNetwork) {
   model::Cluster c = CleanCluster();
   c.networks[1].topology = model::Topology::kL2;
-  EXPECT_TRUE(Run(c, "fabric.l2_topology").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.l2_topology").empty());
 }
 
 // ---------------------------------------------------------------- oversubscription
@@ -218,7 +218,7 @@ model::Cluster HalfUplinksOnLeaf1() {
 }
 
 TEST(LintFabric, OversubscriptionFires) {
-  std::vector<Finding> f = Run(HalfUplinksOnLeaf1(), "fabric.oversubscription");
+  std::vector<Finding> f = LintRule(HalfUplinksOnLeaf1(), "fabric.oversubscription");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -230,7 +230,7 @@ TEST(LintFabric, OversubscriptionFires) {
 TEST(LintFabric, OversubscriptionShowsMixedRates) {
   model::Cluster c = HalfUplinksOnLeaf1();
   LinkOf(c, "gpu001", "mlx5_0")->rate_bytes_per_s = 200 * kGbps;
-  std::vector<Finding> f = Run(c, "fabric.oversubscription");
+  std::vector<Finding> f = LintRule(c, "fabric.oversubscription");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "leaf1: 3 x 400 Gb/s + 1 x 200 Gb/s down vs 2 x 400 Gb/s up = 1.75:1 oversubscribed "
@@ -240,8 +240,8 @@ TEST(LintFabric, OversubscriptionShowsMixedRates) {
 TEST(LintFabric, OversubscriptionOverride) {
   model::Cluster c = HalfUplinksOnLeaf1();
   Override(c, "fabric.oversubscription.max_ratio", 2);
-  EXPECT_TRUE(Run(c, "fabric.oversubscription").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.oversubscription").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.oversubscription").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.oversubscription").empty());
 }
 
 TEST(LintFabric, OversubscriptionIgnoresStorageFabric) {
@@ -254,13 +254,13 @@ TEST(LintFabric, OversubscriptionIgnoresStorageFabric) {
   }
   c.links.push_back({Nic("head01", "eth0"), Port("sleaf", 5), 100 * kGbps, At(92)});
   c.links.push_back({Port("sleaf", 40), Port("sspine", 1), 100 * kGbps, At(93)});
-  EXPECT_TRUE(Run(c, "fabric.oversubscription").empty());  // 5:1, but not the compute fabric
+  EXPECT_TRUE(LintRule(c, "fabric.oversubscription").empty());  // 5:1, but not the compute fabric
 }
 
 // ---------------------------------------------------------------- missing uplinks
 
 TEST(LintFabric, MissingUplinksFiresForIslands) {
-  std::vector<Finding> f = Run(TwoLeaves(false, false), "fabric.missing_uplinks");
+  std::vector<Finding> f = LintRule(TwoLeaves(false, false), "fabric.missing_uplinks");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -270,7 +270,7 @@ TEST(LintFabric, MissingUplinksFiresForIslands) {
 }
 
 TEST(LintFabric, MissingUplinksFiresForOneLeafWithoutUplinks) {
-  std::vector<Finding> f = Run(TwoLeaves(false, true), "fabric.missing_uplinks");
+  std::vector<Finding> f = LintRule(TwoLeaves(false, true), "fabric.missing_uplinks");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "nodes on network compute are split into 2 islands with no switch path between them: "
@@ -280,7 +280,7 @@ TEST(LintFabric, MissingUplinksFiresForOneLeafWithoutUplinks) {
 TEST(LintFabric, MissingUplinksFiresForLoneLeaf) {
   model::Cluster c = TwoLeaves(true, true);
   c.switches.push_back({"leaf3", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(63)});
-  std::vector<Finding> f = Run(c, "fabric.missing_uplinks");
+  std::vector<Finding> f = LintRule(c, "fabric.missing_uplinks");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "leaf leaf3 on network compute has no uplinks; with 3 leaves the fabric is "
@@ -289,8 +289,8 @@ TEST(LintFabric, MissingUplinksFiresForLoneLeaf) {
 }
 
 TEST(LintFabric, MissingUplinksQuietWhenConnected) {
-  EXPECT_TRUE(Run(TwoLeaves(true, true), "fabric.missing_uplinks").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.missing_uplinks").empty());
+  EXPECT_TRUE(LintRule(TwoLeaves(true, true), "fabric.missing_uplinks").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.missing_uplinks").empty());
 }
 
 TEST(LintFabric, MissingUplinksToleratesRailOnlyFabric) {
@@ -298,7 +298,7 @@ TEST(LintFabric, MissingUplinksToleratesRailOnlyFabric) {
   model::Cluster c = CleanCluster();
   std::erase_if(c.links, [](const model::Link& l) { return l.a.kind == Endpoint::Kind::kSwitchPort; });
   std::erase_if(c.switches, [](const model::Switch& s) { return s.name == "spine1"; });
-  EXPECT_TRUE(Run(c, "fabric.missing_uplinks").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.missing_uplinks").empty());
 }
 
 // ---------------------------------------------------------------- rail alignment
@@ -306,7 +306,7 @@ TEST(LintFabric, MissingUplinksToleratesRailOnlyFabric) {
 TEST(LintFabric, RailAlignmentFiresForCrossedCables) {
   model::Cluster c = CleanCluster();
   std::swap(LinkOf(c, "gpu003", "mlx5_0")->b, LinkOf(c, "gpu003", "mlx5_1")->b);
-  std::vector<Finding> f = Run(c, "fabric.rail_alignment");
+  std::vector<Finding> f = LintRule(c, "fabric.rail_alignment");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -323,7 +323,7 @@ TEST(LintFabric, RailAlignmentFiresForAllRailsOnOneLeaf) {
   for (int r = 1; r < 4; ++r) {
     LinkOf(c, "gpu001", fmt::format("mlx5_{}", r))->b = Port("leaf1", 20 + r);
   }
-  std::vector<Finding> f = Run(c, "fabric.rail_alignment");
+  std::vector<Finding> f = LintRule(c, "fabric.rail_alignment");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "nodes gpu001 on rail-optimized network compute land all their rails (4) on leaf1; "
@@ -331,11 +331,11 @@ TEST(LintFabric, RailAlignmentFiresForAllRailsOnOneLeaf) {
 }
 
 TEST(LintFabric, RailAlignmentQuietWhenAlignedOrNotRailOptimized) {
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.rail_alignment").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.rail_alignment").empty());
   model::Cluster c = CleanCluster();
   c.networks[0].topology = model::Topology::kFatTree;
   std::swap(LinkOf(c, "gpu003", "mlx5_0")->b, LinkOf(c, "gpu003", "mlx5_1")->b);
-  EXPECT_TRUE(Run(c, "fabric.rail_alignment").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.rail_alignment").empty());
 }
 
 // ---------------------------------------------------------------- cabling
@@ -347,7 +347,7 @@ TEST(LintFabric, DanglingFiresForUncabledNicsAndIdleSwitches) {
            (l.a.device == "gpu002" || l.a.device == "gpu003");
   });
   c.switches.push_back({"spare", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(66)});
-  std::vector<Finding> f = Run(c, "fabric.dangling");
+  std::vector<Finding> f = LintRule(c, "fabric.dangling");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message, "NIC mlx5_3 on gpu[002-003] (network compute) is not cabled to any switch");
@@ -358,13 +358,13 @@ TEST(LintFabric, DanglingFiresForUncabledNicsAndIdleSwitches) {
 
 TEST(LintFabric, DanglingQuietWhenCabled) {
   // The storage network has no switches, so its NICs are not expected to have links.
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.dangling").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.dangling").empty());
 }
 
 TEST(LintFabric, SwitchCapacityFiresForTooManyPorts) {
   model::Cluster c = CleanCluster();
   c.switches[0].ports = 6;  // leaf1 uses 8
-  std::vector<Finding> f = Run(c, "fabric.switch_capacity");
+  std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message, "switch leaf1 has 8 ports cabled but only 6");
@@ -375,7 +375,7 @@ TEST(LintFabric, SwitchCapacityFiresForTooManyPorts) {
 TEST(LintFabric, SwitchCapacityFiresForPortCabledTwice) {
   model::Cluster c = CleanCluster();
   LinkOf(c, "gpu002", "mlx5_0")->b.port = 1;
-  std::vector<Finding> f = Run(c, "fabric.switch_capacity");
+  std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "port leaf1:1 is cabled 2 times (gpu001:mlx5_0, gpu002:mlx5_0)");
   EXPECT_EQ(f[0].where.line, 70);
@@ -384,7 +384,7 @@ TEST(LintFabric, SwitchCapacityFiresForPortCabledTwice) {
 TEST(LintFabric, SwitchCapacityWarnsForSlowLink) {
   model::Cluster c = CleanCluster();
   LinkOf(c, "gpu001", "mlx5_0")->rate_bytes_per_s = 200 * kGbps;
-  std::vector<Finding> f = Run(c, "fabric.switch_capacity");
+  std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -399,7 +399,7 @@ TEST(LintFabric, SwitchCapacityWarnsForNicFasterThanPort) {
       if (e->kind == Endpoint::Kind::kSwitchPort && e->device == "leaf2") l.rate_bytes_per_s = 200 * kGbps;
     }
   }
-  std::vector<Finding> f = Run(c, "fabric.switch_capacity");
+  std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "leaf2: 8 links run at 200 Gb/s, below the 400 Gb/s of their other ends "
@@ -408,7 +408,7 @@ TEST(LintFabric, SwitchCapacityWarnsForNicFasterThanPort) {
 }
 
 TEST(LintFabric, SwitchCapacityQuietWhenWithinPorts) {
-  EXPECT_TRUE(Run(CleanCluster(), "fabric.switch_capacity").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "fabric.switch_capacity").empty());
 }
 
 // ---------------------------------------------------------------- rates
@@ -417,7 +417,7 @@ TEST(LintFabric, NicRateFires) {
   FixtureOptions o;
   o.nics_per_node = 1;
   o.nic_rate = 200 * kGbps;
-  std::vector<Finding> f = Run(CleanCluster(o), "fabric.nic_rate");
+  std::vector<Finding> f = LintRule(CleanCluster(o), "fabric.nic_rate");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -428,10 +428,10 @@ TEST(LintFabric, NicRateFires) {
 TEST(LintFabric, NicRateQuietAtFourHundredOrOneNode) {
   FixtureOptions o;
   o.nics_per_node = 1;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.nic_rate").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.nic_rate").empty());
   o.nic_rate = 200 * kGbps;
   o.nodes = 1;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.nic_rate").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.nic_rate").empty());
 }
 
 TEST(LintFabric, NicRateOverride) {
@@ -440,15 +440,15 @@ TEST(LintFabric, NicRateOverride) {
   o.nic_rate = 200 * kGbps;
   model::Cluster c = CleanCluster(o);
   Override(c, "fabric.nic_rate.min_bytes_per_s", 25e9);
-  EXPECT_TRUE(Run(c, "fabric.nic_rate").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.nic_rate").empty());
 }
 
 TEST(LintFabric, IbLinkRateFires) {
   FixtureOptions o;
   o.nic_rate = 100 * kGbps;  // EDR: 4 x 100 Gb/s passes nic_rate but is below HDR
   model::Cluster c = CleanCluster(o);
-  EXPECT_TRUE(Run(c, "fabric.nic_rate").empty());
-  std::vector<Finding> f = Run(c, "fabric.ib_link_rate");
+  EXPECT_TRUE(LintRule(c, "fabric.nic_rate").empty());
+  std::vector<Finding> f = LintRule(c, "fabric.ib_link_rate");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "InfiniBand NICs mlx5_[0-3] on nodes gpu[001-004] run at 100 Gb/s or less, below "
@@ -459,11 +459,11 @@ TEST(LintFabric, IbLinkRateQuietForRoceOrOverride) {
   FixtureOptions o;
   o.nic_rate = 100 * kGbps;
   o.net_kind = model::NetKind::kRoce;
-  EXPECT_TRUE(Run(CleanCluster(o), "fabric.ib_link_rate").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(o), "fabric.ib_link_rate").empty());
   o.net_kind = model::NetKind::kInfiniband;
   model::Cluster c = CleanCluster(o);
   Override(c, "fabric.ib_link_rate.min_bytes_per_s", 12.5e9);
-  EXPECT_TRUE(Run(c, "fabric.ib_link_rate").empty());
+  EXPECT_TRUE(LintRule(c, "fabric.ib_link_rate").empty());
 }
 
 // ---------------------------------------------------------------- storage network
@@ -471,7 +471,7 @@ TEST(LintFabric, IbLinkRateQuietForRoceOrOverride) {
 TEST(LintFabric, NoStorageNetworkFiresWithoutOne) {
   model::Cluster c = CleanCluster();
   c.networks.pop_back();
-  std::vector<Finding> f = Run(c, "network.no_storage_network");
+  std::vector<Finding> f = LintRule(c, "network.no_storage_network");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -482,7 +482,7 @@ TEST(LintFabric, NoStorageNetworkFiresWithoutOne) {
 TEST(LintFabric, NoStorageNetworkFiresForNodesOffIt) {
   model::Cluster c = CleanCluster();
   GpuProfile(c).nics.pop_back();  // eth0
-  std::vector<Finding> f = Run(c, "network.no_storage_network");
+  std::vector<Finding> f = LintRule(c, "network.no_storage_network");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "GPU nodes gpu[001-004] have no NIC on a storage or control network (storage), so "
@@ -492,7 +492,7 @@ TEST(LintFabric, NoStorageNetworkFiresForNodesOffIt) {
 TEST(LintFabric, NoStorageNetworkFiresForTierOnComputeFabric) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].network = "compute";
-  std::vector<Finding> f = Run(c, "network.no_storage_network");
+  std::vector<Finding> f = LintRule(c, "network.no_storage_network");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "storage tier lustre (warm) is reached over compute network compute; data loading and "
@@ -501,12 +501,12 @@ TEST(LintFabric, NoStorageNetworkFiresForTierOnComputeFabric) {
 }
 
 TEST(LintFabric, NoStorageNetworkQuietWhenSeparateOrSingleNode) {
-  EXPECT_TRUE(Run(CleanCluster(), "network.no_storage_network").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "network.no_storage_network").empty());
   FixtureOptions o;
   o.nodes = 1;
   model::Cluster c = CleanCluster(o);
   c.networks.pop_back();
-  EXPECT_TRUE(Run(c, "network.no_storage_network").empty());
+  EXPECT_TRUE(LintRule(c, "network.no_storage_network").empty());
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::At;
-using testing::CleanCluster;
-using testing::GpuProfile;
-using testing::Run;
+using fixture::At;
+using fixture::CleanCluster;
+using fixture::GpuProfile;
+using fixture::LintRule;
 
 // Moves gpu003 and gpu004 to a copy of the GPU profile holding `model`.
 model::Cluster TwoModels(const std::string& model, const std::string& generation) {
@@ -28,7 +28,7 @@ model::Cluster TwoModels(const std::string& model, const std::string& generation
 }
 
 TEST(LintGpu, MixedModelsFires) {
-  std::vector<Finding> f = Run(TwoModels("H100", "hopper"), "gpu.mixed_models");
+  std::vector<Finding> f = LintRule(TwoModels("H100", "hopper"), "gpu.mixed_models");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -40,7 +40,7 @@ TEST(LintGpu, MixedModelsFires) {
 }
 
 TEST(LintGpu, MixedModelsNamesGenerations) {
-  std::vector<Finding> f = Run(TwoModels("A100", "ampere"), "gpu.mixed_models");
+  std::vector<Finding> f = LintRule(TwoModels("A100", "ampere"), "gpu.mixed_models");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "compute nodes mix 2 GPU models across 2 generations: A100 (ampere) on gpu[003-004], "
@@ -49,15 +49,15 @@ TEST(LintGpu, MixedModelsNamesGenerations) {
 }
 
 TEST(LintGpu, MixedModelsQuietForOneSkuSpelledTwoWays) {
-  EXPECT_TRUE(Run(TwoModels("h200-sxm", "hopper"), "gpu.mixed_models").empty());
+  EXPECT_TRUE(LintRule(TwoModels("h200-sxm", "hopper"), "gpu.mixed_models").empty());
 }
 
 TEST(LintGpu, MixedModelsIgnoresNonComputeNodes) {
   model::Cluster c = TwoModels("L40S", "ada");
   c.nodes[2].role = model::NodeRole::kLogin;
   c.nodes[3].role = model::NodeRole::kLogin;
-  EXPECT_TRUE(Run(c, "gpu.mixed_models").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "gpu.mixed_models").empty());
+  EXPECT_TRUE(LintRule(c, "gpu.mixed_models").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "gpu.mixed_models").empty());
 }
 
 TEST(LintGpu, MixedInNodeFires) {
@@ -68,7 +68,7 @@ TEST(LintGpu, MixedInNodeFires) {
   a100.count = 4;
   a100.numa_nodes = {0, 0, 1, 1};
   GpuProfile(c).gpus.push_back(a100);
-  std::vector<Finding> f = Run(c, "gpu.mixed_in_node");
+  std::vector<Finding> f = LintRule(c, "gpu.mixed_in_node");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "profile hgx (nodes gpu[001-004]) holds 2 GPU models in one node: 4 x A100, 8 x H200");
@@ -80,15 +80,15 @@ TEST(LintGpu, MixedInNodeQuietForOneModelInTwoSpecs) {
   model::Cluster c = CleanCluster();
   GpuProfile(c).gpus[0].count = 4;
   GpuProfile(c).gpus.push_back(GpuProfile(c).gpus[0]);
-  EXPECT_TRUE(Run(c, "gpu.mixed_in_node").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "gpu.mixed_in_node").empty());
+  EXPECT_TRUE(LintRule(c, "gpu.mixed_in_node").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "gpu.mixed_in_node").empty());
 }
 
 TEST(LintGpu, UnknownModelFires) {
   model::Cluster c = CleanCluster();
   GpuProfile(c).gpus[0].model = "X9000";
   GpuProfile(c).gpus[0].generation = "";
-  std::vector<Finding> f = Run(c, "gpu.unknown_model");
+  std::vector<Finding> f = LintRule(c, "gpu.unknown_model");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -98,7 +98,7 @@ TEST(LintGpu, UnknownModelFires) {
 }
 
 TEST(LintGpu, UnknownModelQuietForCatalogueModels) {
-  EXPECT_TRUE(Run(CleanCluster(), "gpu.unknown_model").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "gpu.unknown_model").empty());
 }
 
 }  // namespace

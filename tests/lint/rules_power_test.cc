@@ -8,16 +8,16 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::FixtureOptions;
-using testing::Override;
-using testing::Run;
+using fixture::CleanCluster;
+using fixture::FixtureOptions;
+using fixture::Override;
+using fixture::LintRule;
 
 TEST(LintPower, RackLimitFires) {
   model::Cluster c = CleanCluster();
   c.site.rack_power_limit_w = 15000;
   c.racks[1].power_limit_w = 40000;  // r02 has its own, larger budget
-  std::vector<Finding> f = Run(c, "power.rack_limit");
+  std::vector<Finding> f = LintRule(c, "power.rack_limit");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -29,26 +29,26 @@ TEST(LintPower, RackLimitFires) {
 TEST(LintPower, RackLimitUsesVendorMaxPower) {
   model::Cluster c = CleanCluster();
   c.profiles[0].max_power_w = 10200;
-  std::vector<Finding> f = Run(c, "power.rack_limit");
+  std::vector<Finding> f = LintRule(c, "power.rack_limit");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[1].message,
             "rack r02 draws 20.4 kW at full load, above its 20 kW limit (nodes gpu[003-004])");
 }
 
 TEST(LintPower, RackLimitQuietWithinOrWithoutLimit) {
-  EXPECT_TRUE(Run(CleanCluster(), "power.rack_limit").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "power.rack_limit").empty());
   model::Cluster c = CleanCluster();
   c.site.rack_power_limit_w.reset();
   c.nodes[1].rack = "r01";
   c.nodes[2].rack = "r01";
-  EXPECT_TRUE(Run(c, "power.rack_limit").empty());
+  EXPECT_TRUE(LintRule(c, "power.rack_limit").empty());
 }
 
 TEST(LintPower, AirCoolingFires) {
   model::Cluster c = CleanCluster();
   c.site.rack_power_limit_w = 40000;
   c.nodes[2].rack = "r01";
-  std::vector<Finding> f = Run(c, "power.air_cooling");
+  std::vector<Finding> f = LintRule(c, "power.air_cooling");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "rack r01 is air-cooled and draws 24 kW at full load, above the 20 kW air cooling "
@@ -59,15 +59,15 @@ TEST(LintPower, AirCoolingQuietForLiquidRack) {
   model::Cluster c = CleanCluster();
   c.nodes[2].rack = "r01";
   c.racks[0].cooling = model::Cooling::kLiquid;
-  EXPECT_TRUE(Run(c, "power.air_cooling").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "power.air_cooling").empty());
+  EXPECT_TRUE(LintRule(c, "power.air_cooling").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "power.air_cooling").empty());
 }
 
 TEST(LintPower, AirCoolingOverride) {
   model::Cluster c = CleanCluster();
   c.nodes[2].rack = "r01";
   Override(c, "power.air_cooling.max_w", 30000);
-  EXPECT_TRUE(Run(c, "power.air_cooling").empty());
+  EXPECT_TRUE(LintRule(c, "power.air_cooling").empty());
 }
 
 FixtureOptions B200() {
@@ -79,7 +79,7 @@ FixtureOptions B200() {
 }
 
 TEST(LintPower, GpuAirCooledFiresPerRack) {
-  std::vector<Finding> f = Run(CleanCluster(B200()), "power.gpu_air_cooled");
+  std::vector<Finding> f = LintRule(CleanCluster(B200()), "power.gpu_air_cooled");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].message,
             "rack r01 is air-cooled and nodes gpu[001-002] hold GPUs of 1 kW or more TDP (B200 at "
@@ -91,7 +91,7 @@ TEST(LintPower, GpuAirCooledFiresOnAirSiteWithoutRacks) {
   model::Cluster c = CleanCluster(B200());
   c.racks.clear();
   for (model::Node& n : c.nodes) n.rack.clear();
-  std::vector<Finding> f = Run(c, "power.gpu_air_cooled");
+  std::vector<Finding> f = LintRule(c, "power.gpu_air_cooled");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "the site is air-cooled and nodes gpu[001-004] hold GPUs of 1 kW or more TDP (B200 at "
@@ -101,14 +101,14 @@ TEST(LintPower, GpuAirCooledFiresOnAirSiteWithoutRacks) {
 TEST(LintPower, GpuAirCooledQuietWhenLiquidOrCooler) {
   model::Cluster c = CleanCluster(B200());
   c.site.cooling = model::Cooling::kLiquid;
-  EXPECT_TRUE(Run(c, "power.gpu_air_cooled").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "power.gpu_air_cooled").empty());  // H200 at 700 W
+  EXPECT_TRUE(LintRule(c, "power.gpu_air_cooled").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "power.gpu_air_cooled").empty());  // H200 at 700 W
 }
 
 TEST(LintPower, GpuAirCooledOverride) {
   model::Cluster c = CleanCluster(B200());
   Override(c, "power.gpu_air_cooled.min_tdp_w", 1200);
-  EXPECT_TRUE(Run(c, "power.gpu_air_cooled").empty());
+  EXPECT_TRUE(LintRule(c, "power.gpu_air_cooled").empty());
 }
 
 }  // namespace

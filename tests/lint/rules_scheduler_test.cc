@@ -8,8 +8,8 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::Run;
+using fixture::CleanCluster;
+using fixture::LintRule;
 
 model::Cluster Kubernetes(std::string policy, bool volcano) {
   model::Cluster c = CleanCluster();
@@ -20,7 +20,7 @@ model::Cluster Kubernetes(std::string policy, bool volcano) {
 }
 
 TEST(LintScheduler, TopologyManagerUnset) {
-  std::vector<Finding> f = Run(Kubernetes("", true), "k8s.topology_manager");
+  std::vector<Finding> f = LintRule(Kubernetes("", true), "k8s.topology_manager");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -30,19 +30,19 @@ TEST(LintScheduler, TopologyManagerUnset) {
 }
 
 TEST(LintScheduler, TopologyManagerNone) {
-  std::vector<Finding> f = Run(Kubernetes("none", true), "k8s.topology_manager");
+  std::vector<Finding> f = LintRule(Kubernetes("none", true), "k8s.topology_manager");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].message.find("policy is 'none';"), std::string::npos);
 }
 
 TEST(LintScheduler, TopologyManagerQuietWhenSetOrSlurm) {
-  EXPECT_TRUE(Run(Kubernetes("single-numa-node", true), "k8s.topology_manager").empty());
-  EXPECT_TRUE(Run(Kubernetes("best-effort", true), "k8s.topology_manager").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "k8s.topology_manager").empty());
+  EXPECT_TRUE(LintRule(Kubernetes("single-numa-node", true), "k8s.topology_manager").empty());
+  EXPECT_TRUE(LintRule(Kubernetes("best-effort", true), "k8s.topology_manager").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "k8s.topology_manager").empty());
 }
 
 TEST(LintScheduler, NoVolcanoFires) {
-  std::vector<Finding> f = Run(Kubernetes("best-effort", false), "k8s.no_volcano");
+  std::vector<Finding> f = LintRule(Kubernetes("best-effort", false), "k8s.no_volcano");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -51,14 +51,14 @@ TEST(LintScheduler, NoVolcanoFires) {
 }
 
 TEST(LintScheduler, NoVolcanoQuietWithVolcanoOrSlurm) {
-  EXPECT_TRUE(Run(Kubernetes("best-effort", true), "k8s.no_volcano").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "k8s.no_volcano").empty());
+  EXPECT_TRUE(LintRule(Kubernetes("best-effort", true), "k8s.no_volcano").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "k8s.no_volcano").empty());
 }
 
 TEST(LintScheduler, SlurmWithoutController) {
   model::Cluster c = CleanCluster();
   c.software.scheduler.controller = "";
-  std::vector<Finding> f = Run(c, "slurm.no_controller");
+  std::vector<Finding> f = LintRule(c, "slurm.no_controller");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "Slurm scheduler with no controller node");
 }
@@ -66,7 +66,7 @@ TEST(LintScheduler, SlurmWithoutController) {
 TEST(LintScheduler, SlurmControllerNotInInventory) {
   model::Cluster c = CleanCluster();
   c.software.scheduler.controller = "head02";
-  std::vector<Finding> f = Run(c, "slurm.no_controller");
+  std::vector<Finding> f = LintRule(c, "slurm.no_controller");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message, "Slurm controller 'head02' is not a node in the inventory");
@@ -74,11 +74,11 @@ TEST(LintScheduler, SlurmControllerNotInInventory) {
 }
 
 TEST(LintScheduler, SlurmControllerQuietWhenPresent) {
-  EXPECT_TRUE(Run(CleanCluster(), "slurm.no_controller").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "slurm.no_controller").empty());
   model::Cluster c = CleanCluster();
   c.software.scheduler.kind = model::SchedulerKind::kNone;
   c.software.scheduler.controller = "";
-  EXPECT_TRUE(Run(c, "slurm.no_controller").empty());
+  EXPECT_TRUE(LintRule(c, "slurm.no_controller").empty());
 }
 
 }  // namespace

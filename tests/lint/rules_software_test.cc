@@ -8,14 +8,14 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::Run;
+using fixture::CleanCluster;
+using fixture::LintRule;
 
 TEST(LintSoftware, DriverBranchFires) {
   model::Cluster c = CleanCluster();
   c.software.driver_branch = "535";
   c.software.driver_version = "535.104.05";
-  std::vector<Finding> f = Run(c, "software.driver_branch");
+  std::vector<Finding> f = LintRule(c, "software.driver_branch");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -28,27 +28,27 @@ TEST(LintSoftware, DriverBranchFromVersionAlone) {
   model::Cluster c = CleanCluster();
   c.software.driver_branch = "";
   c.software.driver_version = "535.161.08";
-  EXPECT_EQ(Run(c, "software.driver_branch").size(), 1u);
+  EXPECT_EQ(LintRule(c, "software.driver_branch").size(), 1u);
   c.software.driver_version = "";
   c.software.driver_branch = "535";
-  std::vector<Finding> f = Run(c, "software.driver_branch");
+  std::vector<Finding> f = LintRule(c, "software.driver_branch");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message.substr(0, 42), "NVIDIA driver branch 535 is on branch 535,");
 }
 
 TEST(LintSoftware, DriverBranchQuietForOtherBranches) {
-  EXPECT_TRUE(Run(CleanCluster(), "software.driver_branch").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "software.driver_branch").empty());
   model::Cluster c = CleanCluster();
   c.software.driver_branch = "5350";  // not a prefix match
   c.software.driver_version = "";
-  EXPECT_TRUE(Run(c, "software.driver_branch").empty());
+  EXPECT_TRUE(LintRule(c, "software.driver_branch").empty());
 }
 
 TEST(LintSoftware, VersionsWarnsWhenUnstated) {
   model::Cluster c = CleanCluster();
   c.software.cuda_version = "";
   c.software.nccl_version = "";
-  std::vector<Finding> f = Run(c, "software.versions");
+  std::vector<Finding> f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -59,7 +59,7 @@ TEST(LintSoftware, VersionsWarnsWhenUnstated) {
 TEST(LintSoftware, VersionsWarnsOnBranchMismatch) {
   model::Cluster c = CleanCluster();
   c.software.driver_version = "550.54.15";
-  std::vector<Finding> f = Run(c, "software.versions");
+  std::vector<Finding> f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message, "driver_version 550.54.15 is not on driver_branch 560");
@@ -68,7 +68,7 @@ TEST(LintSoftware, VersionsWarnsOnBranchMismatch) {
 TEST(LintSoftware, VersionsErrorsWhenDriverTooOldForCuda) {
   model::Cluster c = CleanCluster();
   c.software.cuda_version = "13.0";
-  std::vector<Finding> f = Run(c, "software.versions");
+  std::vector<Finding> f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message, "CUDA 13.0 needs NVIDIA driver 580 or newer, but the driver is 560.35.03");
@@ -76,25 +76,25 @@ TEST(LintSoftware, VersionsErrorsWhenDriverTooOldForCuda) {
   c.software.cuda_version = "12.4";
   c.software.driver_branch = "470";
   c.software.driver_version = "470.82.01";
-  f = Run(c, "software.versions");
+  f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "CUDA 12.4 needs NVIDIA driver 525 or newer, but the driver is 470.82.01");
 }
 
 TEST(LintSoftware, VersionsQuietWhenConsistent) {
-  EXPECT_TRUE(Run(CleanCluster(), "software.versions").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "software.versions").empty());
   model::Cluster c = CleanCluster();
   c.software.cuda_version = "13.0";
   c.software.driver_branch = "580";
   c.software.driver_version = "580.65.06";
-  EXPECT_TRUE(Run(c, "software.versions").empty());
+  EXPECT_TRUE(LintRule(c, "software.versions").empty());
 }
 
 TEST(LintSoftware, VersionsQuietWithoutGpuNodes) {
   model::Cluster c = CleanCluster();
   c.software = model::Software{};
   for (model::Node& n : c.nodes) n.role = model::NodeRole::kLogin;
-  EXPECT_TRUE(Run(c, "software.versions").empty());
+  EXPECT_TRUE(LintRule(c, "software.versions").empty());
 }
 
 }  // namespace

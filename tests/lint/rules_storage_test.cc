@@ -8,9 +8,9 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::Override;
-using testing::Run;
+using fixture::CleanCluster;
+using fixture::Override;
+using fixture::LintRule;
 
 model::Cluster SlowReads() {
   model::Cluster c = CleanCluster();
@@ -20,7 +20,7 @@ model::Cluster SlowReads() {
 }
 
 TEST(LintStorage, ReadBandwidthFires) {
-  std::vector<Finding> f = Run(SlowReads(), "storage.read_bandwidth");
+  std::vector<Finding> f = LintRule(SlowReads(), "storage.read_bandwidth");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -32,7 +32,7 @@ TEST(LintStorage, ReadBandwidthFires) {
 TEST(LintStorage, ReadBandwidthUsesTheWorkloadsFigure) {
   model::Cluster c = CleanCluster();
   c.workload.read_bytes_per_s_per_gpu = 10e9;
-  std::vector<Finding> f = Run(c, "storage.read_bandwidth");
+  std::vector<Finding> f = LintRule(c, "storage.read_bandwidth");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "hot and warm tiers deliver 212 GB/s of reads (nvme 28 GB/s per node x 4 nodes, "
@@ -43,7 +43,7 @@ TEST(LintStorage, ReadBandwidthUsesTheWorkloadsFigure) {
 TEST(LintStorage, ReadBandwidthWithOnlyColdTiers) {
   model::Cluster c = CleanCluster();
   c.storage.tiers.erase(c.storage.tiers.begin(), c.storage.tiers.begin() + 2);
-  std::vector<Finding> f = Run(c, "storage.read_bandwidth");
+  std::vector<Finding> f = LintRule(c, "storage.read_bandwidth");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "there is no hot or warm storage tier, below the 32 GB/s that 32 GPUs need at 1 GB/s "
@@ -53,14 +53,14 @@ TEST(LintStorage, ReadBandwidthWithOnlyColdTiers) {
 TEST(LintStorage, ReadBandwidthOverride) {
   model::Cluster c = SlowReads();
   Override(c, "storage.read_bandwidth.min_bytes_per_gpu", 0.25e9);
-  EXPECT_TRUE(Run(c, "storage.read_bandwidth").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "storage.read_bandwidth").empty());
+  EXPECT_TRUE(LintRule(c, "storage.read_bandwidth").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "storage.read_bandwidth").empty());
 }
 
 TEST(LintStorage, ReadBandwidthSkipsWithInfo) {
   model::Cluster c = CleanCluster();
   c.storage.tiers.clear();
-  std::vector<Finding> f = Run(c, "storage.read_bandwidth");
+  std::vector<Finding> f = LintRule(c, "storage.read_bandwidth");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
   EXPECT_EQ(f[0].message, "the inventory describes no storage tiers; storage checks skipped");
@@ -68,7 +68,7 @@ TEST(LintStorage, ReadBandwidthSkipsWithInfo) {
   model::Cluster d = CleanCluster();
   d.storage.tiers[0].read_bytes_per_s = 0;
   d.storage.tiers[1].read_bytes_per_s = 0;
-  f = Run(d, "storage.read_bandwidth");
+  f = LintRule(d, "storage.read_bandwidth");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
   EXPECT_EQ(f[0].message,
@@ -80,7 +80,7 @@ TEST(LintStorage, NfsHotTierFires) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[0].kind = model::StorageKind::kNfs;
   c.storage.tiers[0].scope = model::StorageScope::kCluster;
-  std::vector<Finding> f = Run(c, "storage.nfs_hot_tier");
+  std::vector<Finding> f = LintRule(c, "storage.nfs_hot_tier");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -92,13 +92,13 @@ TEST(LintStorage, NfsHotTierFires) {
 TEST(LintStorage, NfsHotTierQuietForWarmNfs) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].kind = model::StorageKind::kNfs;
-  EXPECT_TRUE(Run(c, "storage.nfs_hot_tier").empty());
+  EXPECT_TRUE(LintRule(c, "storage.nfs_hot_tier").empty());
 }
 
 TEST(LintStorage, ObjectTrainingTierFires) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].kind = model::StorageKind::kObject;
-  std::vector<Finding> f = Run(c, "storage.object_training_tier");
+  std::vector<Finding> f = LintRule(c, "storage.object_training_tier");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -107,7 +107,7 @@ TEST(LintStorage, ObjectTrainingTierFires) {
 }
 
 TEST(LintStorage, ObjectTrainingTierQuietForColdObjectStore) {
-  EXPECT_TRUE(Run(CleanCluster(), "storage.object_training_tier").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "storage.object_training_tier").empty());
 }
 
 TEST(LintStorage, CapacityFires) {
@@ -115,17 +115,17 @@ TEST(LintStorage, CapacityFires) {
   c.storage.tiers[1].capacity_bytes = 500e12;
   c.storage.tiers[2].capacity_bytes = 0;
   c.storage.dataset_bytes = 200e12;  // 5x = 1 PB; the tiers hold 561.44 TB
-  std::vector<Finding> f = Run(c, "storage.capacity");
+  std::vector<Finding> f = LintRule(c, "storage.capacity");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "storage tiers hold 561.44 TB in all, below 5 x the 200 TB dataset (1 PB)");
 }
 
 TEST(LintStorage, CapacityQuietWhenEnoughOrUnknown) {
-  EXPECT_TRUE(Run(CleanCluster(), "storage.capacity").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "storage.capacity").empty());
   model::Cluster c = CleanCluster();
   c.storage.dataset_bytes.reset();
-  EXPECT_TRUE(Run(c, "storage.capacity").empty());
+  EXPECT_TRUE(LintRule(c, "storage.capacity").empty());
 }
 
 TEST(LintStorage, CapacityOverride) {
@@ -134,13 +134,13 @@ TEST(LintStorage, CapacityOverride) {
   c.storage.tiers[2].capacity_bytes = 0;
   c.storage.dataset_bytes = 200e12;
   Override(c, "storage.capacity.min_dataset_multiple", 2);
-  EXPECT_TRUE(Run(c, "storage.capacity").empty());
+  EXPECT_TRUE(LintRule(c, "storage.capacity").empty());
 }
 
 TEST(LintStorage, CheckpointTimeFires) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].write_bytes_per_s = 1e9;
-  std::vector<Finding> f = Run(c, "storage.checkpoint_time");
+  std::vector<Finding> f = LintRule(c, "storage.checkpoint_time");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "a checkpoint of 70B parameters (980 GB at 14 bytes/param) takes 16.333 min to write "
@@ -152,44 +152,44 @@ TEST(LintStorage, CheckpointTimeFallsBackToFirstWarmTier) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].checkpoints = false;
   c.storage.tiers[1].write_bytes_per_s = 1e9;
-  EXPECT_EQ(Run(c, "storage.checkpoint_time").size(), 1u);
+  EXPECT_EQ(LintRule(c, "storage.checkpoint_time").size(), 1u);
 }
 
 TEST(LintStorage, CheckpointTimeQuietWhenFastUnknownOrNoWorkload) {
-  EXPECT_TRUE(Run(CleanCluster(), "storage.checkpoint_time").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "storage.checkpoint_time").empty());
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].write_bytes_per_s = 0;
-  EXPECT_TRUE(Run(c, "storage.checkpoint_time").empty());
+  EXPECT_TRUE(LintRule(c, "storage.checkpoint_time").empty());
   c.storage.tiers[1].write_bytes_per_s = 1e9;
   c.workload.present = false;
-  EXPECT_TRUE(Run(c, "storage.checkpoint_time").empty());
+  EXPECT_TRUE(LintRule(c, "storage.checkpoint_time").empty());
 }
 
 TEST(LintStorage, CheckpointTimeOverride) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].write_bytes_per_s = 1e9;
   Override(c, "storage.checkpoint_time.max_s", 1200);
-  EXPECT_TRUE(Run(c, "storage.checkpoint_time").empty());
+  EXPECT_TRUE(LintRule(c, "storage.checkpoint_time").empty());
 }
 
 TEST(LintStorage, LatencyFires) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].latency_s = 0.02;
-  std::vector<Finding> f = Run(c, "storage.latency");
+  std::vector<Finding> f = LintRule(c, "storage.latency");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "storage tier lustre (warm) has 20 ms latency, above 10 ms");
 }
 
 TEST(LintStorage, LatencyQuietForColdTier) {
   // The object store in the fixture has 50 ms latency, but it is the cold tier.
-  EXPECT_TRUE(Run(CleanCluster(), "storage.latency").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "storage.latency").empty());
 }
 
 TEST(LintStorage, LatencyOverride) {
   model::Cluster c = CleanCluster();
   c.storage.tiers[1].latency_s = 0.02;
   Override(c, "storage.latency.max_s", 0.05);
-  EXPECT_TRUE(Run(c, "storage.latency").empty());
+  EXPECT_TRUE(LintRule(c, "storage.latency").empty());
 }
 
 }  // namespace

@@ -8,15 +8,15 @@
 namespace gpuforge::lint {
 namespace {
 
-using testing::CleanCluster;
-using testing::GpuProfile;
-using testing::Override;
-using testing::Run;
+using fixture::CleanCluster;
+using fixture::GpuProfile;
+using fixture::Override;
+using fixture::LintRule;
 
 TEST(LintWorkload, TensorAcrossNodesFires) {
   model::Cluster c = CleanCluster();
   c.workload.parallelism = model::Parallelism{2, 16, 1};
-  std::vector<Finding> f = Run(c, "workload.tensor_across_nodes");
+  std::vector<Finding> f = LintRule(c, "workload.tensor_across_nodes");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
@@ -26,18 +26,18 @@ TEST(LintWorkload, TensorAcrossNodesFires) {
 }
 
 TEST(LintWorkload, TensorAcrossNodesQuietWithinNodeOrWithoutWorkload) {
-  EXPECT_TRUE(Run(CleanCluster(), "workload.tensor_across_nodes").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "workload.tensor_across_nodes").empty());
   model::Cluster c = CleanCluster();
   c.workload.parallelism.tensor = 16;
   c.workload.present = false;
-  EXPECT_TRUE(Run(c, "workload.tensor_across_nodes").empty());
+  EXPECT_TRUE(LintRule(c, "workload.tensor_across_nodes").empty());
 }
 
 TEST(LintWorkload, TensorWithoutNvlinkFires) {
   model::Cluster c = CleanCluster();
   GpuProfile(c).gpus[0].model = "L40S";
   GpuProfile(c).gpus[0].nvlink_bytes_per_s = 0;
-  std::vector<Finding> f = Run(c, "workload.tensor_without_nvlink");
+  std::vector<Finding> f = LintRule(c, "workload.tensor_without_nvlink");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
@@ -49,26 +49,26 @@ TEST(LintWorkload, TensorWithoutNvlinkQuietWithoutTensorParallelism) {
   model::Cluster c = CleanCluster();
   GpuProfile(c).gpus[0].nvlink_bytes_per_s = 0;
   c.workload.parallelism = model::Parallelism{32, 1, 1};
-  EXPECT_TRUE(Run(c, "workload.tensor_without_nvlink").empty());
-  EXPECT_TRUE(Run(CleanCluster(), "workload.tensor_without_nvlink").empty());
+  EXPECT_TRUE(LintRule(c, "workload.tensor_without_nvlink").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "workload.tensor_without_nvlink").empty());
 }
 
 TEST(LintWorkload, ParallelismProductFires) {
   model::Cluster c = CleanCluster();
   c.workload.parallelism = model::Parallelism{2, 8, 1};
-  std::vector<Finding> f = Run(c, "workload.parallelism_product");
+  std::vector<Finding> f = LintRule(c, "workload.parallelism_product");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "data 2 x tensor 8 x pipeline 1 = 16 ranks, but the cluster has 32 GPUs");
 }
 
 TEST(LintWorkload, ParallelismProductQuietWhenEqual) {
-  EXPECT_TRUE(Run(CleanCluster(), "workload.parallelism_product").empty());
+  EXPECT_TRUE(LintRule(CleanCluster(), "workload.parallelism_product").empty());
 }
 
 TEST(LintWorkload, PipelineSmallModelFires) {
   model::Cluster c = CleanCluster();
   c.workload.parallelism = model::Parallelism{2, 8, 2};
-  std::vector<Finding> f = Run(c, "workload.pipeline_small_model");
+  std::vector<Finding> f = LintRule(c, "workload.pipeline_small_model");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
   EXPECT_EQ(f[0].message,
@@ -80,14 +80,14 @@ TEST(LintWorkload, PipelineSmallModelQuietForLargeModels) {
   model::Cluster c = CleanCluster();
   c.workload.parallelism = model::Parallelism{2, 8, 2};
   c.workload.params = 175e9;
-  EXPECT_TRUE(Run(c, "workload.pipeline_small_model").empty());
+  EXPECT_TRUE(LintRule(c, "workload.pipeline_small_model").empty());
 }
 
 TEST(LintWorkload, PipelineSmallModelOverride) {
   model::Cluster c = CleanCluster();
   c.workload.parallelism = model::Parallelism{2, 8, 2};
   Override(c, "workload.pipeline_small_model.min_params", 50e9);
-  EXPECT_TRUE(Run(c, "workload.pipeline_small_model").empty());
+  EXPECT_TRUE(LintRule(c, "workload.pipeline_small_model").empty());
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct Finding {
   Severity severity = Severity::kWarning;
   std::string message;               // one line naming the objects and the numbers
   std::vector<std::string> objects;  // names of the nodes, switches, racks... involved
-  SourcePos where;                   // where in the inventory to look
+  SourcePos where;                   // where in the inventory to look; at least the file
   std::string source;                // guide file and section the rule comes from
 };
 
@@ -71,8 +71,11 @@ struct LintResult {
   std::size_t infos = 0;
 };
 
-// Runs every enabled rule. Overrides naming an unknown rule or parameter, and disabled ids
-// that name no rule, are reported as findings of rule "lint.config" (error).
+// Runs every enabled rule against one AnalyzeFabric picture of the cluster. Parameters come
+// from cluster.lint.thresholds ("<rule id>.<param>"), else the ParamSpec default. Overrides
+// naming an unknown rule or parameter, negative overrides, and disabled ids that name no rule
+// are reported as findings of rule "lint.config" (error), which is not in Rules() and cannot
+// be disabled. The rules and their sources are listed in docs/lint.md.
 LintResult Lint(const model::Cluster& cluster);
 
 }  // namespace gpuforge::lint

@@ -5,6 +5,7 @@
 // nothing else. Quantities are in base units: bytes, bytes/s, watts, seconds.
 
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -307,11 +308,18 @@ struct Cluster {
   const Switch* FindSwitch(std::string_view name) const;
   const Profile& ProfileOf(const Node& n) const;  // the loader guarantees it exists
 
+  // Name lookups above are linear scans until BuildIndex() is called (the loader calls it);
+  // a stale index (vectors changed since) is detected per lookup and falls back to the scan.
+  void BuildIndex();
+
   int TotalGpus() const;  // over all nodes
   std::vector<const Node*> ComputeNodes() const;
   std::optional<double> RackPowerLimitW(const Rack& r) const;
   Cooling RackCooling(const Rack& r) const;
   const Network* ComputeNetwork() const;  // the first network with role compute
+
+ private:
+  std::unordered_map<std::string, std::size_t> node_index_, profile_index_, switch_index_;
 };
 
 }  // namespace gpuforge::model

@@ -1,0 +1,75 @@
+#pragma once
+
+// Render: the configuration files gpuforge manages, written from the model through
+// templates (templates/*.mustache, kainjow mustache), deterministically. Each family of files
+// (NCCL, Slurm, Kubernetes, OS, monitoring) contributes Jobs: which template, for which node,
+// to which target path, with which context. The engine renders them, prefixes the generated-by
+// header in the target's comment syntax, and writes them atomically.
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "gpuforge/base/result.h"
+#include "gpuforge/model/cluster.h"
+
+namespace gpuforge::render {
+
+enum class CommentStyle { kHash, kXml, kNone };  // "# ...", "<!-- ... -->", no header (JSON)
+
+// One file to produce. `node` is empty for cluster-wide files (written under _cluster/).
+struct Job {
+  std::string node;
+  std::string path;           // absolute target path on the node: "/etc/nccl.conf"
+  std::string template_name;  // file name under the templates dir: "nccl.conf.mustache"
+  nlohmann::json context;     // values the template sees; strings already safe for the target
+  CommentStyle comment = CommentStyle::kHash;
+  std::string mode = "0644";
+};
+
+// A file that was deliberately not rendered, and why (e.g. a topology file without bus ids).
+struct Skip {
+  std::string node;
+  std::string path;
+  std::string reason;
+};
+
+struct RenderedFile {
+  std::string node;  // "" = cluster-wide
+  std::string path;
+  std::string content;
+  std::string mode;
+  std::string template_name;
+};
+
+struct Output {
+  std::vector<RenderedFile> files;  // sorted by (node, path)
+  std::vector<Skip> skipped;
+};
+
+struct Options {
+  std::string templates_dir;         // default: the templates/ of the source tree or install
+  std::vector<std::string> nodes;    // empty = every node
+  std::string inventory_label;       // named in the generated-by header
+};
+
+// The jobs of every family for the selected nodes, and the skips they decided on.
+struct Plan {
+  std::vector<Job> jobs;
+  std::vector<Skip> skipped;
+};
+Plan CollectJobs(const model::Cluster& c, const Options& o);
+
+// Renders every job. A missing or broken template is an error naming the template, and the
+// line and column of the problem inside it.
+Result<Output> Render(const model::Cluster& c, const Options& o);
+
+// Writes DIR/<node>/<path> (DIR/_cluster/<path> for cluster-wide files), each through a
+// temporary file in the same directory and rename(2), so no reader ever sees a partial file.
+Status WriteTree(const Output& out, const std::string& dir);
+
+// The directory gpuforge looks for templates in when --templates is not given.
+std::string DefaultTemplatesDir();
+
+}  // namespace gpuforge::render

@@ -1,0 +1,71 @@
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "gpuforge/base/hostlist.h"
+#include "gpuforge/render/render.h"
+
+namespace gpuforge::cli {
+
+Command RenderCommand() {
+  return {"render", "Write the NCCL, Slurm, Kubernetes, OS and monitoring files for each node to a directory",
+          [](CLI::App& app) -> Runner {
+            struct Opts {
+              std::string inventory;
+              std::string out;
+              std::string nodes;
+              std::string templates;
+            };
+            auto o = std::make_shared<Opts>();
+            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            app.add_option("--out", o->out, "Directory to write DIR/<node>/<path> and DIR/_cluster/<path> into")
+                ->required()
+                ->option_text("DIR");
+            app.add_option("--nodes", o->nodes, "Only these nodes (hostlist expression, e.g. gpu[001-004])")
+                ->option_text("EXPR");
+            app.add_option("--templates", o->templates, "Use templates from this directory instead of the bundled ones")
+                ->option_text("DIR");
+            app.footer("Exit codes: 0 written, 2 invalid inventory, unknown node, bad template or write error.");
+            return [o](Context& ctx) {
+              auto cluster = LoadInventory(ctx, o->inventory);
+              if (!cluster) return static_cast<int>(kExitUsage);
+              render::Options opts;
+              opts.templates_dir = o->templates;
+              opts.inventory_label = o->inventory;
+              if (!o->nodes.empty()) {
+                Result<std::vector<std::string>> names = hostlist::Expand(o->nodes);
+                if (!names.ok()) {
+                  ctx.Error(fmt::format("--nodes: {}", names.error().message));
+                  return static_cast<int>(kExitUsage);
+                }
+                for (const std::string& n : *names) {
+                  if (cluster->FindNode(n) == nullptr) {
+                    ctx.Error(fmt::format("--nodes: '{}' is not a node of {}", n, o->inventory));
+                    return static_cast<int>(kExitUsage);
+                  }
+                }
+                opts.nodes = std::move(*names);
+              }
+              Result<render::Output> out = render::Render(*cluster, opts);
+              if (!out.ok()) {
+                ctx.Error(out.error().message);
+                return static_cast<int>(kExitUsage);
+              }
+              if (Status s = render::WriteTree(*out, o->out); !s.ok()) {
+                ctx.Error(s.error().message);
+                return static_cast<int>(kExitUsage);
+              }
+              for (const render::Skip& s : out->skipped) {
+                ctx.Err(fmt::format("gpuforge: {} {}:{} not rendered: {}\n", ctx.err_style.Yellow("note:"),
+                                    s.node.empty() ? "_cluster" : s.node, s.path, s.reason));
+              }
+              if (ctx.verbosity >= 0) {
+                ctx.Out(fmt::format("rendered {} files into {}\n", out->files.size(), o->out));
+              }
+              return static_cast<int>(kExitOk);
+            };
+          }};
+}
+
+}  // namespace gpuforge::cli

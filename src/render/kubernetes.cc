@@ -1,0 +1,318 @@
+// Kubernetes with Volcano, for clusters whose scheduler is Kubernetes: the training Job and
+// its Queue (guide 000, "Orchestration"), the kubelet settings of guide 004's "The Node
+// Configuration", and guide 004's FSDP launch script ("The Training Setup That Scales").
+// docs/render-k8s-monitoring.md says where every value comes from.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "gpuforge/model/gpu_catalog.h"
+#include "render/families.h"
+
+namespace gpuforge::render {
+
+namespace {
+
+constexpr int kRendezvousPort = 29400;  // guide 004's MASTER_PORT
+constexpr std::string_view kJobPath = "/etc/gpuforge/k8s/volcano-job.yaml";
+constexpr std::string_view kQueuePath = "/etc/gpuforge/k8s/volcano-queue.yaml";
+constexpr std::string_view kKubeletPath = "/etc/kubernetes/kubelet.conf.d/90-gpuforge.conf";
+constexpr std::string_view kLaunchPath = "/usr/local/bin/gpuforge-launch-fsdp.sh";
+// RFC 2606 reserves .invalid: the placeholder can never pull a real image by accident.
+constexpr std::string_view kPlaceholderImage = "registry.invalid/gpuforge/set-defaults-vars-train-image:unset";
+
+// Values were checked against safe alphabets at load time, but "~", "yes", "0x1f", "@x" or
+// "-" are safe characters and still not strings to a YAML reader. A JSON string literal is a
+// YAML double-quoted scalar, so every string goes out as one.
+std::string Q(std::string_view s) {
+  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Inside single quotes the shell gives nothing a meaning; a quote closes, escapes and reopens.
+std::string ShellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string AddressOf(const model::Node& n) { return n.address.empty() ? n.name : n.address; }
+
+// IPv6 literals need brackets before a port.
+std::string HostPort(const std::string& host, int port) {
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+}
+
+// Object names are DNS-1123 labels ([a-z0-9-], alphanumeric at both ends, at most 63); cluster
+// names may hold capitals, '_' and '.'. Volcano names pods "<job>-worker-<i>", so the base is
+// kept well under 63.
+std::string K8sName(std::string_view cluster) {
+  std::string out;
+  for (char c : cluster) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool ok = (l >= 'a' && l <= 'z') || (l >= '0' && l <= '9');
+    if (ok) {
+      out += l;
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  if (out.size() > 40) out.resize(40);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  if (out.empty()) return "gpuforge";
+  // Service and pod host names must start with a letter (DNS-1035).
+  if (out.front() < 'a' || out.front() > 'z') out = "gpuforge-" + out;
+  return out;
+}
+
+// Kubernetes quantity text: the largest suffix that divides exactly, binary before decimal of
+// the same size, so 16Gi stays "16Gi" and 16 GB becomes "16G", not "15625000Ki".
+std::string K8sBytes(double bytes) {
+  auto whole = [](double v) { return v == std::floor(v); };
+  for (auto [div, suffix] : {std::pair{1024.0 * 1024 * 1024 * 1024, "Ti"}, {1e12, "T"}, {1024.0 * 1024 * 1024, "Gi"},
+                             {1e9, "G"}, {1024.0 * 1024, "Mi"}, {1e6, "M"}, {1024.0, "Ki"}, {1e3, "k"}}) {
+    if (bytes >= div && whole(bytes / div)) return fmt::format("{}{}", static_cast<long long>(bytes / div), suffix);
+  }
+  return fmt::format("{}", static_cast<long long>(std::llround(bytes)));
+}
+
+// "13b", "1.5b", "350m": the spelling guide 004's --model_size uses.
+std::string ModelSize(double params) {
+  if (params >= 1e9) return fmt::format("{}b", params / 1e9);
+  return fmt::format("{}m", params / 1e6);
+}
+
+// The nodes a training job spans: compute nodes with GPUs, in inventory order. One Volcano
+// task (and one torchrun --nproc_per_node) needs one shape, so mixed GPU counts are refused.
+struct Training {
+  std::vector<const model::Node*> nodes;
+  int gpus_per_node = 0;
+  std::string why_not;  // set when no job can be written
+};
+
+Training TrainingNodes(const model::Cluster& c) {
+  Training t;
+  for (const model::Node* n : c.ComputeNodes()) {
+    int gpus = c.ProfileOf(*n).gpu_count();
+    if (gpus == 0) continue;
+    if (t.nodes.empty()) {
+      t.gpus_per_node = gpus;
+    } else if (gpus != t.gpus_per_node && t.why_not.empty()) {
+      t.why_not = fmt::format("compute nodes {} ({} GPUs) and {} ({} GPUs) differ; one Volcano task and one torchrun "
+                              "--nproc_per_node need every node alike",
+                              t.nodes.front()->name, t.gpus_per_node, n->name, gpus);
+    }
+    t.nodes.push_back(n);
+  }
+  if (t.nodes.empty()) t.why_not = "the inventory has no compute node with GPUs";
+  return t;
+}
+
+// What the NCCL family writes on each training node, asked of the family itself so the pod
+// mounts exactly the files that will be there (a hostPath of type File refuses to start
+// without its file, and a wrong topology file is worse than none).
+struct HostNcclFiles {
+  bool conf = false;      // /etc/nccl.conf on every training node
+  std::string topo_path;  // the topology file, when it is rendered on every training node
+};
+
+HostNcclFiles NcclFilesOnEveryNode(const model::Cluster& c, const Training& t) {
+  Plan nccl;
+  AddNcclJobs(c, Options{}, &nccl);
+  std::set<std::pair<std::string_view, std::string_view>> written;
+  for (const Job& j : nccl.jobs) written.emplace(j.node, j.path);
+  auto rendered = [&](std::string_view path) {
+    if (path.empty()) return false;
+    return std::all_of(t.nodes.begin(), t.nodes.end(),
+                       [&](const model::Node* n) { return written.count({n->name, path}) > 0; });
+  };
+  HostNcclFiles out;
+  out.conf = rendered("/etc/nccl.conf");
+  if (rendered(c.software.nccl_topo_file)) out.topo_path = c.software.nccl_topo_file;
+  return out;
+}
+
+// A cluster-wide value from the inventory's vars: defaults.vars reach every node, so the first
+// training node's resolved vars hold it.
+std::string Var(const Training& t, const std::string& key) {
+  if (t.nodes.empty()) return "";
+  auto it = t.nodes.front()->vars.find(key);
+  return it == t.nodes.front()->vars.end() ? "" : it->second;
+}
+
+// NCCL environment for the job: the inventory's, in written order; the topology file only when
+// it exists on every node.
+std::vector<std::pair<std::string, std::string>> NcclEnv(const model::Cluster& c, const HostNcclFiles& files) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& [k, v] : c.software.nccl_env) {
+    if (k != "NCCL_TOPO_FILE") env.emplace_back(k, v);
+  }
+  if (!files.topo_path.empty()) env.emplace_back("NCCL_TOPO_FILE", files.topo_path);
+  return env;
+}
+
+// train.py and guide 004's FSDP arguments; the model size and precision come from the
+// inventory's workload when it has one.
+std::vector<std::string> TrainCommand(const model::Cluster& c, const Training& t) {
+  std::string script = Var(t, "train_script");
+  std::vector<std::string> args = {script.empty() ? "train.py" : script};
+  if (c.workload.present && c.workload.params > 0) {
+    args.insert(args.end(), {"--model_size", ModelSize(c.workload.params)});
+  }
+  args.insert(args.end(), {"--batch_size", "4", "--gradient_accumulation_steps", "8", "--sharding_strategy", "FULL_SHARD",
+                           "--mixed_precision", c.workload.present ? c.workload.precision : "bf16",
+                           "--activation_checkpointing", "--sequence_parallel"});
+  return args;
+}
+
+// The device plugin's resource name: AMD's plugin registers amd.com/gpu, NVIDIA's (and so any
+// GPU the catalogue does not know) nvidia.com/gpu.
+std::string GpuResource(const model::Cluster& c, const Training& t) {
+  const model::Profile& p = c.ProfileOf(*t.nodes.front());
+  const model::GpuModelInfo* info = p.gpus.empty() ? nullptr : model::FindGpuModel(p.gpus.front().model);
+  return info != nullptr && info->vendor == "amd" ? "amd.com/gpu" : "nvidia.com/gpu";
+}
+
+bool RdmaCompute(const model::Cluster& c, const Training& t) {
+  const model::Profile& p = c.ProfileOf(*t.nodes.front());
+  return std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& n) { return n.kind != model::NetKind::kEthernet; });
+}
+
+nlohmann::json JobContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const std::string& name) {
+  const model::Node& master = *t.nodes.front();
+  std::vector<std::string> command = {"torchrun",
+                                      fmt::format("--nnodes={}", t.nodes.size()),
+                                      fmt::format("--nproc_per_node={}", t.gpus_per_node),
+                                      "--rdzv_backend=c10d",
+                                      fmt::format("--rdzv_endpoint={}", HostPort(AddressOf(master), kRendezvousPort)),
+                                      fmt::format("--rdzv_id={}", name)};
+  for (std::string& a : TrainCommand(c, t)) command.push_back(std::move(a));
+  nlohmann::json cmd = nlohmann::json::array();
+  for (const std::string& a : command) cmd.push_back({{"arg", Q(a)}});
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", Q(k)}, {"value", Q(v)}});
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const model::Node* n : t.nodes) nodes.push_back({{"name", Q(n->name)}});
+  std::string image = Var(t, "train_image");
+  std::string rdma_resource = Var(t, "k8s_rdma_resource");
+  return {{"name", Q(name)},
+          {"queue", Q(K8sName(c.name))},
+          {"replicas", t.nodes.size()},
+          {"gpu_resource", Q(GpuResource(c, t))},
+          {"gpus_per_node", t.gpus_per_node},
+          {"nodes", nodes},
+          {"master", master.name},
+          {"command", cmd},
+          {"env", env},
+          {"has_env", !env.empty()},
+          {"image", Q(image.empty() ? std::string(kPlaceholderImage) : image)},
+          {"placeholder_image", image.empty()},
+          {"rdma", RdmaCompute(c, t)},
+          {"has_rdma_resource", !rdma_resource.empty()},
+          {"rdma_resource", Q(rdma_resource)},
+          {"nccl_conf", files.conf},
+          {"has_topo", !files.topo_path.empty()},
+          {"topo_path", Q(files.topo_path)}};
+}
+
+nlohmann::json KubeletContext(const model::Cluster& c, const model::Node& n) {
+  const model::Scheduler& s = c.software.scheduler;
+  bool from_inventory = !s.topology_manager_policy.empty();
+  nlohmann::json ctx = {
+      {"node", n.name},
+      {"policy", Q(from_inventory ? s.topology_manager_policy : "best-effort")},
+      {"policy_why", from_inventory ? "inventory software.scheduler.topology_manager_policy"
+                                    : "guide 004's best-effort; the inventory sets no topology_manager_policy"},
+      {"has_cpu_manager", !s.cpu_manager_policy.empty()},
+      {"cpu_manager", Q(s.cpu_manager_policy)},
+      {"cpu_static", s.cpu_manager_policy == "static"},
+      {"has_reserved_cpus", s.reserved_cpus.has_value()},
+      {"reserved_cpus", Q(s.reserved_cpus ? std::to_string(*s.reserved_cpus) : "")},
+      {"has_reserved_memory", s.reserved_memory_bytes.has_value()},
+      {"reserved_memory", Q(s.reserved_memory_bytes ? K8sBytes(*s.reserved_memory_bytes) : "")},
+  };
+  ctx["has_reserved"] = ctx["has_reserved_cpus"].get<bool>() || ctx["has_reserved_memory"].get<bool>();
+  return ctx;
+}
+
+// The header the engine writes would sit above the shebang; the script carries its own. The
+// label is a file name from the command line, so anything but printable ASCII is masked.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
+nlohmann::json LaunchContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const std::string& name,
+                             const Options& o) {
+  const model::Node& master = *t.nodes.front();
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", k}, {"value", ShellQuote(v)}});
+  std::string train;
+  for (const std::string& a : TrainCommand(c, t)) train += (train.empty() ? "" : " ") + ShellQuote(a);
+  return {{"label", Printable(o.inventory_label.empty() ? "the inventory" : o.inventory_label)},
+          {"nodes", ShellQuote(std::to_string(t.nodes.size()))},
+          {"node_count", std::to_string(t.nodes.size())},
+          {"gpus", ShellQuote(std::to_string(t.gpus_per_node))},
+          {"master_addr", ShellQuote(AddressOf(master))},
+          {"master_name", master.name},
+          {"master_port", ShellQuote(std::to_string(kRendezvousPort))},
+          {"ipv6", AddressOf(master).find(':') != std::string::npos},
+          {"rdzv_id", ShellQuote(name)},
+          {"env", env},
+          {"train", train}};
+}
+
+}  // namespace
+
+void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+  const model::Scheduler& s = c.software.scheduler;
+  if (s.kind != model::SchedulerKind::kKubernetes) return;
+
+  // Kubelet settings belong to every GPU node, whatever runs on it.
+  for (const model::Node* n : SelectedNodes(c, o)) {
+    if (c.ProfileOf(*n).gpu_count() == 0) continue;
+    plan->jobs.push_back({n->name, std::string(kKubeletPath), "k8s-kubelet-config.yaml.mustache", KubeletContext(c, *n),
+                          CommentStyle::kHash, "0644"});
+  }
+
+  // The rest is cluster-wide: the same whichever nodes were selected.
+  Training t = TrainingNodes(c);
+  std::string name = K8sName(c.name) + "-fsdp";
+  if (!t.why_not.empty()) {
+    for (std::string_view path : {kQueuePath, kJobPath, kLaunchPath}) {
+      plan->skipped.push_back({"", std::string(path), t.why_not});
+    }
+    return;
+  }
+  HostNcclFiles files = NcclFilesOnEveryNode(c, t);
+  if (s.volcano) {
+    plan->jobs.push_back({"", std::string(kQueuePath), "k8s-volcano-queue.yaml.mustache",
+                          {{"name", Q(K8sName(c.name))}, {"gpu_resource", Q(GpuResource(c, t))}, {"gpus", c.TotalGpus()}},
+                          CommentStyle::kHash, "0644"});
+    plan->jobs.push_back({"", std::string(kJobPath), "k8s-volcano-job.yaml.mustache", JobContext(c, t, files, name),
+                          CommentStyle::kHash, "0644"});
+  } else {
+    for (std::string_view path : {kQueuePath, kJobPath}) {
+      plan->skipped.push_back({"", std::string(path),
+                               "software.scheduler.volcano is false; a Volcano Job and Queue need the Volcano scheduler "
+                               "(guide 000: \"Kubernetes (with Volcano or Kueue)\"); set volcano: true once it is installed"});
+    }
+  }
+  plan->jobs.push_back({"", std::string(kLaunchPath), "launch-fsdp.sh.mustache", LaunchContext(c, t, files, name, o),
+                        CommentStyle::kNone, "0755"});
+}
+
+}  // namespace gpuforge::render

@@ -1,0 +1,182 @@
+// NCCL: /etc/nccl.conf and the NCCL topology file, per GPU node.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "gpuforge/model/gpu_catalog.h"
+#include "render/families.h"
+
+namespace gpuforge::render {
+
+namespace {
+
+bool IsRdma(const model::NicSpec& n) { return n.kind != model::NetKind::kEthernet; }
+
+const model::Network* NetworkOf(const model::Cluster& c, const model::NicSpec& n) {
+  return n.network.empty() ? nullptr : c.FindNetwork(n.network);
+}
+
+// NICs that carry NCCL traffic: RDMA NICs on the compute network (or on no network at all when
+// the inventory does not say).
+std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p) {
+  std::vector<const model::NicSpec*> out;
+  for (const model::NicSpec& n : p.nics) {
+    const model::Network* net = NetworkOf(c, n);
+    if (IsRdma(n) && (net == nullptr || net->role == model::NetRole::kCompute)) out.push_back(&n);
+  }
+  return out;
+}
+
+// The interface NCCL bootstraps over: the control network's, else the storage network's.
+std::string SocketIfname(const model::Cluster& c, const model::Profile& p) {
+  for (model::NetRole role : {model::NetRole::kControl, model::NetRole::kStorage}) {
+    for (const model::NicSpec& n : p.nics) {
+      const model::Network* net = NetworkOf(c, n);
+      if (net != nullptr && net->role == role && !n.netdev.empty()) return n.netdev;
+    }
+  }
+  return "";
+}
+
+std::string LinkSpeed(double rate_bytes_per_s, const std::string& generation) {
+  // PCIe generation from the device: Hopper/Blackwell GPUs and 400G NICs sit on Gen5 x16,
+  // Ampere and 200G NICs on Gen4.
+  if (generation == "hopper" || generation == "blackwell" || rate_bytes_per_s >= 400e9 / 8) return "32.0 GT/s PCIe";
+  if (generation == "ampere" || generation == "ada" || rate_bytes_per_s >= 200e9 / 8) return "16.0 GT/s PCIe";
+  return "8.0 GT/s PCIe";
+}
+
+// CPU mask of NUMA node `numa` when NUMA nodes are the sockets: its cores, then their
+// hyperthread siblings numbered after all cores (Linux's usual enumeration).
+std::string Affinity(const model::CpuSpec& cpu, int numa) {
+  int cores = cpu.cores_per_socket;
+  int total_cores = cores * cpu.sockets;
+  int total_cpus = total_cores * cpu.threads_per_core;
+  std::vector<bool> bits(static_cast<std::size_t>(total_cpus), false);
+  for (int t = 0; t < cpu.threads_per_core; ++t) {
+    for (int i = 0; i < cores; ++i) bits[static_cast<std::size_t>(t * total_cores + numa * cores + i)] = true;
+  }
+  // Kernel cpumask format: 32-bit hex words, most significant first, comma-separated.
+  std::string out;
+  int words = (total_cpus + 31) / 32;
+  for (int w = words - 1; w >= 0; --w) {
+    unsigned v = 0;
+    for (int b = 0; b < 32; ++b) {
+      int i = w * 32 + b;
+      if (i < total_cpus && bits[static_cast<std::size_t>(i)]) v |= 1u << b;
+    }
+    out += fmt::format("{}{:08x}", out.empty() ? "" : ",", v);
+  }
+  return out;
+}
+
+std::string CpuVendor(const std::string& model) {
+  if (model.find("EPYC") != std::string::npos || model.find("AMD") != std::string::npos) return "AuthenticAMD";
+  if (model.find("Xeon") != std::string::npos || model.find("Intel") != std::string::npos) return "GenuineIntel";
+  return "";
+}
+
+}  // namespace
+
+void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+  const model::Software& sw = c.software;
+  std::map<std::string, std::string> env_set;
+  for (const auto& [k, v] : sw.nccl_env) env_set[k] = v;
+  for (const model::Node* n : SelectedNodes(c, o)) {
+    const model::Profile& p = c.ProfileOf(*n);
+    if (p.gpu_count() == 0) continue;
+    std::vector<const model::NicSpec*> rdma = ComputeRdmaNics(c, p);
+    bool roce = std::any_of(rdma.begin(), rdma.end(), [](const model::NicSpec* x) { return x->kind == model::NetKind::kRoce; });
+
+    // Topology file: only with every GPU's and every compute NIC's bus id and NUMA node.
+    std::string topo_path = sw.nccl_topo_file;
+    bool topo = false;
+    if (!topo_path.empty()) {
+      std::string missing;
+      for (const model::GpuSpec& g : p.gpus) {
+        if (g.pci_bus_ids.empty() || g.numa_nodes.empty()) missing = fmt::format("GPU bus ids or NUMA nodes of {}", g.model);
+      }
+      for (const model::NicSpec* nic : rdma) {
+        if (nic->pci_bus_id.empty() || !nic->numa_node) missing = fmt::format("bus id or NUMA node of NIC {}", nic->name);
+      }
+      int numa_max = 0;
+      for (const model::GpuSpec& g : p.gpus) {
+        for (int x : g.numa_nodes) numa_max = std::max(numa_max, x);
+      }
+      if (missing.empty() && p.cpu.sockets > 0 && numa_max >= p.cpu.sockets) {
+        missing = "a CPU layout where NUMA nodes are sockets (NUMA node numbers exceed the socket count)";
+      }
+      if (!missing.empty()) {
+        plan->skipped.push_back({n->name, topo_path,
+                                 fmt::format("profile '{}' lacks the {}; a wrong topology file is worse than none "
+                                             "(anchors.md), so NCCL will detect the topology itself",
+                                             p.name, missing)});
+      } else {
+        topo = true;
+        std::map<int, nlohmann::json> by_numa;
+        for (const model::GpuSpec& g : p.gpus) {
+          for (std::size_t i = 0; i < g.pci_bus_ids.size(); ++i) {
+            by_numa[g.numa_nodes[i]]["devices"].push_back(
+                {{"busid", g.pci_bus_ids[i]}, {"class", "0x030200"}, {"kind", "GPU " + g.model},
+                 {"link_speed", LinkSpeed(0, g.generation)}, {"link_width", "16"}});
+          }
+        }
+        for (const model::NicSpec* nic : rdma) {
+          by_numa[*nic->numa_node]["devices"].push_back(
+              {{"busid", nic->pci_bus_id},
+               {"class", nic->kind == model::NetKind::kInfiniband ? "0x020700" : "0x020000"},
+               {"kind", fmt::format("NIC {} ({})", nic->name, model::ToString(nic->kind))},
+               {"link_speed", LinkSpeed(nic->rate_bytes_per_s, "")},
+               {"link_width", "16"}});
+        }
+        nlohmann::json cpus = nlohmann::json::array();
+        for (auto& [numa, body] : by_numa) {
+          body["numaid"] = std::to_string(numa);
+          body["affinity"] = p.cpu.sockets > 0 ? Affinity(p.cpu, numa) : "";
+          body["has_affinity"] = p.cpu.sockets > 0;
+          body["vendor"] = CpuVendor(p.cpu.model);
+          body["has_vendor"] = !CpuVendor(p.cpu.model).empty();
+          cpus.push_back(body);
+        }
+        plan->jobs.push_back({n->name, topo_path, "nccl-topology.xml.mustache", {{"cpus", cpus}}, CommentStyle::kXml, "0644"});
+      }
+    }
+
+    // nccl.conf: the inventory's own values win; gpuforge fills what the guides recommend.
+    nlohmann::json lines = nlohmann::json::array();
+    std::set<std::string> written;
+    auto line = [&](const std::string& k, const std::string& v, const std::string& why) {
+      if (written.count(k)) return;
+      written.insert(k);
+      lines.push_back({{"key", k}, {"value", v}, {"why", why}});
+    };
+    for (const auto& [k, v] : sw.nccl_env) {
+      if (k == "NCCL_TOPO_FILE") continue;  // below, only when the file is rendered
+      line(k, v, "inventory software.nccl.env");
+    }
+    if (!rdma.empty()) {
+      std::string hca;
+      for (const model::NicSpec* nic : rdma) hca += fmt::format("{}{}:{}", hca.empty() ? "=" : ",", nic->name, nic->port);
+      line("NCCL_IB_HCA", hca, "the node's compute RDMA NICs; '=' makes NCCL match names exactly (mlx5_1 would also match mlx5_10)");
+      line("NCCL_IB_TIMEOUT", "22", "guide 004 launch script (NCCL's default is 20)");
+      line("NCCL_IB_RETRY_CNT", "7", "guide 004 launch script");
+      if (roce) line("NCCL_IB_GID_INDEX", "3", "guide 004 launch script: RoCE v2 GID index");
+    }
+    if (std::string ifname = SocketIfname(c, p); !ifname.empty()) {
+      line("NCCL_SOCKET_IFNAME", "=" + ifname, "bootstrap over the control/storage network interface");
+    }
+    if (topo) line("NCCL_TOPO_FILE", topo_path, "rendered beside this file from the inventory's bus ids and NUMA nodes");
+    int gpus = c.TotalGpus();
+    std::string algo = gpus >= 128 ? "Tree" : "Ring";
+    nlohmann::json ctx = {{"lines", lines},
+                          {"algo_hint", !env_set.count("NCCL_ALGO")},
+                          {"algo", algo},
+                          {"gpus", std::to_string(gpus)}};
+    plan->jobs.push_back({n->name, "/etc/nccl.conf", "nccl.conf.mustache", ctx, CommentStyle::kHash, "0644"});
+  }
+}
+
+}  // namespace gpuforge::render

@@ -1,0 +1,50 @@
+// OS and driver settings production GPU images push (anchors.md, "GPU node OS settings"):
+// limits, sysctl, kernel modules, service presets, and kernel command-line notes.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gpuforge/model/gpu_catalog.h"
+#include "render/families.h"
+
+namespace gpuforge::render {
+
+namespace {
+
+bool NvidiaGpus(const model::Profile& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
+    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+    return info == nullptr || info->vendor == "nvidia";
+  });
+}
+
+}  // namespace
+
+void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+  for (const model::Node* n : SelectedNodes(c, o)) {
+    const model::Profile& p = c.ProfileOf(*n);
+    bool gpus = p.gpu_count() > 0 && NvidiaGpus(p);
+    bool rdma = std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
+    bool nvswitch = std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
+    plan->jobs.push_back({n->name, "/etc/security/limits.d/90-gpuforge.conf", "limits.conf.mustache", nlohmann::json::object(),
+                          CommentStyle::kHash, "0644"});
+    if (!gpus) continue;
+    plan->jobs.push_back({n->name, "/etc/sysctl.d/90-gpuforge.conf", "sysctl.conf.mustache", nlohmann::json::object(),
+                          CommentStyle::kHash, "0644"});
+    if (rdma) {
+      plan->jobs.push_back({n->name, "/etc/modules-load.d/90-gpuforge.conf", "modules-load.conf.mustache",
+                            {{"modules", nlohmann::json::array({{{"name", "nvidia-peermem"}}})}}, CommentStyle::kHash, "0644"});
+    }
+    nlohmann::json units = nlohmann::json::array({{{"unit", "nvidia-persistenced.service"}}});
+    if (nvswitch) units.push_back({{"unit", "nvidia-fabricmanager.service"}});
+    units.push_back({{"unit", "nvidia-dcgm.service"}});
+    plan->jobs.push_back({n->name, "/etc/systemd/system-preset/50-gpuforge.preset", "systemd.preset.mustache",
+                          {{"units", units}}, CommentStyle::kHash, "0644"});
+    std::string vendor = p.cpu.model.find("EPYC") != std::string::npos ? "amd" : "intel";
+    plan->jobs.push_back({n->name, "/etc/gpuforge/kernel-cmdline.recommended", "kernel-cmdline.mustache",
+                          {{"amd", vendor == "amd"}, {"intel", vendor == "intel"}, {"rdma", rdma}}, CommentStyle::kHash, "0644"});
+  }
+}
+
+}  // namespace gpuforge::render

@@ -1,0 +1,498 @@
+// Slurm: slurm.conf, gres.conf, cgroup.conf and topology.conf for the cluster and for every node
+// with a Slurm role, and the guide's training job script (docs/render-slurm.md).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "gpuforge/base/hostlist.h"
+#include "gpuforge/model/fabric.h"
+#include "gpuforge/model/gpu_catalog.h"
+#include "render/families.h"
+
+namespace gpuforge::render {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// RealMemory is this share of the inventory's memory: the kernel always reports less than the
+// DIMMs hold, and a RealMemory above what slurmd finds drains the node ("Low RealMemory").
+constexpr double kRealMemoryShare = 0.95;
+// Slurm maps ClusterName to lower case and keeps at most 40 characters (slurm.conf(5)).
+constexpr std::size_t kMaxClusterName = 40;
+
+constexpr const char* kConfDir = "/etc/slurm";
+constexpr const char* kJobScript = "/etc/gpuforge/jobs/train.sbatch";
+constexpr int kRdzvPort = 29500;
+
+// A node slurmd runs on: a compute node, any node with GPUs, or a node a partition names.
+std::vector<const model::Node*> SlurmNodes(const model::Cluster& c) {
+  std::set<std::string> in_partition;
+  for (const model::Partition& p : c.software.scheduler.partitions) in_partition.insert(p.nodes.begin(), p.nodes.end());
+  std::vector<const model::Node*> out;
+  for (const model::Node& n : c.nodes) {
+    if (n.role == model::NodeRole::kCompute || c.ProfileOf(n).gpu_count() > 0 || in_partition.count(n.name)) {
+      out.push_back(&n);
+    }
+  }
+  return out;
+}
+
+std::string GresType(const model::GpuSpec& g) {
+  if (const model::GpuModelInfo* info = model::FindGpuModel(g.model)) return std::string(info->slurm_type);
+  std::string out;
+  for (char ch : g.model) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+bool AmdGpu(const model::GpuSpec& g) {
+  const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+  return info != nullptr && info->vendor == "amd";
+}
+
+// The device file of GPU `index` (in bus order) as the driver numbers it.
+std::string GpuDevice(const model::GpuSpec& g, int index) {
+  return AmdGpu(g) ? fmt::format("/dev/dri/renderD{}", 128 + index) : fmt::format("/dev/nvidia{}", index);
+}
+
+// Inventory quantities are doubles and may be absurd; Slurm's fields are integers. Whole numbers
+// up to 2^53 stay exact, and casting anything larger is undefined behaviour.
+long long Whole(double v) {
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  if (!(v > 0)) return 0;
+  return static_cast<long long>(std::min(v, kMax));
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
+  return out;
+}
+
+// Slurm's D-HH:MM:SS; a fraction of a second counts as a whole one. Slurm keeps minutes in 32 bits,
+// its largest value meaning "infinite".
+std::string SlurmDuration(double seconds) {
+  long long s = Whole(std::ceil(seconds));
+  if (s / 60 >= 0xffffffffLL) return "UNLIMITED";
+  return fmt::format("{}-{:02}:{:02}:{:02}", s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+}
+
+std::optional<long long> RealMemoryMiB(const model::Profile& p) {
+  long long mib = Whole(std::floor(p.memory_bytes * kRealMemoryShare / kMiB));
+  if (mib <= 0) return std::nullopt;
+  return mib;
+}
+
+std::optional<long long> MemSpecMiB(const model::Scheduler& s) {
+  if (!s.reserved_memory_bytes || *s.reserved_memory_bytes <= 0) return std::nullopt;
+  return Whole(std::ceil(*s.reserved_memory_bytes / kMiB));
+}
+
+// scheduler.reserved.cpus counts CPUs (threads); Slurm reserves whole cores.
+std::optional<int> CoreSpecCount(const model::Scheduler& s, const model::CpuSpec& cpu) {
+  if (!s.reserved_cpus || *s.reserved_cpus <= 0) return std::nullopt;
+  int tpc = std::max(1, cpu.threads_per_core);
+  return (*s.reserved_cpus + tpc - 1) / tpc;
+}
+
+int Cpus(const model::CpuSpec& cpu) { return cpu.sockets * cpu.cores_per_socket * std::max(1, cpu.threads_per_core); }
+
+// The NodeName attributes that decide whether two nodes can share a line, in slurm.conf order.
+nlohmann::json NodeAttributes(const model::Cluster& c, const model::Profile& p) {
+  const model::Scheduler& s = c.software.scheduler;
+  std::vector<std::string> gres;
+  for (const model::GpuSpec& g : p.gpus) {
+    if (g.count > 0) gres.push_back(fmt::format("gpu:{}:{}", GresType(g), g.count));
+  }
+  nlohmann::json a = nlohmann::json::object();
+  a["has_gres"] = !gres.empty();
+  a["gres"] = Join(gres, ",");
+  bool cpu = p.cpu.sockets > 0 && p.cpu.cores_per_socket > 0;
+  a["has_cpu"] = cpu;
+  a["cpus"] = cpu ? std::to_string(Cpus(p.cpu)) : "";
+  a["sockets"] = std::to_string(p.cpu.sockets);
+  a["cores_per_socket"] = std::to_string(p.cpu.cores_per_socket);
+  a["threads_per_core"] = std::to_string(std::max(1, p.cpu.threads_per_core));
+  std::optional<long long> mem = RealMemoryMiB(p);
+  a["has_memory"] = mem.has_value();
+  a["real_memory"] = mem ? std::to_string(*mem) : "";
+  std::optional<int> core_spec = cpu ? CoreSpecCount(s, p.cpu) : std::nullopt;
+  a["has_core_spec"] = core_spec.has_value();
+  a["core_spec"] = core_spec ? std::to_string(*core_spec) : "";
+  std::optional<long long> mem_spec = mem ? MemSpecMiB(s) : std::nullopt;
+  a["has_mem_spec"] = mem_spec.has_value();
+  a["mem_spec"] = mem_spec ? std::to_string(*mem_spec) : "";
+  return a;
+}
+
+std::string AddressOf(const model::Node& n) { return n.address.empty() ? n.name : n.address; }
+
+// NodeName (and NodeAddr) entries for one group of identical nodes. Slurm pairs the i-th name with
+// the i-th address of the two expanded lists, so both are folded only when that pairing survives
+// folding (which sorts); otherwise each node gets a line of its own.
+std::vector<std::pair<std::string, std::string>> NameAddrLines(const std::vector<const model::Node*>& group) {
+  std::vector<std::string> names, addrs;
+  std::map<std::string, std::string> addr_of;
+  bool any_addr = false;
+  for (const model::Node* n : group) {
+    names.push_back(n->name);
+    addrs.push_back(AddressOf(*n));
+    addr_of[n->name] = AddressOf(*n);
+    any_addr = any_addr || AddressOf(*n) != n->name;
+  }
+  if (!any_addr) return {{hostlist::Fold(names), ""}};
+  std::string folded_names = hostlist::Fold(names), folded_addrs = hostlist::Fold(addrs);
+  Result<std::vector<std::string>> en = hostlist::Expand(folded_names);
+  Result<std::vector<std::string>> ea = hostlist::Expand(folded_addrs);
+  bool paired = en.ok() && ea.ok() && en->size() == ea->size();
+  for (std::size_t i = 0; paired && i < en->size(); ++i) paired = addr_of[(*en)[i]] == (*ea)[i];
+  if (paired) return {{folded_names, folded_addrs}};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const model::Node* n : group) out.emplace_back(n->name, AddressOf(*n));
+  return out;
+}
+
+struct SlurmView {
+  std::vector<const model::Node*> nodes;  // with a NodeName line, inventory order
+  std::set<std::string> node_names;
+  nlohmann::json partitions = nlohmann::json::array();
+  std::vector<model::Partition> effective;  // declared, or the default 'gpu'
+};
+
+nlohmann::json NodeLines(const model::Cluster& c, const std::vector<const model::Node*>& nodes) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const model::Node*>> groups;
+  std::map<std::string, nlohmann::json> attrs;
+  for (const model::Node* n : nodes) {
+    nlohmann::json a = NodeAttributes(c, c.ProfileOf(*n));
+    std::string key = a.dump();
+    if (!groups.count(key)) {
+      keys.push_back(key);
+      attrs[key] = a;
+    }
+    groups[key].push_back(n);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& key : keys) {
+    for (const auto& [names, addrs] : NameAddrLines(groups[key])) {
+      nlohmann::json line = attrs[key];
+      line["names"] = names;
+      line["has_addrs"] = !addrs.empty();
+      line["addrs"] = addrs;
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+// DefMemPerGPU: without a default, a job that asks for one GPU and no memory is given the whole
+// node's memory under CR_Core_Memory, and nothing else fits beside it.
+std::optional<long long> DefMemPerGpu(const model::Cluster& c, const std::vector<std::string>& nodes) {
+  std::optional<long long> best;
+  std::optional<long long> spec = MemSpecMiB(c.software.scheduler);
+  for (const std::string& name : nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) return std::nullopt;
+    const model::Profile& p = c.ProfileOf(*n);
+    std::optional<long long> mem = RealMemoryMiB(p);
+    if (!mem || p.gpu_count() == 0) return std::nullopt;
+    long long per = (*mem - spec.value_or(0)) / p.gpu_count();
+    if (per <= 0) return std::nullopt;
+    best = best ? std::min(*best, per) : per;
+  }
+  return best;
+}
+
+SlurmView BuildView(const model::Cluster& c) {
+  SlurmView v;
+  v.nodes = SlurmNodes(c);
+  for (const model::Node* n : v.nodes) v.node_names.insert(n->name);
+  v.effective = c.software.scheduler.partitions;
+  if (v.effective.empty()) {
+    model::Partition p;
+    p.name = "gpu";
+    p.is_default = true;
+    for (const model::Node* n : v.nodes) p.nodes.push_back(n->name);
+    v.effective.push_back(std::move(p));
+  }
+  for (const model::Partition& p : v.effective) {
+    std::optional<long long> def_mem = DefMemPerGpu(c, p.nodes);
+    v.partitions.push_back({{"name", p.name},
+                            {"nodes", hostlist::Fold(p.nodes)},
+                            {"default", p.is_default ? "YES" : "NO"},
+                            {"max_time", p.max_time_s ? SlurmDuration(*p.max_time_s) : "UNLIMITED"},
+                            {"has_def_mem", def_mem.has_value()},
+                            {"def_mem_per_gpu", def_mem ? std::to_string(*def_mem) : ""}});
+  }
+  return v;
+}
+
+// gres.conf lines for one profile's nodes: per NUMA node when the layout says where each GPU
+// sits and NUMA nodes are sockets (Cores= is then that socket's cores), else one line.
+void GresLines(const model::Profile& p, const std::string& nodes, bool autodetect, nlohmann::json* out) {
+  int index = 0;
+  for (const model::GpuSpec& g : p.gpus) {
+    if (g.count <= 0) continue;
+    int first = index;
+    index += g.count;
+    auto line = [&](const std::vector<int>& gpus, std::optional<int> numa) {
+      std::vector<std::string> files;
+      for (int i : gpus) files.push_back(GpuDevice(g, i));
+      nlohmann::json l = {{"nodes", nodes},
+                          {"type", GresType(g)},
+                          {"has_files", !autodetect},
+                          {"files", hostlist::Fold(files)},
+                          {"has_count", autodetect},
+                          {"count", std::to_string(gpus.size())},
+                          {"has_cores", false},
+                          {"cores", ""},
+                          {"has_why", false},
+                          {"why", ""}};
+      if (numa) {
+        int from = *numa * p.cpu.cores_per_socket, to = from + p.cpu.cores_per_socket - 1;
+        l["has_cores"] = true;
+        l["cores"] = from == to ? std::to_string(from) : fmt::format("{}-{}", from, to);
+        l["has_why"] = true;
+        l["why"] = fmt::format("{} {} on NUMA node {} = socket {}: its cores", g.model,
+                               gpus.size() == 1 ? "GPU" : "GPUs", *numa, *numa);
+      }
+      out->push_back(l);
+    };
+    std::vector<int> all;
+    for (int i = 0; i < g.count; ++i) all.push_back(first + i);
+    bool numa_known = !autodetect && static_cast<int>(g.numa_nodes.size()) == g.count && p.cpu.sockets > 0 &&
+                      p.cpu.cores_per_socket > 0 &&
+                      std::all_of(g.numa_nodes.begin(), g.numa_nodes.end(),
+                                  [&](int x) { return x >= 0 && x < p.cpu.sockets; });
+    if (!numa_known) {
+      line(all, std::nullopt);
+      continue;
+    }
+    std::map<int, std::vector<int>> by_numa;
+    for (int i = 0; i < g.count; ++i) by_numa[g.numa_nodes[static_cast<std::size_t>(i)]].push_back(first + i);
+    for (const auto& [numa, gpus] : by_numa) line(gpus, numa);
+  }
+}
+
+nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v) {
+  bool autodetect = c.software.scheduler.gres_autodetect_nvml;
+  // Nodes of one profile share their lines; profiles keep inventory order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> by_profile;
+  for (const model::Node* n : v.nodes) {
+    if (c.ProfileOf(*n).gpu_count() == 0) continue;
+    if (!by_profile.count(n->profile)) order.push_back(n->profile);
+    by_profile[n->profile].push_back(n->name);
+  }
+  nlohmann::json lines = nlohmann::json::array();
+  for (const std::string& profile : order) {
+    GresLines(*c.FindProfile(profile), hostlist::Fold(by_profile[profile]), autodetect, &lines);
+  }
+  return {{"autodetect", autodetect}, {"lines", lines}};
+}
+
+int TierRank(model::SwitchTier t) {
+  switch (t) {
+    case model::SwitchTier::kLeaf: return 0;
+    case model::SwitchTier::kSpine: return 1;
+    case model::SwitchTier::kCore: return 2;
+  }
+  return 0;
+}
+
+// topology.conf from the fabric as cabled: leaves list their Slurm nodes, upper tiers their
+// lower switches. Switches that lead to no Slurm node are left out (Slurm refuses a switch with
+// neither). Empty when the compute network has no such switch.
+struct TopologyResult {
+  nlohmann::json switches = nlohmann::json::array();
+  std::string network;
+  std::string skip_reason;  // switches exist but no tree could be built
+  std::vector<std::string> notes;
+};
+
+TopologyResult BuildTopology(const model::Cluster& c, const SlurmView& v) {
+  TopologyResult r;
+  const model::Network* net = c.ComputeNetwork();
+  if (net == nullptr) return r;
+  r.network = net->name;
+  model::Fabric fabric = model::AnalyzeFabric(c);
+  std::vector<const model::SwitchLoad*> loads;
+  for (const model::SwitchLoad& s : fabric.switches) {
+    if (s.sw->network == net->name) loads.push_back(&s);
+  }
+  if (loads.empty()) return r;
+  std::stable_sort(loads.begin(), loads.end(), [](const model::SwitchLoad* a, const model::SwitchLoad* b) {
+    return TierRank(a->sw->tier) < TierRank(b->sw->tier);
+  });
+  std::set<std::string> useful;
+  for (const model::SwitchLoad* s : loads) {
+    std::vector<std::string> nodes, lower;
+    for (const std::string& n : s->nodes) {
+      if (v.node_names.count(n)) nodes.push_back(n);
+    }
+    for (const std::string& l : s->lower_switches) {
+      if (useful.count(l)) lower.push_back(l);
+    }
+    if (nodes.empty() && lower.empty()) continue;
+    useful.insert(s->sw->name);
+    nlohmann::json sw = {{"name", s->sw->name}, {"has_nodes", false}, {"nodes", ""}, {"has_switches", false}, {"switches", ""}};
+    if (!lower.empty()) {
+      // topology/tree takes either child switches or nodes on one switch, not both.
+      sw["has_switches"] = true;
+      sw["switches"] = hostlist::Fold(lower);
+      if (!nodes.empty()) {
+        r.notes.push_back(fmt::format("{} also has nodes cabled to it directly ({}); topology/tree cannot say so, "
+                                      "they are placed by their other switches",
+                                      s->sw->name, hostlist::Fold(nodes)));
+      }
+    } else {
+      sw["has_nodes"] = true;
+      sw["nodes"] = hostlist::Fold(nodes);
+    }
+    r.switches.push_back(sw);
+  }
+  if (r.switches.empty()) {
+    r.skip_reason = fmt::format("network '{}' has switches but no Slurm node is cabled to them (links)", net->name);
+  }
+  return r;
+}
+
+// Single quotes keep every byte literal in POSIX sh; a quote inside becomes '\''.
+std::string ShellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
+// A comment line must stay one line whatever the label holds.
+std::string CommentSafe(std::string_view s) {
+  std::string out;
+  for (char ch : s) out += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+  return out;
+}
+
+// The partition the training job goes to: the default one, else the first.
+const model::Partition& JobPartition(const SlurmView& v) {
+  for (const model::Partition& p : v.effective) {
+    if (p.is_default) return p;
+  }
+  return v.effective.front();
+}
+
+void AddJobScript(const model::Cluster& c, const Options& o, const SlurmView& v, Plan* plan) {
+  const model::Partition& part = JobPartition(v);
+  int nodes = 0, gpus = 0, cpus = 0;
+  bool cpus_known = true;
+  for (const std::string& name : part.nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) continue;
+    const model::Profile& p = c.ProfileOf(*n);
+    if (p.gpu_count() == 0) continue;
+    int node_cpus = Cpus(p.cpu);
+    if (std::optional<int> spec = CoreSpecCount(c.software.scheduler, p.cpu)) {
+      node_cpus -= *spec * std::max(1, p.cpu.threads_per_core);
+    }
+    if (node_cpus <= 0) cpus_known = false;
+    gpus = nodes == 0 ? p.gpu_count() : std::min(gpus, p.gpu_count());
+    cpus = nodes == 0 ? node_cpus : std::min(cpus, node_cpus);
+    ++nodes;
+  }
+  if (nodes == 0) {
+    plan->skipped.push_back({"", kJobScript, fmt::format("partition '{}' has no node with GPUs", part.name)});
+    return;
+  }
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [k, val] : c.software.nccl_env) {
+    // nccl.conf sets NCCL_TOPO_FILE only where the file is rendered (render/nccl.cc).
+    if (k == "NCCL_TOPO_FILE") continue;
+    env.push_back({{"key", k}, {"value", ShellQuote(val)}});
+  }
+  nlohmann::json ctx = {{"label", CommentSafe(o.inventory_label.empty() ? "the inventory" : o.inventory_label)},
+                        {"partition", part.name},
+                        {"nodes", std::to_string(nodes)},
+                        {"gpus_per_node", std::to_string(gpus)},
+                        {"has_cpus", cpus_known && cpus > 0},
+                        {"cpus_per_task", std::to_string(cpus)},
+                        {"has_time", part.max_time_s.has_value()},
+                        {"time", part.max_time_s ? SlurmDuration(*part.max_time_s) : ""},
+                        {"has_env", !env.empty()},
+                        {"env", env},
+                        {"rdzv_port", std::to_string(kRdzvPort)}};
+  // The engine's header would come before "#!"; the template writes it on the second line.
+  plan->jobs.push_back({"", kJobScript, "slurm-train.sbatch.mustache", ctx, CommentStyle::kNone, "0755"});
+}
+
+}  // namespace
+
+void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+  const model::Scheduler& s = c.software.scheduler;
+  if (s.kind != model::SchedulerKind::kSlurm) return;
+  const std::string conf = std::string(kConfDir) + "/slurm.conf";
+  const model::Node* controller = s.controller.empty() ? nullptr : c.FindNode(s.controller);
+  if (controller == nullptr) {
+    plan->skipped.push_back({"", conf, "software.scheduler.controller names no node of the inventory; slurm.conf needs "
+                                       "SlurmctldHost"});
+    return;
+  }
+  SlurmView v = BuildView(c);
+  if (v.nodes.empty()) {
+    plan->skipped.push_back({"", conf, "no compute node, GPU node or partition member for slurmd to run on"});
+    return;
+  }
+
+  std::string cluster_name;
+  for (char ch : c.name) cluster_name += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (cluster_name.size() > kMaxClusterName) cluster_name.resize(kMaxClusterName);
+  std::string ctl = controller->name;
+  if (AddressOf(*controller) != controller->name) ctl += "(" + controller->address + ")";
+
+  TopologyResult topo = BuildTopology(c, v);
+  bool tree = !topo.switches.empty();
+  nlohmann::json notes = nlohmann::json::array();
+  for (const std::string& n : topo.notes) notes.push_back({{"note", n}});
+
+  nlohmann::json slurm_ctx = {{"cluster_name", cluster_name},
+                              {"controller", ctl},
+                              {"topology", tree},
+                              {"network", topo.network},
+                              {"nodes", NodeLines(c, v.nodes)},
+                              {"partitions", v.partitions},
+                              {"declared_partitions", !s.partitions.empty()},
+                              {"default_partition", s.partitions.empty()}};
+  nlohmann::json gres_ctx = GresContext(c, v);
+  nlohmann::json topo_ctx = {{"network", topo.network}, {"switches", topo.switches}, {"notes", notes}};
+
+  struct File {
+    std::string path;
+    std::string template_name;
+    nlohmann::json context;
+  };
+  std::vector<File> files = {{conf, "slurm.conf.mustache", slurm_ctx},
+                             {std::string(kConfDir) + "/gres.conf", "slurm-gres.conf.mustache", gres_ctx},
+                             {std::string(kConfDir) + "/cgroup.conf", "slurm-cgroup.conf.mustache", nlohmann::json::object()}};
+  if (tree) files.push_back({std::string(kConfDir) + "/topology.conf", "slurm-topology.conf.mustache", topo_ctx});
+  if (!topo.skip_reason.empty()) plan->skipped.push_back({"", std::string(kConfDir) + "/topology.conf", topo.skip_reason});
+
+  // Slurm wants the same files on every node (slurm.conf(5)); the cluster-wide copy is the one
+  // to review, the per-node copies are what gets pushed.
+  for (const File& f : files) plan->jobs.push_back({"", f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+  for (const model::Node* n : SelectedNodes(c, o)) {
+    bool role = n->role == model::NodeRole::kController || n->role == model::NodeRole::kLogin ||
+                n->name == controller->name || v.node_names.count(n->name);
+    if (!role) continue;
+    for (const File& f : files) plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+  }
+  AddJobScript(c, o, v, plan);
+}
+
+}  // namespace gpuforge::render

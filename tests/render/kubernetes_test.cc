@@ -1,0 +1,589 @@
+// The Kubernetes family: every YAML file is parsed back and held field by field against the
+// inventory, the launch script is checked by bash and run against a fake torchrun, the worst
+// values the loader allows come back as the same strings, and the example's files match their
+// golden copies (GPUFORGE_UPDATE_GOLDEN=1 rewrites them).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpuforge/inventory/loader.h"
+#include "gpuforge/model/cluster.h"
+#include "gpuforge/render/render.h"
+
+namespace gpuforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kJob = "/etc/gpuforge/k8s/volcano-job.yaml";
+constexpr const char* kQueue = "/etc/gpuforge/k8s/volcano-queue.yaml";
+constexpr const char* kKubelet = "/etc/kubernetes/kubelet.conf.d/90-gpuforge.conf";
+constexpr const char* kLaunch = "/usr/local/bin/gpuforge-launch-fsdp.sh";
+constexpr const char* kExample = "a100-roce-k8s";
+
+model::Cluster LoadExample(const std::string& name) {
+  inventory::LoadOutcome out =
+      inventory::LoadFile(std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/" + name + ".yaml");
+  EXPECT_TRUE(out.ok()) << out.FormatDiagnostics();
+  return out.ok() ? std::move(*out.cluster) : model::Cluster{};
+}
+
+model::Cluster LoadYaml(std::string_view text) {
+  inventory::LoadOutcome out = inventory::LoadString(text, "test.yaml");
+  EXPECT_TRUE(out.ok()) << out.FormatDiagnostics();
+  return out.ok() ? std::move(*out.cluster) : model::Cluster{};
+}
+
+render::Output RenderCluster(const model::Cluster& c, render::Options o = {}) {
+  o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
+  if (o.inventory_label.empty()) o.inventory_label = "test.yaml";
+  Result<render::Output> out = render::Render(c, o);
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  return out.ok() ? std::move(*out) : render::Output{};
+}
+
+bool IsMine(const render::RenderedFile& f) {
+  return f.template_name.starts_with("k8s-") || f.template_name == "launch-fsdp.sh.mustache";
+}
+
+const render::RenderedFile* Find(const render::Output& out, const std::string& node, const std::string& path) {
+  for (const render::RenderedFile& f : out.files) {
+    if (f.node == node && f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+YAML::Node Parse(const render::Output& out, const std::string& node, const std::string& path) {
+  const render::RenderedFile* f = Find(out, node, path);
+  EXPECT_NE(f, nullptr) << "no " << (node.empty() ? "_cluster" : node) << ":" << path;
+  if (f == nullptr) return YAML::Node();
+  try {
+    return YAML::Load(f->content);
+  } catch (const YAML::Exception& e) {
+    ADD_FAILURE() << path << " is not YAML: " << e.what() << "\n" << f->content;
+    return YAML::Node();
+  }
+}
+
+// A double-quoted scalar carries yaml-cpp's non-specific tag "!"; a plain one "?".
+bool Quoted(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; }
+
+// Every plain scalar in a rendered file must be a number or a bool; anything else would be a
+// string that a YAML reader may turn into something else.
+void ExpectOnlyQuotedStrings(const YAML::Node& n, const std::string& where) {
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) ExpectOnlyQuotedStrings(it->second, where + "." + it->first.Scalar());
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) ExpectOnlyQuotedStrings(n[i], fmt::format("{}[{}]", where, i));
+  } else if (n.IsScalar() && !Quoted(n)) {
+    const std::string& s = n.Scalar();
+    bool number = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    EXPECT_TRUE(number || s == "true" || s == "false") << where << ": '" << s << "' is an unquoted string";
+  }
+}
+
+std::string Str(const YAML::Node& n) {
+  EXPECT_TRUE(Quoted(n)) << "not a quoted string: " << (n.IsScalar() ? n.Scalar() : "(not a scalar)");
+  return n.IsScalar() ? n.Scalar() : "";
+}
+
+int Int(const YAML::Node& n) {
+  EXPECT_TRUE(n.IsScalar() && !Quoted(n)) << "not a plain number";
+  return n.IsScalar() ? n.as<int>() : -1;
+}
+
+std::vector<const model::Node*> GpuComputeNodes(const model::Cluster& c) {
+  std::vector<const model::Node*> out;
+  for (const model::Node* n : c.ComputeNodes()) {
+    if (c.ProfileOf(*n).gpu_count() > 0) out.push_back(n);
+  }
+  return out;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const fs::path& p, const std::string& text, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+  fs::permissions(p, perms);
+}
+
+fs::path ScratchDir(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) / fmt::format("gpuforge-k8s-{}-{}", name, ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Runs `command` through the shell; its exit status, and its stdout and stderr together.
+std::pair<int, std::string> RunShell(const std::string& command, const fs::path& dir) {
+  fs::path out = dir / "output.txt";
+  int rc = std::system(fmt::format("{} >'{}' 2>&1", command, out.string()).c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ReadFile(out)};
+}
+
+// Runs the rendered launch script as an executable with a torchrun on PATH that prints what
+// it was given: one "arg=" line per argument, then the NCCL environment, sorted.
+std::string RunLaunchScript(const render::RenderedFile& script, const std::string& name) {
+  fs::path dir = ScratchDir(name);
+  WriteFile(dir / "bin" / "torchrun",
+            "#!/bin/bash\nfor a in \"$@\"; do printf 'arg=%s\\n' \"$a\"; done\nenv | grep '^NCCL_' | LC_ALL=C sort\n",
+            fs::perms::owner_all);
+  EXPECT_EQ(script.mode, "0755");
+  WriteFile(dir / "launch.sh", script.content, fs::perms::owner_all);
+  auto [rc, output] = RunShell(fmt::format("env -i PATH='{}':/usr/bin:/bin '{}' --extra", (dir / "bin").string(),
+                                      (dir / "launch.sh").string()),
+                          dir);
+  EXPECT_EQ(rc, 0) << output;
+  fs::remove_all(dir);
+  return output;
+}
+
+class RenderK8sExample : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new model::Cluster(LoadExample(kExample));
+    render::Options o;
+    o.inventory_label = fmt::format("inventories/examples/{}.yaml", kExample);
+    out_ = new render::Output(RenderCluster(*cluster_, o));
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    delete out_;
+  }
+  const model::Cluster& c() { return *cluster_; }
+  const render::Output& out() { return *out_; }
+  static model::Cluster* cluster_;
+  static render::Output* out_;
+};
+model::Cluster* RenderK8sExample::cluster_ = nullptr;
+render::Output* RenderK8sExample::out_ = nullptr;
+
+TEST_F(RenderK8sExample, ExampleIsKubernetesWithVolcano) {
+  ASSERT_EQ(c().software.scheduler.kind, model::SchedulerKind::kKubernetes);
+  ASSERT_TRUE(c().software.scheduler.volcano);
+  EXPECT_TRUE(out().skipped.empty() || std::none_of(out().skipped.begin(), out().skipped.end(),
+                                                    [](const render::Skip& s) { return s.path == kJob; }));
+}
+
+TEST_F(RenderK8sExample, EveryYamlFileHoldsOnlyQuotedStrings) {
+  for (const render::RenderedFile& f : out().files) {
+    if (!IsMine(f) || f.path == kLaunch) continue;
+    ExpectOnlyQuotedStrings(Parse(out(), f.node, f.path), f.node + ":" + f.path);
+  }
+}
+
+TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
+  YAML::Node job = Parse(out(), "", kJob);
+  ASSERT_TRUE(job.IsMap());
+  std::vector<const model::Node*> nodes = GpuComputeNodes(c());
+  ASSERT_EQ(nodes.size(), 4u);
+  int gpus = c().ProfileOf(*nodes.front()).gpu_count();
+  ASSERT_EQ(gpus, 4);
+
+  EXPECT_EQ(Str(job["apiVersion"]), "batch.volcano.sh/v1alpha1");
+  EXPECT_EQ(Str(job["kind"]), "Job");
+  EXPECT_EQ(Str(job["metadata"]["name"]), "sivaro-a100-roce-fsdp");
+  EXPECT_EQ(Str(job["spec"]["schedulerName"]), "volcano");
+  EXPECT_EQ(Str(job["spec"]["queue"]), "sivaro-a100-roce");
+  EXPECT_EQ(Int(job["spec"]["minAvailable"]), static_cast<int>(nodes.size()));
+  ASSERT_EQ(job["spec"]["tasks"].size(), 1u);
+  YAML::Node task = job["spec"]["tasks"][0];
+  EXPECT_EQ(Str(task["name"]), "worker");
+  EXPECT_EQ(Int(task["replicas"]), static_cast<int>(nodes.size()));
+
+  YAML::Node pod = task["template"]["spec"];
+  EXPECT_EQ(Str(pod["restartPolicy"]), "OnFailure");
+  EXPECT_TRUE(pod["hostNetwork"].as<bool>());
+  YAML::Node hosts = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                        ["matchExpressions"][0];
+  EXPECT_EQ(Str(hosts["key"]), "kubernetes.io/hostname");
+  ASSERT_EQ(hosts["values"].size(), nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) EXPECT_EQ(Str(hosts["values"][i]), nodes[i]->name);
+
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  YAML::Node ctr = pod["containers"][0];
+  EXPECT_EQ(Str(ctr["image"]), "registry.invalid/gpuforge/set-defaults-vars-train-image:unset");
+  std::vector<std::string> cmd;
+  for (const YAML::Node& a : ctr["command"]) cmd.push_back(Str(a));
+  ASSERT_GE(cmd.size(), 7u);
+  EXPECT_EQ(cmd[0], "torchrun");
+  EXPECT_EQ(cmd[1], fmt::format("--nnodes={}", nodes.size()));
+  EXPECT_EQ(cmd[2], fmt::format("--nproc_per_node={}", gpus));
+  EXPECT_EQ(cmd[3], "--rdzv_backend=c10d");
+  EXPECT_EQ(cmd[4], fmt::format("--rdzv_endpoint={}:29400", nodes.front()->address));
+  EXPECT_EQ(cmd[5], "--rdzv_id=sivaro-a100-roce-fsdp");
+  EXPECT_EQ(cmd[6], "train.py");
+  auto arg_after = [&](const std::string& flag) {
+    auto it = std::find(cmd.begin(), cmd.end(), flag);
+    return it != cmd.end() && it + 1 != cmd.end() ? *(it + 1) : std::string("(missing)");
+  };
+  EXPECT_EQ(arg_after("--model_size"), "13b");
+  EXPECT_EQ(arg_after("--mixed_precision"), c().workload.precision);
+  EXPECT_EQ(arg_after("--sharding_strategy"), "FULL_SHARD");
+
+  EXPECT_EQ(Int(ctr["resources"]["limits"]["nvidia.com/gpu"]), gpus);
+  EXPECT_EQ(ctr["resources"]["limits"].size(), 1u) << "no RDMA resource unless the inventory names one";
+  EXPECT_EQ(Str(ctr["securityContext"]["capabilities"]["add"][0]), "IPC_LOCK");
+
+  // The inventory's NCCL environment in written order, then the topology file that the NCCL
+  // family renders on every node.
+  std::vector<std::pair<std::string, std::string>> want = c().software.nccl_env;
+  want.emplace_back("NCCL_TOPO_FILE", c().software.nccl_topo_file);
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const YAML::Node& e : ctr["env"]) got.emplace_back(Str(e["name"]), Str(e["value"]));
+  EXPECT_EQ(got, want);
+
+  std::map<std::string, std::string> host_paths;
+  for (const YAML::Node& v : pod["volumes"]) {
+    if (v["hostPath"]) host_paths[Str(v["name"])] = Str(v["hostPath"]["path"]);
+  }
+  EXPECT_EQ(host_paths, (std::map<std::string, std::string>{{"nccl-conf", "/etc/nccl.conf"},
+                                                            {"nccl-topology", c().software.nccl_topo_file}}));
+  std::set<std::string> mounts;
+  for (const YAML::Node& m : ctr["volumeMounts"]) mounts.insert(Str(m["mountPath"]));
+  EXPECT_EQ(mounts, (std::set<std::string>{"/dev/shm", "/etc/nccl.conf", c().software.nccl_topo_file}));
+}
+
+TEST_F(RenderK8sExample, VolcanoQueueCapsTheClustersGpus) {
+  YAML::Node q = Parse(out(), "", kQueue);
+  ASSERT_TRUE(q.IsMap());
+  EXPECT_EQ(Str(q["apiVersion"]), "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(Str(q["kind"]), "Queue");
+  EXPECT_EQ(Str(q["metadata"]["name"]), "sivaro-a100-roce");
+  EXPECT_EQ(Int(q["spec"]["capability"]["nvidia.com/gpu"]), c().TotalGpus());
+  EXPECT_EQ(c().TotalGpus(), 16);
+}
+
+TEST_F(RenderK8sExample, KubeletConfigOnEveryGpuNodeOnly) {
+  for (const model::Node& n : c().nodes) {
+    const render::RenderedFile* f = Find(out(), n.name, kKubelet);
+    if (c().ProfileOf(n).gpu_count() == 0) {
+      EXPECT_EQ(f, nullptr) << n.name << " has no GPUs";
+      continue;
+    }
+    YAML::Node k = Parse(out(), n.name, kKubelet);
+    ASSERT_TRUE(k.IsMap()) << n.name;
+    EXPECT_EQ(Str(k["apiVersion"]), "kubelet.config.k8s.io/v1beta1");
+    EXPECT_EQ(Str(k["kind"]), "KubeletConfiguration");
+    EXPECT_EQ(Str(k["topologyManagerPolicy"]), c().software.scheduler.topology_manager_policy);
+    EXPECT_EQ(Str(k["topologyManagerScope"]), "pod");
+    EXPECT_FALSE(k["cpuManagerPolicy"]) << "the inventory sets none";
+    EXPECT_EQ(Str(k["systemReserved"]["cpu"]), std::to_string(*c().software.scheduler.reserved_cpus));
+    EXPECT_EQ(Str(k["systemReserved"]["memory"]), "16Gi");
+    EXPECT_EQ(*c().software.scheduler.reserved_memory_bytes, 16.0 * 1024 * 1024 * 1024);
+  }
+  EXPECT_EQ(c().software.scheduler.topology_manager_policy, "best-effort");
+}
+
+TEST_F(RenderK8sExample, LaunchScriptPassesBashSyntaxCheck) {
+  const render::RenderedFile* f = Find(out(), "", kLaunch);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->content.starts_with("#!/bin/bash\n")) << "the shebang must be the first line";
+  EXPECT_EQ(f->mode, "0755");
+  fs::path dir = ScratchDir("bash-n");
+  WriteFile(dir / "launch.sh", f->content);
+  auto [rc, output] = RunShell(fmt::format("bash -n '{}'", (dir / "launch.sh").string()), dir);
+  EXPECT_EQ(rc, 0) << output;
+  fs::remove_all(dir);
+}
+
+TEST_F(RenderK8sExample, LaunchScriptRunsTorchrunWithTheInventorysValues) {
+  const render::RenderedFile* f = Find(out(), "", kLaunch);
+  ASSERT_NE(f, nullptr);
+  std::vector<const model::Node*> nodes = GpuComputeNodes(c());
+  std::string want = fmt::format(
+      "arg=--nnodes=4\narg=--nproc_per_node=4\narg=--rdzv_backend=c10d\narg=--rdzv_endpoint={}:29400\n"
+      "arg=--rdzv_id=sivaro-a100-roce-fsdp\narg=train.py\narg=--model_size\narg=13b\narg=--batch_size\narg=4\n"
+      "arg=--gradient_accumulation_steps\narg=8\narg=--sharding_strategy\narg=FULL_SHARD\narg=--mixed_precision\n"
+      "arg=bf16\narg=--activation_checkpointing\narg=--sequence_parallel\narg=--extra\n"
+      "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA=mlx5_0:1,mlx5_1:1\nNCCL_IB_RETRY_CNT=7\nNCCL_IB_TIMEOUT=22\n"
+      "NCCL_TOPO_FILE=/etc/nccl-topology.xml\n",
+      nodes.front()->address);
+  EXPECT_EQ(RunLaunchScript(*f, "example"), want);
+}
+
+TEST_F(RenderK8sExample, MatchesGoldenFiles) {
+  fs::path golden = fs::path(GPUFORGE_TEST_DATA_DIR) / "render" / kExample;
+  bool update = std::getenv("GPUFORGE_UPDATE_GOLDEN") != nullptr && std::string(std::getenv("GPUFORGE_UPDATE_GOLDEN")) == "1";
+  std::set<std::string> produced;
+  for (const render::RenderedFile& f : out().files) {
+    if (!IsMine(f)) continue;
+    fs::path rel = fs::path(f.node.empty() ? "_cluster" : f.node) / fs::path(f.path).relative_path();
+    produced.insert(rel.string());
+    if (update) {
+      WriteFile(golden / rel, f.content);
+      continue;
+    }
+    ASSERT_TRUE(fs::exists(golden / rel)) << rel << " has no golden copy; run with GPUFORGE_UPDATE_GOLDEN=1";
+    EXPECT_EQ(f.content, ReadFile(golden / rel)) << rel << " differs from its golden copy; if the change is "
+                                                    "intended, run with GPUFORGE_UPDATE_GOLDEN=1 and review the diff";
+  }
+  // A golden copy of a file this family no longer writes is stale.
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(golden)) {
+    if (!e.is_regular_file()) continue;
+    std::string rel = fs::relative(e.path(), golden).string();
+    bool ours = false;
+    for (const char* p : {kJob, kQueue, kKubelet, kLaunch}) ours = ours || rel.ends_with(p);
+    if (ours) {
+      EXPECT_TRUE(produced.count(rel)) << rel << " is a stale golden copy";
+    }
+  }
+}
+
+TEST_F(RenderK8sExample, Deterministic) {
+  render::Options o;
+  o.inventory_label = fmt::format("inventories/examples/{}.yaml", kExample);
+  render::Output again = RenderCluster(c(), o);
+  ASSERT_EQ(again.files.size(), out().files.size());
+  for (std::size_t i = 0; i < again.files.size(); ++i) {
+    EXPECT_EQ(again.files[i].path, out().files[i].path);
+    EXPECT_EQ(again.files[i].content, out().files[i].content) << again.files[i].path;
+  }
+}
+
+TEST_F(RenderK8sExample, NodeSelectionKeepsClusterFilesAndNarrowsNodeFiles) {
+  render::Options o;
+  o.inventory_label = fmt::format("inventories/examples/{}.yaml", kExample);
+  o.nodes = {"gpu03"};
+  render::Output one = RenderCluster(c(), o);
+  for (const char* path : {kJob, kQueue, kLaunch}) {
+    const render::RenderedFile* a = Find(one, "", path);
+    const render::RenderedFile* b = Find(out(), "", path);
+    ASSERT_NE(a, nullptr) << path;
+    ASSERT_NE(b, nullptr) << path;
+    EXPECT_EQ(a->content, b->content) << path;
+  }
+  EXPECT_NE(Find(one, "gpu03", kKubelet), nullptr);
+  EXPECT_EQ(Find(one, "gpu01", kKubelet), nullptr);
+}
+
+TEST(RenderK8s, NoKubernetesFilesForASlurmCluster) {
+  model::Cluster c = LoadExample("h200-ib-32gpu");
+  ASSERT_EQ(c.software.scheduler.kind, model::SchedulerKind::kSlurm);
+  render::Output out = RenderCluster(c);
+  for (const render::RenderedFile& f : out.files) EXPECT_FALSE(IsMine(f)) << f.node << ":" << f.path;
+  for (const render::Skip& s : out.skipped) {
+    EXPECT_TRUE(s.path != kJob && s.path != kQueue && s.path != kLaunch && s.path != kKubelet) << s.path;
+  }
+}
+
+// A small Kubernetes inventory; `extra` is appended to `software.scheduler`, `vars` to
+// `defaults.vars`.
+std::string SmallInventory(const std::string& scheduler_extra, const std::string& vars = "", int gpus2 = 8,
+                           const std::string& software_extra = "") {
+  return fmt::format(R"(version: 1
+cluster: {{name: Small_Lab.2}}
+defaults:
+  vars: {{placeholder: x{}}}
+profiles:
+  big:
+    gpus: {{model: H100, count: 8}}
+    nics: [{{name: ib0, kind: infiniband, rate: 400Gb/s}}]
+  other:
+    gpus: {{model: H100, count: {}}}
+nodes:
+  - {{name: "n[1-2]", address: "10.0.0.[1-2]", profile: big}}
+  - {{name: n3, address: 10.0.0.3, profile: other}}
+software:
+{}  scheduler:
+    kind: kubernetes
+    volcano: true
+{}
+)",
+                     vars, gpus2, software_extra, scheduler_extra);
+}
+
+TEST(RenderK8s, KubeletDefaultsToTheGuidesPolicyAndWritesStaticCpuManager) {
+  render::Output out = RenderCluster(LoadYaml(SmallInventory("    cpu_manager_policy: static\n    reserved: {memory: 16GB}")));
+  YAML::Node k = Parse(out, "n1", kKubelet);
+  ASSERT_TRUE(k.IsMap());
+  EXPECT_EQ(Str(k["topologyManagerPolicy"]), "best-effort") << "guide 004's, when the inventory sets none";
+  EXPECT_EQ(Str(k["cpuManagerPolicy"]), "static");
+  EXPECT_EQ(Str(k["systemReserved"]["memory"]), "16G") << "16 GB is decimal";
+  EXPECT_FALSE(k["systemReserved"]["cpu"]);
+  EXPECT_NE(Find(out, "n1", kKubelet)->content.find("cpu_manager_state"), std::string::npos);
+
+  render::Output none = RenderCluster(LoadYaml(SmallInventory("    topology_manager_policy: none")));
+  YAML::Node k2 = Parse(none, "n2", kKubelet);
+  EXPECT_EQ(Str(k2["topologyManagerPolicy"]), "none") << "an explicit choice stands";
+  EXPECT_FALSE(k2["systemReserved"]);
+}
+
+TEST(RenderK8s, ImageAndRdmaResourceComeFromVars) {
+  render::Output out = RenderCluster(LoadYaml(SmallInventory(
+      "", ", train_image: nvcr.io/nvidia/pytorch:24.08-py3, k8s_rdma_resource: rdma/rdma_shared_device_a", 8)));
+  YAML::Node job = Parse(out, "", kJob);
+  YAML::Node ctr = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(Str(ctr["image"]), "nvcr.io/nvidia/pytorch:24.08-py3");
+  EXPECT_EQ(Int(ctr["resources"]["limits"]["rdma/rdma_shared_device_a"]), 1);
+  EXPECT_EQ(Int(ctr["resources"]["limits"]["nvidia.com/gpu"]), 8);
+  EXPECT_EQ(Str(job["metadata"]["name"]), "small-lab-2-fsdp") << "a DNS-1123 label made of the cluster name";
+  EXPECT_FALSE(ctr["env"]) << "no NCCL environment in the inventory";
+  // No topology file in the inventory: nccl.conf is mounted, nothing else.
+  std::vector<std::string> paths;
+  for (const YAML::Node& v : job["spec"]["tasks"][0]["template"]["spec"]["volumes"]) {
+    if (v["hostPath"]) paths.push_back(Str(v["hostPath"]["path"]));
+  }
+  EXPECT_EQ(paths, std::vector<std::string>{"/etc/nccl.conf"});
+}
+
+TEST(RenderK8s, MixedGpuCountsSkipTheJobWithAReason) {
+  render::Output out = RenderCluster(LoadYaml(SmallInventory("", "", 4)));
+  EXPECT_EQ(Find(out, "", kJob), nullptr);
+  EXPECT_EQ(Find(out, "", kQueue), nullptr);
+  EXPECT_EQ(Find(out, "", kLaunch), nullptr);
+  std::set<std::string> skipped;
+  for (const render::Skip& s : out.skipped) {
+    if (s.node.empty()) {
+      skipped.insert(s.path);
+      EXPECT_NE(s.reason.find("n3 (4 GPUs)"), std::string::npos) << s.reason;
+    }
+  }
+  EXPECT_EQ(skipped, (std::set<std::string>{kJob, kQueue, kLaunch}));
+  EXPECT_NE(Find(out, "n3", kKubelet), nullptr) << "kubelet settings do not depend on the job";
+}
+
+TEST(RenderK8s, WithoutVolcanoNoJobOrQueueButTheLaunchScript) {
+  std::string text = SmallInventory("");
+  text.replace(text.find("volcano: true"), 13, "volcano: false");
+  render::Output out = RenderCluster(LoadYaml(text));
+  EXPECT_EQ(Find(out, "", kJob), nullptr);
+  EXPECT_EQ(Find(out, "", kQueue), nullptr);
+  EXPECT_NE(Find(out, "", kLaunch), nullptr);
+  int skips = 0;
+  for (const render::Skip& s : out.skipped) {
+    if (s.path == kJob || s.path == kQueue) {
+      ++skips;
+      EXPECT_NE(s.reason.find("volcano is false"), std::string::npos) << s.reason;
+    }
+  }
+  EXPECT_EQ(skips, 2);
+}
+
+TEST(RenderK8s, AmdGpusAreRequestedByTheirDevicePluginsName) {
+  render::Output out = RenderCluster(LoadYaml(R"(version: 1
+cluster: {name: amd}
+profiles:
+  mi: {gpus: {model: MI300X, count: 8}}
+nodes:
+  - {name: "m[1-2]", address: "10.0.0.[1-2]", profile: mi}
+software:
+  scheduler: {kind: kubernetes, volcano: true}
+)"));
+  YAML::Node job = Parse(out, "", kJob);
+  YAML::Node limits = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"];
+  EXPECT_EQ(Int(limits["amd.com/gpu"]), 8);
+  EXPECT_FALSE(limits["nvidia.com/gpu"]);
+  EXPECT_EQ(Int(Parse(out, "", kQueue)["spec"]["capability"]["amd.com/gpu"]), 16);
+}
+
+// The worst values the loader lets through: YAML's null, bool and number spellings, leading
+// '-', '@', '%' and '~', every punctuation mark of the safe alphabet, IPv6 addresses.
+constexpr const char* kWorst = R"(version: 1
+cluster: {name: "0_N.u-ll"}
+defaults:
+  vars:
+    train_image: "~"
+    train_script: "-@%:=^/+~.,_x"
+    k8s_rdma_resource: "yes"
+profiles:
+  p:
+    gpus: {model: "True", count: 2, memory: 1GB, tdp: 300W, pci: ["0000:02:00.0", "0000:03:00.0"], numa: [0, 0]}
+    nics: [{name: "null", kind: roce, rate: 100Gb/s, pci: "0000:01:00.0", numa: 0}]
+nodes:
+  - {name: "null", address: "fe80::1", profile: p}
+  - {name: "true", address: "0x1f", profile: p}
+  - {name: "1e3", address: "::ffff:198.18.0.1", profile: p}
+software:
+  nccl:
+    topo_file: "/etc/@x%y+z.xml"
+    env:
+      NCCL_A: "~"
+      NCCL_B: "yes"
+      NCCL_C: "0x1f"
+      NCCL_D: "-"
+      NCCL_E: "@a:%b=^c/~+-.,_"
+      NCCL_F: "1e3"
+      NCCL_G: "null"
+      NCCL_H: "%"
+  scheduler:
+    kind: kubernetes
+    controller: "true"
+    volcano: true
+    topology_manager_policy: single-numa-node
+    cpu_manager_policy: static
+    reserved: {cpus: 0, memory: 1Ki}
+)";
+
+TEST(RenderK8s, WorstAllowedValuesComeBackAsTheSameStrings) {
+  model::Cluster c = LoadYaml(kWorst);
+  ASSERT_EQ(c.nodes.size(), 3u);
+  render::Output out = RenderCluster(c);
+  for (const render::RenderedFile& f : out.files) {
+    if (IsMine(f) && f.path != kLaunch) ExpectOnlyQuotedStrings(Parse(out, f.node, f.path), f.node + ":" + f.path);
+  }
+
+  YAML::Node job = Parse(out, "", kJob);
+  ASSERT_TRUE(job.IsMap());
+  EXPECT_EQ(Str(job["metadata"]["name"]), "gpuforge-0-n-u-ll-fsdp");
+  YAML::Node pod = job["spec"]["tasks"][0]["template"]["spec"];
+  YAML::Node ctr = pod["containers"][0];
+  EXPECT_EQ(Str(ctr["image"]), "~");
+  EXPECT_EQ(Int(ctr["resources"]["limits"]["yes"]), 1);
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const YAML::Node& e : ctr["env"]) env.emplace_back(Str(e["name"]), Str(e["value"]));
+  std::vector<std::pair<std::string, std::string>> want = c.software.nccl_env;
+  want.emplace_back("NCCL_TOPO_FILE", "/etc/@x%y+z.xml");
+  EXPECT_EQ(env, want);
+  bool mounted = false;
+  for (const YAML::Node& m : ctr["volumeMounts"]) mounted = mounted || Str(m["mountPath"]) == "/etc/@x%y+z.xml";
+  EXPECT_TRUE(mounted);
+  YAML::Node hosts = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                        ["matchExpressions"][0]["values"];
+  ASSERT_EQ(hosts.size(), 3u);
+  EXPECT_EQ(Str(hosts[0]), "null");
+  EXPECT_EQ(Str(hosts[1]), "true");
+  EXPECT_EQ(Str(hosts[2]), "1e3");
+  std::vector<std::string> cmd;
+  for (const YAML::Node& a : ctr["command"]) cmd.push_back(Str(a));
+  ASSERT_GE(cmd.size(), 7u);
+  EXPECT_EQ(cmd[4], "--rdzv_endpoint=[fe80::1]:29400");
+  EXPECT_EQ(cmd[6], "-@%:=^/+~.,_x");
+
+  YAML::Node k = Parse(out, "true", kKubelet);
+  EXPECT_EQ(Str(k["topologyManagerPolicy"]), "single-numa-node");
+  EXPECT_EQ(Str(k["cpuManagerPolicy"]), "static");
+  EXPECT_EQ(Str(k["systemReserved"]["cpu"]), "0");
+  EXPECT_EQ(Str(k["systemReserved"]["memory"]), "1Ki");
+
+  const render::RenderedFile* script = Find(out, "", kLaunch);
+  ASSERT_NE(script, nullptr);
+  std::string ran = RunLaunchScript(*script, "worst");
+  EXPECT_NE(ran.find("arg=--rdzv_endpoint=[fe80::1]:29400\n"), std::string::npos) << ran;
+  EXPECT_NE(ran.find("arg=-@%:=^/+~.,_x\n"), std::string::npos) << ran;
+  for (const auto& [name, value] : want) {
+    EXPECT_NE(ran.find(fmt::format("\n{}={}\n", name, value)), std::string::npos) << name << "=" << value << " in\n" << ran;
+  }
+}
+
+}  // namespace
+}  // namespace gpuforge

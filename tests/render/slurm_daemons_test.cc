@@ -1,0 +1,632 @@
+// The real consumers of the rendered Slurm files: this machine's munged, slurmctld, slurmd,
+// scontrol, sinfo, sbatch and srun read what render wrote for a small inventory (a controller and
+// three H200 nodes on loopback addresses, two leaves under one spine), and the test checks what
+// they made of it. docs/render-slurm.md describes the setup.
+//
+// Nothing of the machine's own Slurm or munge is used or touched (/etc/slurm, /etc/munge,
+// /run/munge, /var/lib/slurm stay as they are):
+//   - everything lives in a fresh directory under /tmp: the munge key (made here), munged's
+//     socket, the Slurm configuration, state, spool and log directories;
+//   - munged runs in the foreground with that key and socket, slurm.conf points at the socket;
+//   - slurmctld runs in its own UTS and mount namespace whose host name is the controller's
+//     node name, so SlurmctldHost matches without touching the machine's host name;
+//   - slurmd runs for one node in its own mount namespace in which /dev is a new tmpfs: the real
+//     null, zero, full, random, urandom and tty are bind-mounted into it, and /dev/nvidia0..7 are
+//     STAND-INS, character device nodes with NVIDIA's major number 195 made with mknod on that
+//     tmpfs. No driver answers behind them (opening one fails with ENXIO), and the machine's /dev
+//     never sees them. slurmd checks gres.conf's File= against them and fences jobs off them
+//     with the devices cgroup exactly as it would real GPUs;
+//   - ports are picked free on 127.0.0.1 (bind to port 0) and node names carry this process's
+//     id, so runs in parallel do not meet (slurmd names its cgroups after the node).
+// Only the lines that must point into the sandbox are changed in the rendered slurm.conf (see
+// kSandboxKeys); gres.conf, cgroup.conf and topology.conf are used as rendered. Every daemon is
+// stopped by its pid in TearDown, whatever happened, and the cgroups slurmd made are removed.
+// Tests skip, with the reason, when not root, when a binary is missing, or when this machine
+// cannot make namespaces.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuforge/inventory/loader.h"
+#include "gpuforge/render/render.h"
+
+extern char** environ;
+
+namespace gpuforge {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const fs::path& p, const std::string& text, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write |
+                                                                            fs::perms::group_read | fs::perms::others_read) {
+  std::ofstream(p, std::ios::binary) << text;
+  fs::permissions(p, perms);
+}
+
+std::string Tail(const std::string& text, std::size_t lines) {
+  std::size_t pos = text.size();
+  while (lines-- > 0 && pos > 0) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos);
+}
+
+std::string FindProgram(const std::string& name) {
+  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::stringstream ss(path);
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    if (dir.empty()) continue;
+    fs::path p = fs::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult Shell(const std::string& command) {
+  CommandResult r;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A port nothing listens on now: bound to 0, read back, released.
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(200ms);
+  }
+  return done();
+}
+
+// A daemon started by this test: its pid, where its stdout and stderr go.
+struct Daemon {
+  pid_t pid = -1;
+  bool reaped = false;  // its pid is no longer ours to signal
+  std::string name;
+  fs::path output;
+  std::string mount_ns;  // /proc/PID/ns/mnt while it ran, to find what it left behind
+
+  bool Running() {
+    if (pid <= 0 || reaped) return false;
+    if (::waitpid(pid, nullptr, WNOHANG) == 0) return true;
+    reaped = true;
+    return false;
+  }
+};
+
+Daemon Spawn(const std::string& name, const std::vector<std::string>& argv, const fs::path& output) {
+  Daemon d;
+  d.name = name;
+  d.output = output;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  if (posix_spawn(&d.pid, args[0], &actions, nullptr, args.data(), environ) != 0) d.pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return d;
+}
+
+// SIGTERM, up to 10 s to exit, then SIGKILL; always reaped.
+void Stop(Daemon& d) {
+  if (d.Running()) {
+    ::kill(d.pid, SIGTERM);
+    if (!WaitFor([&] { return !d.Running(); }, 10s)) {
+      ::kill(d.pid, SIGKILL);
+      ::waitpid(d.pid, nullptr, 0);
+      d.reaped = true;
+    }
+  }
+  d.pid = -1;
+}
+
+std::string MountNamespace(pid_t pid) {
+  std::error_code ec;
+  fs::path target = fs::read_symlink(fmt::format("/proc/{}/ns/mnt", pid), ec);
+  return ec ? "" : target.string();
+}
+
+// Processes still inside a namespace only this test made (slurmstepd of a job that hung).
+void KillLeftoversIn(const std::string& mount_ns) {
+  if (mount_ns.empty() || mount_ns == MountNamespace(::getpid())) return;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (MountNamespace(pid) == mount_ns) ::kill(pid, SIGKILL);
+  }
+}
+
+// The value of "Key = value" in `scontrol show config`.
+std::string ConfigValue(const std::string& show_config, const std::string& key) {
+  std::stringstream ss(show_config);
+  for (std::string line; std::getline(ss, line);) {
+    std::size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    std::string k = line.substr(0, eq);
+    k.erase(k.find_last_not_of(' ') + 1);
+    if (k == key) return line.substr(eq + 3);
+  }
+  return "";
+}
+
+// The test inventory; PFX keeps node names unique to this process.
+constexpr const char* kInventory = R"(version: 1
+cluster: {name: PFX-daemons}
+profiles:
+  head:
+    cpu: {model: test, sockets: 1, cores_per_socket: 1, threads_per_core: 1}
+    memory: 1GiB
+  # The node slurmd really runs for: no bigger than any machine the test runs on, since slurmd
+  # drains a node that has less than slurm.conf says.
+  small-h200:
+    gpus: {model: H200, count: 8, numa: [0, 0, 0, 0, 0, 0, 0, 0]}
+    cpu: {model: test, sockets: 1, cores_per_socket: 1, threads_per_core: 1}
+    memory: 1GiB
+    nics:
+      - {name: mlx5_0, kind: infiniband, rate: 400Gb/s, network: ib}
+  hgx-h200:
+    gpus: {model: H200, count: 8, numa: [0, 0, 0, 0, 1, 1, 1, 1]}
+    cpu: {model: test, sockets: 2, cores_per_socket: 56, threads_per_core: 2}
+    memory: 2TB
+    nics:
+      - {name: mlx5_0, kind: infiniband, rate: 400Gb/s, network: ib}
+nodes:
+  - {name: PFXctl, address: 127.0.0.10, profile: head, role: controller}
+  - {name: PFXg01, address: 127.0.0.11, profile: small-h200}
+  - {name: "PFXg[02-03]", address: "127.0.0.[12-13]", profile: hgx-h200}
+networks:
+  ib: {role: compute, kind: infiniband, rate: 400Gb/s}
+switches:
+  - {name: "leaf[1-2]", tier: leaf, network: ib, ports: 64, port_rate: 400Gb/s}
+  - {name: spine1, tier: spine, network: ib, ports: 64, port_rate: 400Gb/s}
+links:
+  - {from: "PFXg01:mlx5_0", to: "leaf1:1"}
+  - {from: "PFXg02:mlx5_0", to: "leaf1:2"}
+  - {from: "PFXg03:mlx5_0", to: "leaf2:1"}
+  - {from: "leaf1:33", to: "spine1:1"}
+  - {from: "leaf2:33", to: "spine1:2"}
+software:
+  nccl:
+    env: {NCCL_IB_HCA: "=mlx5_0:1"}
+  scheduler:
+    kind: slurm
+    controller: PFXctl
+    partitions:
+      - {name: gpu, nodes: "PFXg[01-03]", default: true, max_time: 7d}
+      - {name: debug, nodes: PFXg01, max_time: 30min}
+)";
+
+// slurm.conf lines that must point into the sandbox; everything else is used as rendered. The
+// health check program is a stand-in that exits 0: the real one arrives with the agent.
+constexpr const char* kSandboxKeys[] = {"SlurmctldPort",    "SlurmdPort",       "StateSaveLocation",
+                                        "SlurmdSpoolDir",   "SlurmctldPidFile", "SlurmdPidFile",
+                                        "SlurmctldLogFile", "SlurmdLogFile",    "HealthCheckProgram",
+                                        "SlurmUser"};
+
+constexpr const char* kControllerScript = R"(set -e
+hostname "$1"
+export SLURM_CONF="$2"
+exec slurmctld -D -f "$2"
+)";
+
+// $1 sandbox dir, $2 node, $3 slurm.conf, $4 number of GPU stand-ins.
+constexpr const char* kSlurmdScript = R"(set -e
+mkdir -p "$1/realdev"
+mount --bind /dev "$1/realdev"
+mount -t tmpfs -o mode=755,size=1m gpuforge-standin-dev /dev
+for d in null zero full random urandom tty; do
+  touch "/dev/$d"
+  mount --bind "$1/realdev/$d" "/dev/$d"
+done
+ln -s /proc/self/fd /dev/fd
+ln -s fd/0 /dev/stdin
+ln -s fd/1 /dev/stdout
+ln -s fd/2 /dev/stderr
+mkdir /dev/shm /dev/pts
+mount -t tmpfs -o mode=1777 gpuforge-standin-shm /dev/shm
+# GPU STAND-INS: character devices with NVIDIA's major number, on this namespace's tmpfs only.
+i=0
+while [ "$i" -lt "$4" ]; do
+  mknod -m 666 "/dev/nvidia$i" c 195 "$i"
+  i=$((i + 1))
+done
+umount -l "$1/realdev"
+hostname "$2"
+export SLURM_CONF="$3"
+exec slurmd -D -N "$2" -f "$3"
+)";
+
+class RenderSlurmDaemons : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: munged, slurmctld and slurmd are started as root, and slurmd in a mount namespace";
+    for (const char* bin : {"munged", "munge", "slurmctld", "slurmd", "scontrol", "sinfo", "sbatch", "srun", "scancel",
+                            "unshare", "mount", "mknod", "hostname"}) {
+      if (FindProgram(bin).empty()) GTEST_SKIP() << bin << " is not installed (Debian: slurm-wlm, slurm-client, munge)";
+    }
+    CommandResult ns = Shell("unshare --mount --uts --propagation private true");
+    if (ns.status != 0) GTEST_SKIP() << "cannot make mount and UTS namespaces here: " << ns.output;
+
+    char tmpl[] = "/tmp/gpuforge-slurm-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    // The slurm user reaches its state directory and the munge socket through it.
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    prefix_ = fmt::format("sd{}", ::getpid());
+    ctl_ = prefix_ + "ctl";
+    g01_ = prefix_ + "g01";
+
+    std::string yaml = kInventory;
+    for (std::size_t at; (at = yaml.find("PFX")) != std::string::npos;) yaml.replace(at, 3, prefix_);
+    auto loaded = inventory::LoadString(yaml, "slurm-daemons-test.yaml");
+    ASSERT_TRUE(loaded.ok()) << loaded.FormatDiagnostics();
+    render::Options o;
+    o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
+    o.inventory_label = "slurm-daemons-test.yaml";
+    Result<render::Output> out = render::Render(*loaded.cluster, o);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    Status written = render::WriteTree(*out, (dir_ / "render").string());
+    ASSERT_TRUE(written.ok()) << written.error().message;
+    ASSERT_NO_FATAL_FAILURE(MakeSandbox());
+    ASSERT_NO_FATAL_FAILURE(StartMunge());
+  }
+
+  void TearDown() override {
+    if (controller_.pid > 0) Shell(Env() + "scancel --quiet --user=root");
+    Stop(slurmd_);
+    KillLeftoversIn(slurmd_.mount_ns);
+    Stop(controller_);
+    Stop(munged_);
+    RemoveCgroups();
+    if (dir_.empty()) return;
+    if (HasFailure()) {
+      for (const char* log : {"log/slurmctld.log", "log/slurmd.log", "slurmctld.out", "slurmd.out", "munged.out"}) {
+        if (fs::exists(dir_ / log)) fmt::print(stderr, "--- {} (last lines)\n{}\n", log, Tail(ReadFile(dir_ / log), 25));
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string Env() const { return fmt::format("LC_ALL=C SLURM_CONF={} timeout 30 ", (dir_ / "etc" / "slurm.conf").string()); }
+
+  void MakeSandbox() {
+    const fs::path rendered = dir_ / "render" / "_cluster" / "etc" / "slurm";
+    const fs::path etc = dir_ / "etc";
+    for (const char* sub : {"etc", "state", "spool", "log", "run", "munge"}) fs::create_directories(dir_ / sub);
+    const passwd* slurm = ::getpwnam("slurm");
+    for (const char* sub : {"state", "log", "run"}) {
+      if (slurm != nullptr) {
+        ASSERT_EQ(::chown((dir_ / sub).c_str(), slurm->pw_uid, slurm->pw_gid), 0);
+      }
+    }
+    const fs::perms rwxr_xr_x = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec;
+    for (const char* sub : {"etc", "state", "log", "run", "munge"}) fs::permissions(dir_ / sub, rwxr_xr_x);
+    WriteFile(dir_ / "healthcheck", "#!/bin/sh\n# Stand-in for the gpuforge agent's health check.\nexit 0\n", rwxr_xr_x);
+
+    ctl_port_ = FreePort();
+    slurmd_port_ = FreePort();
+    ASSERT_GT(ctl_port_, 0);
+    ASSERT_GT(slurmd_port_, 0);
+    ASSERT_NE(ctl_port_, slurmd_port_);
+    std::map<std::string, std::string> sandbox = {
+        {"SlurmctldPort", std::to_string(ctl_port_)},
+        {"SlurmdPort", std::to_string(slurmd_port_)},
+        {"StateSaveLocation", (dir_ / "state").string()},
+        {"SlurmdSpoolDir", (dir_ / "spool").string()},
+        {"SlurmctldPidFile", (dir_ / "run" / "slurmctld.pid").string()},
+        {"SlurmdPidFile", (dir_ / "run" / "slurmd.pid").string()},
+        {"SlurmctldLogFile", (dir_ / "log" / "slurmctld.log").string()},
+        {"SlurmdLogFile", (dir_ / "log" / "slurmd.log").string()},
+        {"HealthCheckProgram", (dir_ / "healthcheck").string()},
+        {"SlurmUser", slurm != nullptr ? "slurm" : "root"},
+    };
+    std::string conf;
+    std::map<std::string, int> seen;
+    std::stringstream in(ReadFile(rendered / "slurm.conf"));
+    for (std::string line; std::getline(in, line);) {
+      std::size_t eq = line.find('=');
+      std::string key = eq == std::string::npos || line.empty() || line[0] == '#' ? "" : line.substr(0, eq);
+      if (auto it = sandbox.find(key); it != sandbox.end()) {
+        line = key + "=" + it->second;
+        ++seen[key];
+      }
+      conf += line + "\n";
+    }
+    for (const char* key : kSandboxKeys) EXPECT_EQ(seen[key], 1) << "the rendered slurm.conf should set " << key << " once";
+    conf += fmt::format("# Test sandbox: munged of this test.\nAuthInfo=socket={}\n", (dir_ / "munge" / "socket").string());
+    WriteFile(etc / "slurm.conf", conf);
+    for (const char* f : {"gres.conf", "cgroup.conf", "topology.conf"}) {
+      ASSERT_TRUE(fs::exists(rendered / f)) << f << " was not rendered";
+      fs::copy_file(rendered / f, etc / f);
+      fs::permissions(etc / f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+    }
+    WriteFile(dir_ / "ctl.sh", kControllerScript);
+    WriteFile(dir_ / "slurmd.sh", kSlurmdScript);
+    fs::copy_file(dir_ / "render" / "_cluster" / "etc" / "gpuforge" / "jobs" / "train.sbatch", dir_ / "train.sbatch");
+  }
+
+  void StartMunge() {
+    std::string key(1024, '\0');
+    std::random_device rd;
+    for (char& ch : key) ch = static_cast<char>(rd());
+    WriteFile(dir_ / "munge" / "munge.key", key, fs::perms::owner_read | fs::perms::owner_write);
+    const fs::path m = dir_ / "munge";
+    munged_ = Spawn("munged",
+                    {FindProgram("munged"), "--foreground", "--force", "--socket=" + (m / "socket").string(),
+                     "--key-file=" + (m / "munge.key").string(), "--pid-file=" + (m / "munged.pid").string(),
+                     "--log-file=" + (m / "munged.log").string(), "--seed-file=" + (m / "munged.seed").string()},
+                    dir_ / "munged.out");
+    ASSERT_GT(munged_.pid, 0);
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(m / "socket") || !munged_.Running(); }, 20s) && munged_.Running())
+        << "munged did not start: " << ReadFile(dir_ / "munged.out");
+  }
+
+  void StartController() {
+    controller_ = Spawn("slurmctld",
+                        {FindProgram("unshare"), "--mount", "--uts", "--propagation", "private", "/bin/sh",
+                         (dir_ / "ctl.sh").string(), ctl_, (dir_ / "etc" / "slurm.conf").string()},
+                        dir_ / "slurmctld.out");
+    ASSERT_GT(controller_.pid, 0);
+    bool up = WaitFor(
+        [&] { return !controller_.Running() || Shell(Env() + "scontrol ping").output.find("is UP") != std::string::npos; }, 40s);
+    ASSERT_TRUE(up && controller_.Running()) << "slurmctld did not answer scontrol ping:\n"
+                                             << Tail(ReadFile(dir_ / "slurmctld.out"), 30);
+  }
+
+  void StartSlurmd(const std::string& node) {
+    slurmd_ = Spawn("slurmd",
+                    {FindProgram("unshare"), "--mount", "--uts", "--propagation", "private", "/bin/sh",
+                     (dir_ / "slurmd.sh").string(), dir_.string(), node, (dir_ / "etc" / "slurm.conf").string(), "8"},
+                    dir_ / "slurmd.out");
+    ASSERT_GT(slurmd_.pid, 0);
+    // Remember its namespace once it is in it, to find its slurmstepd processes later.
+    WaitFor([&] {
+      slurmd_.mount_ns = MountNamespace(slurmd_.pid);
+      return !slurmd_.Running() || (!slurmd_.mount_ns.empty() && slurmd_.mount_ns != MountNamespace(::getpid()));
+    }, 10s);
+    bool idle = WaitFor(
+        [&] {
+          return !slurmd_.Running() ||
+                 Shell(Env() + "scontrol show node " + node).output.find("State=IDLE ") != std::string::npos;
+        },
+        40s);
+    ASSERT_TRUE(idle && slurmd_.Running()) << "slurmd did not register " << node << " as IDLE:\n"
+                                           << Shell(Env() + "scontrol show node " + node).output << "\n"
+                                           << Tail(ReadFile(dir_ / "slurmd.out"), 30);
+  }
+
+  // slurmd makes cgroups named after the node (slurm_<node>) in each cgroup v1 hierarchy; the node
+  // name is unique to this process, so these directories are this test's own.
+  void RemoveCgroups() {
+    if (g01_.empty()) return;
+    std::error_code ec;
+    const std::string mine = "slurm_" + g01_;
+    std::vector<fs::path> roots;
+    for (const fs::directory_entry& e : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+      if (e.path().filename() == mine) roots.push_back(e.path());
+      std::error_code ec2;
+      if (e.is_directory(ec2) && fs::exists(e.path() / mine, ec2)) roots.push_back(e.path() / mine);
+    }
+    for (const fs::path& root : roots) {
+      // cgroupfs removes directories one by one, deepest first; their files go with them.
+      std::vector<fs::path> dirs = {root};
+      for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        if (it->is_directory(ec)) dirs.push_back(it->path());
+      }
+      std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) { return a.string().size() > b.string().size(); });
+      for (const fs::path& d : dirs) ::rmdir(d.c_str());
+    }
+  }
+
+  fs::path dir_;
+  std::string prefix_, ctl_, g01_;
+  int ctl_port_ = 0, slurmd_port_ = 0;
+  Daemon munged_, controller_, slurmd_;
+};
+
+TEST_F(RenderSlurmDaemons, ControllerTakesTheRenderedFiles) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+
+  CommandResult config = Shell(Env() + "scontrol show config");
+  ASSERT_EQ(config.status, 0) << config.output;
+  EXPECT_EQ(ConfigValue(config.output, "ClusterName"), prefix_ + "-daemons");
+  EXPECT_EQ(ConfigValue(config.output, "SelectType"), "select/cons_tres");
+  EXPECT_EQ(ConfigValue(config.output, "SelectTypeParameters"), "CR_CORE_MEMORY");
+  EXPECT_EQ(ConfigValue(config.output, "GresTypes"), "gpu");
+  EXPECT_EQ(ConfigValue(config.output, "TopologyPlugin"), "topology/tree");
+  EXPECT_EQ(ConfigValue(config.output, "ProctrackType"), "proctrack/cgroup");
+  EXPECT_EQ(ConfigValue(config.output, "TaskPlugin"), "task/cgroup,task/affinity");
+  EXPECT_EQ(ConfigValue(config.output, "HealthCheckInterval"), "300 sec");
+  EXPECT_EQ(ConfigValue(config.output, "AuthType"), "auth/munge");
+  EXPECT_EQ(ConfigValue(config.output, "ConstrainDevices"), "yes") << "cgroup.conf was read";
+
+  struct Expect {
+    std::string node, addr, cpus, memory, partitions;
+  };
+  for (const Expect& e : {Expect{g01_, "127.0.0.11", "1", "972", "gpu,debug"},
+                          Expect{prefix_ + "g02", "127.0.0.12", "224", "1811981", "gpu"},
+                          Expect{prefix_ + "g03", "127.0.0.13", "224", "1811981", "gpu"}}) {
+    CommandResult node = Shell(Env() + "scontrol show node " + e.node);
+    ASSERT_EQ(node.status, 0) << node.output;
+    for (const std::string& want : std::vector<std::string>{"Gres=gpu:h200:8", "NodeAddr=" + e.addr + " ",
+                                                            "CPUTot=" + e.cpus + " ", "RealMemory=" + e.memory + " ",
+                                                            "Partitions=" + e.partitions}) {
+      EXPECT_NE(node.output.find(want), std::string::npos) << e.node << ": no " << want << " in\n" << node.output;
+    }
+  }
+  EXPECT_NE(Shell(Env() + "scontrol show node " + ctl_).status, 0) << "the controller has no GPUs: not a Slurm node";
+
+  CommandResult topology = Shell(Env() + "scontrol show topology");
+  ASSERT_EQ(topology.status, 0) << topology.output;
+  for (const std::string& want :
+       {fmt::format("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes={}g[01-02]", prefix_),
+        fmt::format("SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes={}g03", prefix_),
+        fmt::format("SwitchName=spine1 Level=1 LinkSpeed=1 Nodes={}g[01-03] Switches=leaf[1-2]", prefix_)}) {
+    EXPECT_NE(topology.output.find(want), std::string::npos) << "no " << want << " in\n" << topology.output;
+  }
+
+  CommandResult sinfo = Shell(Env() + "sinfo --noheader --format='%P|%a|%l|%D|%N'");
+  ASSERT_EQ(sinfo.status, 0) << sinfo.output;
+  EXPECT_EQ(sinfo.output, fmt::format("gpu*|up|7-00:00:00|3|{0}g[01-03]\ndebug|up|30:00|1|{0}g01\n", prefix_));
+  CommandResult part = Shell(Env() + "scontrol show partition gpu");
+  EXPECT_NE(part.output.find("DefMemPerGPU=121"), std::string::npos) << part.output;  // 972 MiB / 8 GPUs, the smallest
+}
+
+TEST_F(RenderSlurmDaemons, SlurmdRegistersTheGpusOfGresConf) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  CommandResult node = Shell(Env() + "scontrol show node " + g01_);
+  // (S:0): slurmd took the GPUs' Cores= from gres.conf and placed them on socket 0.
+  EXPECT_NE(node.output.find("Gres=gpu:h200:8(S:0)"), std::string::npos) << node.output;
+  EXPECT_EQ(node.output.find("Reason="), std::string::npos) << node.output;
+  std::string log = ReadFile(dir_ / "log" / "slurmd.log");
+  std::stringstream ss(log);
+  for (std::string line; std::getline(ss, line);) {
+    bool gres_error = line.find("error") != std::string::npos &&
+                      (line.find("gres") != std::string::npos || line.find("GRES") != std::string::npos);
+    EXPECT_FALSE(gres_error) << line;
+  }
+  CommandResult sinfo = Shell(Env() + fmt::format("sinfo --noheader --nodes={} --format='%G|%T'", g01_));
+  EXPECT_NE(sinfo.output.find("gpu:h200:8(S:0)|idle"), std::string::npos) << sinfo.output;
+}
+
+TEST_F(RenderSlurmDaemons, AJobSeesOnlyTheGpusItWasGiven) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  // Two GPUs of eight: CUDA_VISIBLE_DEVICES names them, and the devices cgroup (ConstrainDevices)
+  // lets the job open them (ENXIO: no driver behind the stand-in) but not another (EPERM).
+  CommandResult job = Shell(Env() + fmt::format("srun --partition=debug --nodelist={} --gpus=2 --time=1 --ntasks=1 "
+                                              "/bin/sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; "
+                                              "cat /dev/nvidia1; cat /dev/nvidia5; true'",
+                                              g01_));
+  std::string log = ReadFile(dir_ / "log" / "slurmd.log");
+  if (job.status != 0 && log.find("cgroup") != std::string::npos &&
+      (log.find("Operation not permitted") != std::string::npos || log.find("Read-only file system") != std::string::npos)) {
+    GTEST_SKIP() << "this machine does not let slurmd write cgroups, so no job step can start:\n" << Tail(log, 8);
+  }
+  ASSERT_EQ(job.status, 0) << job.output << "\n" << Tail(log, 20);
+  EXPECT_NE(job.output.find("CUDA_VISIBLE_DEVICES=0,1\n"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("/dev/nvidia1: No such device or address"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("/dev/nvidia5: Operation not permitted"), std::string::npos) << job.output;
+}
+
+// The rendered train.sbatch as a real batch job: sbatch parses its #SBATCH lines, slurmctld
+// places it, slurmd runs it, and its srun starts torchrun, here a stand-in on PATH that prints
+// what it was given. Only one node of the test cluster has a slurmd, so the command line sends
+// the job to the debug partition with one node and a short time limit (command-line options win
+// over #SBATCH lines); everything else is the script's own.
+TEST_F(RenderSlurmDaemons, TheRenderedJobScriptRuns) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  fs::create_directories(dir_ / "stubs");
+  WriteFile(dir_ / "stubs" / "torchrun",
+            "#!/bin/sh\n# Stand-in for torchrun.\n"
+            "echo \"torchrun on $(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES NCCL_IB_HCA=$NCCL_IB_HCA\"\n"
+            "for a in \"$@\"; do echo \"arg=$a\"; done\n",
+            fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                fs::perms::others_exec);
+  const fs::path out = dir_ / "job.out";
+  CommandResult test_only = Shell(Env() + "sbatch --test-only --partition=debug --nodes=1 --time=5 " +
+                                  (dir_ / "train.sbatch").string());
+  EXPECT_NE(test_only.output.find(fmt::format("on nodes {} in partition debug", g01_)), std::string::npos)
+      << test_only.output;
+  CommandResult job = Shell(fmt::format("PATH={}:$PATH ", (dir_ / "stubs").string()) + Env() +
+                            fmt::format("sbatch --parsable --partition=debug --nodes=1 --time=5 --output={} {}",
+                                        out.string(), (dir_ / "train.sbatch").string()));
+  ASSERT_EQ(job.status, 0) << job.output;
+  std::string id = job.output.substr(0, job.output.find_first_not_of("0123456789"));
+  ASSERT_FALSE(id.empty()) << job.output;
+  // sbatch --wait polls every few seconds; asking every 0.2 s keeps the test short.
+  std::string state;
+  WaitFor([&] {
+    state = Shell(Env() + "scontrol show job " + id).output;
+    return state.find("JobState=PENDING") == std::string::npos && state.find("JobState=RUNNING") == std::string::npos &&
+           state.find("JobState=CONFIGURING") == std::string::npos && state.find("JobState=COMPLETING") == std::string::npos;
+  }, 40s);
+  ASSERT_NE(state.find("JobState=COMPLETED"), std::string::npos)
+      << state << "\n" << ReadFile(out) << Tail(ReadFile(dir_ / "log" / "slurmd.log"), 20);
+  EXPECT_EQ(ReadFile(out), fmt::format("torchrun on {0} CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 NCCL_IB_HCA==mlx5_0:1\n"
+                                       "arg=--nnodes=1\n"
+                                       "arg=--nproc_per_node=8\n"
+                                       "arg=--rdzv_id={1}\n"
+                                       "arg=--rdzv_backend=c10d\n"
+                                       "arg=--rdzv_endpoint={0}:29500\n"
+                                       "arg=train.py\n"
+                                       "arg=--config\n"
+                                       "arg=config.yaml\n",
+                                       g01_, id));
+}
+
+}  // namespace
+}  // namespace gpuforge

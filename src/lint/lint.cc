@@ -169,9 +169,9 @@ void CheckConfig(const model::Cluster& c, std::vector<Finding>& out) {
     // the thresholds' position map under "disable:<id>".
     const auto& where_map = c.lint.thresholds.where;
     auto w = where_map.find("disable:" + id);
-    out.push_back(ConfigFinding(fmt::format("unknown lint rule '{}' in lint.disable{}", id, hint),
-                                id, OrFile(w != where_map.end() ? w->second : SourcePos{},
-                                           c.source_file)));
+    out.push_back(
+        ConfigFinding(fmt::format("unknown lint rule '{}' in lint.disable{}", id, hint), id,
+                      OrFile(w != where_map.end() ? w->second : SourcePos{}, c.source_file)));
   }
 }
 
@@ -179,9 +179,12 @@ void CheckConfig(const model::Cluster& c, std::vector<Finding>& out) {
 
 const char* ToString(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
   }
   return "?";
 }
@@ -210,9 +213,15 @@ LintResult Lint(const model::Cluster& cluster) {
                    [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
   for (const Finding& f : result.findings) {
     switch (f.severity) {
-      case Severity::kError: ++result.errors; break;
-      case Severity::kWarning: ++result.warnings; break;
-      case Severity::kInfo: ++result.infos; break;
+      case Severity::kError:
+        ++result.errors;
+        break;
+      case Severity::kWarning:
+        ++result.warnings;
+        break;
+      case Severity::kInfo:
+        ++result.infos;
+        break;
     }
   }
   return result;

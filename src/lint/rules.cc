@@ -33,11 +33,16 @@ int MinGpusPerNode(const model::Cluster& c) {
   return least;
 }
 
+std::string NodeList(const std::vector<std::string>& names) {
+  return fmt::format("{} {}", names.size() == 1 ? "node" : "nodes", FoldNames(names));
+}
+
 std::vector<ProfileUse> GpuProfiles(const model::Cluster& c) {
   std::vector<ProfileUse> out;
   for (const model::Node* n : GpuNodes(c)) {
     const model::Profile* p = &c.ProfileOf(*n);
-    auto it = std::find_if(out.begin(), out.end(), [&](const ProfileUse& u) { return u.profile == p; });
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const ProfileUse& u) { return u.profile == p; });
     if (it == out.end()) it = out.insert(out.end(), ProfileUse{p, {}});
     it->nodes.push_back(n->name);
   }
@@ -78,7 +83,8 @@ std::vector<const model::NicSpec*> ComputeNics(const model::Cluster& c, const mo
   return out;
 }
 
-const model::NicSpec* FindNic(const model::Cluster& c, std::string_view node, std::string_view nic) {
+const model::NicSpec* FindNic(const model::Cluster& c, std::string_view node,
+                              std::string_view nic) {
   const model::Node* n = c.FindNode(node);
   if (n == nullptr) return nullptr;
   for (const model::NicSpec& s : c.ProfileOf(*n).nics) {

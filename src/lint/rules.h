@@ -75,6 +75,9 @@ bool HasRdmaComputeFabric(const model::Cluster& c);
 // software.nccl_env (later exports win in a launch script); nullopt when unset.
 std::optional<std::string> NcclEnv(const model::Software& s, std::string_view key);
 
+// "node gpu01" or "nodes gpu[01-04]": a folded node list with the right noun.
+std::string NodeList(const std::vector<std::string>& names);
+
 // "2", "1.5", "1.33": numbers in messages without trailing zeros.
 std::string FormatNumber(double v);
 

@@ -34,9 +34,12 @@ int GpusOnNetwork(const model::Cluster& c, const model::Network& net) {
 
 int TierRank(model::SwitchTier t) {
   switch (t) {
-    case model::SwitchTier::kLeaf: return 0;
-    case model::SwitchTier::kSpine: return 1;
-    case model::SwitchTier::kCore: return 2;
+    case model::SwitchTier::kLeaf:
+      return 0;
+    case model::SwitchTier::kSpine:
+      return 1;
+    case model::SwitchTier::kCore:
+      return 2;
   }
   return 0;
 }
@@ -75,8 +78,8 @@ void NoComputeNetwork(const model::Cluster& c, const model::Fabric&, RuleContext
   if (bare.empty()) return;
   std::vector<std::string> net_names;
   for (const model::Network* n : nets) net_names.push_back(n->name);
-  ctx.Report(fmt::format("GPU nodes {} have no NIC on the compute network {}", FoldNames(bare),
-                         Join(net_names)),
+  ctx.Report(fmt::format("GPU {} {} no NIC on the compute network {}", NodeList(bare),
+                         bare.size() == 1 ? "has" : "have", Join(net_names)),
              bare, c.FindNode(bare.front())->where);
 }
 
@@ -196,18 +199,21 @@ void MissingUplinks(const model::Cluster& c, const model::Fabric& f, RuleContext
     UnionFind islands(index.size());
     for (const model::SwitchLoad* s : loads) {
       for (const std::string& up : s->upper_switches) {
-        if (auto it = index.find(up); it != index.end()) islands.Union(index[s->sw->name], it->second);
+        if (auto it = index.find(up); it != index.end())
+          islands.Union(index[s->sw->name], it->second);
       }
     }
     std::map<std::string, std::vector<std::size_t>> node_switches;
     for (const model::NicAttachment& a : f.attachments) {
-      if (auto it = index.find(a.sw); it != index.end()) node_switches[a.node].push_back(it->second);
+      if (auto it = index.find(a.sw); it != index.end())
+        node_switches[a.node].push_back(it->second);
     }
     for (const auto& [node, sws] : node_switches) {
       for (std::size_t i = 1; i < sws.size(); ++i) islands.Union(sws[0], sws[i]);
     }
     std::map<std::size_t, std::vector<std::string>> island_nodes;
-    for (const auto& [node, sws] : node_switches) island_nodes[islands.Find(sws[0])].push_back(node);
+    for (const auto& [node, sws] : node_switches)
+      island_nodes[islands.Find(sws[0])].push_back(node);
 
     if (island_nodes.size() > 1) {
       std::vector<std::string> parts;
@@ -223,7 +229,7 @@ void MissingUplinks(const model::Cluster& c, const model::Fabric& f, RuleContext
       }
       ctx.Report(fmt::format("nodes on network {} are split into {} islands with no switch path "
                              "between them: {}",
-                             net.name, island_nodes.size(), Join(parts, ", ")),
+                             net.name, island_nodes.size(), Join(parts, "; ")),
                  std::move(objects), net.where);
       continue;  // the islands name the leaves already; one finding per partition
     }
@@ -240,8 +246,9 @@ void MissingUplinks(const model::Cluster& c, const model::Fabric& f, RuleContext
     for (const model::SwitchLoad* s : leaves) {
       if (!s->upper_switches.empty()) continue;
       if (node_island && islands.Find(index[s->sw->name]) == *node_island) continue;
-      std::string behind = s->nodes.empty() ? std::string()
-                                            : fmt::format(" (nodes behind it: {})", FoldNames(s->nodes));
+      std::string behind = s->nodes.empty()
+                               ? std::string()
+                               : fmt::format(" (nodes behind it: {})", FoldNames(s->nodes));
       ctx.Report(fmt::format("leaf {} on network {} has no uplinks; with {} leaves the fabric is "
                              "partitioned{}",
                              s->sw->name, net.name, leaves.size(), behind),
@@ -271,10 +278,11 @@ void RailAlignment(const model::Cluster& c, const model::Fabric& f, RuleContext&
       if (rails.size() >= 2 && sws.size() == 1) collapsed[*sws.begin()].push_back(node);
     }
     for (const auto& [sw, nodes] : collapsed) {
-      ctx.Report(fmt::format("nodes {} on rail-optimized network {} land all their rails ({}) on "
-                             "{}; each rail belongs on its own leaf",
-                             FoldNames(nodes), net->name,
-                             node_rails[nodes.front()].size(), sw),
+      const bool one = nodes.size() == 1;
+      ctx.Report(fmt::format("{} on rail-optimized network {} {} all {} rails ({}) on {}; each "
+                             "rail belongs on its own leaf",
+                             NodeList(nodes), net->name, one ? "lands" : "land",
+                             one ? "its" : "their", node_rails[nodes.front()].size(), sw),
                  nodes, c.FindSwitch(sw)->where);
     }
     // Switches carrying more than one rail, not counting the collapsed nodes above.
@@ -389,11 +397,11 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
   for (const auto& [key, entry] : slow) {
     const auto& [sw, rate, faster, other_faster] = key;
     const bool one = entry.ends.size() == 1;
-    std::string limit = other_faster
-                            ? fmt::format("the {} of {} other end{}",
-                                          quantity::FormatBandwidthBits(faster),
-                                          one ? "its" : "their", one ? "" : "s")
-                            : fmt::format("{}'s {} ports", sw, quantity::FormatBandwidthBits(faster));
+    std::string limit =
+        other_faster
+            ? fmt::format("the {} of {} other end{}", quantity::FormatBandwidthBits(faster),
+                          one ? "its" : "their", one ? "" : "s")
+            : fmt::format("{}'s {} ports", sw, quantity::FormatBandwidthBits(faster));
     ctx.Report(Severity::kWarning,
                fmt::format("{}: {} {} at {}, below {} ({})", sw,
                            Count(static_cast<long>(entry.ends.size()), "link", "links"),
@@ -421,12 +429,12 @@ void NicRateRule(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
     if (!(total < min_rate * (1 - 1e-9))) continue;
     std::vector<std::string> objects = {use.profile->name};
     objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
-    ctx.Report(fmt::format("nodes {} (profile {}) have {} of compute network bandwidth each ({}), "
-                           "below {} per node",
-                           FoldNames(use.nodes), use.profile->name,
-                           quantity::FormatBandwidthBits(total), RateMix(by_rate),
-                           quantity::FormatBandwidthBits(min_rate)),
-               std::move(objects), use.profile->where);
+    ctx.Report(
+        fmt::format("profile {} ({}) has {} of compute network bandwidth per node ({}), "
+                    "below {}",
+                    use.profile->name, NodeList(use.nodes), quantity::FormatBandwidthBits(total),
+                    RateMix(by_rate), quantity::FormatBandwidthBits(min_rate)),
+        std::move(objects), use.profile->where);
   }
 }
 
@@ -438,7 +446,8 @@ void IbLinkRate(const model::Cluster& c, const model::Fabric&, RuleContext& ctx)
     SourcePos where;
     for (const model::NicSpec* nic : ComputeNics(c, *use.profile)) {
       double r = NicRate(c, *nic);
-      if (nic->kind != model::NetKind::kInfiniband || r <= 0 || !(r < min_rate * (1 - 1e-9))) continue;
+      if (nic->kind != model::NetKind::kInfiniband || r <= 0 || !(r < min_rate * (1 - 1e-9)))
+        continue;
       if (slow.empty()) where = nic->where;
       slow.push_back(nic->name);
       rate = std::max(rate, r);
@@ -446,11 +455,11 @@ void IbLinkRate(const model::Cluster& c, const model::Fabric&, RuleContext& ctx)
     if (slow.empty()) continue;
     std::vector<std::string> objects = {use.profile->name};
     objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
-    ctx.Report(fmt::format("InfiniBand NICs {} on nodes {} run at {} or less, below {} (HDR)",
-                           FoldNames(slow), FoldNames(use.nodes),
-                           quantity::FormatBandwidthBits(rate),
-                           quantity::FormatBandwidthBits(min_rate)),
-               std::move(objects), where);
+    ctx.Report(
+        fmt::format("InfiniBand {} {} on {} run at {} or less, below {} (HDR)",
+                    slow.size() == 1 ? "NIC" : "NICs", FoldNames(slow), NodeList(use.nodes),
+                    quantity::FormatBandwidthBits(rate), quantity::FormatBandwidthBits(min_rate)),
+        std::move(objects), where);
   }
 }
 
@@ -481,9 +490,10 @@ void NoStorageNetwork(const model::Cluster& c, const model::Fabric&, RuleContext
   if (!bare.empty()) {
     std::vector<std::string> side_names;
     for (const model::Network* n : side) side_names.push_back(n->name);
-    ctx.Report(fmt::format("GPU nodes {} have no NIC on a storage or control network ({}), so "
-                           "their file I/O rides the compute fabric",
-                           FoldNames(bare), Join(side_names)),
+    ctx.Report(fmt::format("GPU {} {} no NIC on a storage or control network ({}), so {} file "
+                           "I/O rides the compute fabric",
+                           NodeList(bare), bare.size() == 1 ? "has" : "have", Join(side_names),
+                           bare.size() == 1 ? "its" : "their"),
                bare, c.FindNode(bare.front())->where);
   }
   for (const model::StorageTier& t : c.storage.tiers) {
@@ -500,62 +510,84 @@ void NoStorageNetwork(const model::Cluster& c, const model::Fabric&, RuleContext
 void AddFabricRules(std::vector<Rule>& rules) {
   const std::string_view topology_000 =
       "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing";
-  rules.push_back({"fabric.no_compute_network", Severity::kError,
+  rules.push_back({"fabric.no_compute_network",
+                   Severity::kError,
                    "several GPU nodes but no compute network, or GPU nodes with no NIC on it",
                    "000_bf90931f775ecd9c.txt, Networking: The Hidden Bottleneck",
-                   {}, &NoComputeNetwork});
+                   {},
+                   &NoComputeNetwork});
   rules.push_back(
-      {"fabric.ethernet_scale", Severity::kError,
+      {"fabric.ethernet_scale",
+       Severity::kError,
        "plain Ethernet (no RDMA) compute network above a small GPU count",
        "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (Ethernet: 4-16 GPUs) and "
        "FAQ (\"Is Ethernet acceptable for AI training?\")",
        {{"max_gpus", 16, "GPUs", "most GPUs on plain Ethernet; guide 000 says 4-16"}},
        &EthernetScale});
   rules.push_back(
-      {"fabric.no_infiniband", Severity::kWarning,
+      {"fabric.no_infiniband",
+       Severity::kWarning,
        "compute network that is not InfiniBand at a GPU count where the guide says buy it",
        "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (\"My advice: If your "
        "cluster is 32 GPUs or more, buy InfiniBand\")",
        {{"min_gpus", 32, "GPUs", "GPU count from which InfiniBand is advised; guide 000"}},
        &NoInfiniband});
   rules.push_back(
-      {"fabric.roce_scale", Severity::kError, "RoCE compute network above the GPU count where "
+      {"fabric.roce_scale",
+       Severity::kError,
+       "RoCE compute network above the GPU count where "
        "the guide wants InfiniBand",
        "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (and the One "
        "That Doesn't) (\"For clusters above 128 GPUs, you want InfiniBand\")",
        {{"max_gpus", 128, "GPUs", "most GPUs on RoCE; guide 004"}},
        &RoceScale});
-  rules.push_back({"fabric.l2_topology", Severity::kError,
+  rules.push_back({"fabric.l2_topology",
+                   Severity::kError,
                    "compute network with a flat L2 (spanning tree) topology",
                    "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing "
                    "(\"Don't use L2 networking\")",
-                   {}, &L2Topology});
+                   {},
+                   &L2Topology});
   rules.push_back(
-      {"fabric.oversubscription", Severity::kError,
+      {"fabric.oversubscription",
+       Severity::kError,
        "compute-fabric switch whose downlink bandwidth exceeds its uplink bandwidth",
        "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing (spine-leaf with "
        "1:1 oversubscription); 004_910c09f65559b553.txt, The Networking Architecture That "
        "Actually Works (and the One That Doesn't) (full bisection bandwidth)",
-       {{"max_ratio", 1.0, "ratio", "largest down:up bandwidth ratio per switch; 1:1 per both guides"}},
+       {{"max_ratio", 1.0, "ratio",
+         "largest down:up bandwidth ratio per switch; 1:1 per both guides"}},
        &Oversubscription});
-  rules.push_back({"fabric.missing_uplinks", Severity::kError,
+  rules.push_back({"fabric.missing_uplinks",
+                   Severity::kError,
                    "leaf without uplinks among several leaves, or nodes split into islands with "
                    "no switch path between them",
-                   topology_000, {}, &MissingUplinks});
-  rules.push_back({"fabric.rail_alignment", Severity::kWarning,
+                   topology_000,
+                   {},
+                   &MissingUplinks});
+  rules.push_back({"fabric.rail_alignment",
+                   Severity::kWarning,
                    "rail-optimized network whose cabling puts different rails on one leaf",
-                   topology_000, {}, &RailAlignment});
-  rules.push_back({"fabric.dangling", Severity::kWarning,
+                   topology_000,
+                   {},
+                   &RailAlignment});
+  rules.push_back({"fabric.dangling",
+                   Severity::kWarning,
                    "NICs on a switched network with no link, and switches with no links",
-                   topology_000, {}, &Dangling});
-  rules.push_back({"fabric.switch_capacity", Severity::kError,
+                   topology_000,
+                   {},
+                   &Dangling});
+  rules.push_back({"fabric.switch_capacity",
+                   Severity::kError,
                    "switch with more ports cabled than it has, ports cabled twice or out of "
                    "range; links slower than an end (warning)",
                    "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing and "
                    "Common Failure Modes I've Seen (link up at reduced width: bandwidth halved)",
-                   {}, &SwitchCapacity});
+                   {},
+                   &SwitchCapacity});
   rules.push_back(
-      {"fabric.nic_rate", Severity::kWarning,
+      {"fabric.nic_rate",
+       Severity::kWarning,
        "compute network bandwidth per GPU node (sum of its compute NICs)",
        "004_910c09f65559b553.txt, Why You Can't Just Stack GPUs Like Lego (\"Bandwidth density "
        "- GPUs need 400-800 Gbps per node\")",
@@ -563,19 +595,23 @@ void AddFabricRules(std::vector<Rule>& rules) {
          "least compute bandwidth per node; 50e9 bytes/s = 400 Gb/s, guide 004's lower figure"}},
        &NicRateRule});
   rules.push_back(
-      {"fabric.ib_link_rate", Severity::kWarning, "InfiniBand compute NICs slower than HDR",
+      {"fabric.ib_link_rate",
+       Severity::kWarning,
+       "InfiniBand compute NICs slower than HDR",
        "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (InfiniBand \"Requires HDR "
        "or higher\")",
        {{"min_bytes_per_s", 25e9, "bytes/s",
          "least InfiniBand NIC rate; 25e9 bytes/s = 200 Gb/s (HDR)"}},
        &IbLinkRate});
   rules.push_back(
-      {"network.no_storage_network", Severity::kWarning,
+      {"network.no_storage_network",
+       Severity::kWarning,
        "no storage/control network separate from the compute fabric, GPU nodes not on it, or "
        "hot/warm storage reached over the compute network",
        "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (and the One "
        "That Doesn't) (\"Layer 3: Ethernet for storage and control ... the one people forget\")",
-       {}, &NoStorageNetwork});
+       {},
+       &NoStorageNetwork});
 }
 
 }  // namespace gpuforge::lint

@@ -48,7 +48,7 @@ void MixedModels(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
   // Point at the model that broke uniformity: the second one the inventory introduces.
   ctx.Report(fmt::format("compute nodes mix {} GPU models{}: {}; stick to one SKU per cluster "
                          "(mixed clusters lose 15-30% throughput)",
-                         models.size(), gens, Join(parts, ", ")),
+                         models.size(), gens, Join(parts, "; ")),
              std::move(nodes), models.at(order[1]).where);
 }
 
@@ -63,10 +63,10 @@ void MixedInNode(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
     for (const auto& [name, n] : counts) parts.push_back(fmt::format("{} x {}", n, name));
     std::vector<std::string> objects = {use.profile->name};
     objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
-    ctx.Report(fmt::format("profile {} (nodes {}) holds {} GPU models in one node: {}",
-                           use.profile->name, FoldNames(use.nodes), counts.size(),
-                           Join(parts, ", ")),
-               std::move(objects), use.profile->where);
+    ctx.Report(
+        fmt::format("profile {} (nodes {}) holds {} GPU models in one node: {}", use.profile->name,
+                    FoldNames(use.nodes), counts.size(), Join(parts, ", ")),
+        std::move(objects), use.profile->where);
   }
 }
 
@@ -90,17 +90,25 @@ void AddGpuRules(std::vector<Rule>& rules) {
   const std::string_view mixed_source =
       "000_bf90931f775ecd9c.txt, GPU Selection: Not All GPUs Are Created Equal (\"Stick to one "
       "SKU per cluster\"); 004_910c09f65559b553.txt, FAQ (mixed GPU types lose 15-30%)";
-  rules.push_back({"gpu.mixed_models", Severity::kError,
-                   "more than one GPU model among the compute nodes", mixed_source, {},
+  rules.push_back({"gpu.mixed_models",
+                   Severity::kError,
+                   "more than one GPU model among the compute nodes",
+                   mixed_source,
+                   {},
                    &MixedModels});
-  rules.push_back({"gpu.mixed_in_node", Severity::kError,
-                   "a node profile that holds GPUs of more than one model", mixed_source, {},
+  rules.push_back({"gpu.mixed_in_node",
+                   Severity::kError,
+                   "a node profile that holds GPUs of more than one model",
+                   mixed_source,
+                   {},
                    &MixedInNode});
-  rules.push_back({"gpu.unknown_model", Severity::kWarning,
+  rules.push_back({"gpu.unknown_model",
+                   Severity::kWarning,
                    "a GPU model the catalogue does not know (no generation), so generation "
                    "checks cannot judge it",
                    "000_bf90931f775ecd9c.txt, GPU Selection: Not All GPUs Are Created Equal",
-                   {}, &UnknownModel});
+                   {},
+                   &UnknownModel});
 }
 
 }  // namespace gpuforge::lint

@@ -71,8 +71,8 @@ HcaList ParseHca(std::string_view v) {
     if (colon != std::string_view::npos) {
       std::optional<long> port = ParseInt(item.substr(colon + 1));
       if (!port || *port < 1) {
-        out.errors.push_back(fmt::format("entry '{}' has a port that is not a positive number",
-                                         item));
+        out.errors.push_back(
+            fmt::format("entry '{}' has a port that is not a positive number", item));
         continue;
       }
       e.port = static_cast<int>(*port);
@@ -100,10 +100,9 @@ std::string DeviceList(const std::vector<const Device*>& devs) {
   for (const Device* d : devs) by_nic[{d->nic->name, d->nic->network}].push_back(d->node);
   std::vector<std::string> parts;
   for (const auto& [key, nodes] : by_nic) {
-    parts.push_back(key.second.empty()
-                        ? fmt::format("{} on {}", key.first, FoldNames(nodes))
-                        : fmt::format("{} (network {}) on {}", key.first, key.second,
-                                      FoldNames(nodes)));
+    parts.push_back(key.second.empty() ? fmt::format("{} on {}", key.first, FoldNames(nodes))
+                                       : fmt::format("{} (network {}) on {}", key.first, key.second,
+                                                     FoldNames(nodes)));
   }
   return Join(parts, "; ");
 }
@@ -152,15 +151,15 @@ void IbHca(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
                                *value, DeviceList(compute)),
                    {}, where);
       } else if (other.empty()) {
-        ctx.Report(fmt::format("NCCL_IB_HCA={} excludes '{}', which no GPU node has", *value,
-                               e.text),
-                   {}, where);
+        ctx.Report(
+            fmt::format("NCCL_IB_HCA={} excludes '{}', which no GPU node has", *value, e.text), {},
+            where);
       }
       continue;
     }
     if (compute.empty()) {
-      std::string instead = other.empty() ? std::string()
-                                          : fmt::format("; it matches {} instead", DeviceList(other));
+      std::string instead =
+          other.empty() ? std::string() : fmt::format("; it matches {} instead", DeviceList(other));
       ctx.Report(fmt::format("NCCL_IB_HCA={} names '{}', which is no compute NIC of any GPU node{}",
                              *value, e.text, instead),
                  {}, where);
@@ -191,8 +190,8 @@ void IbHca(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
 
 // ---------------------------------------------------------------- timeouts
 
-void CheckAtLeast(const model::Software& s, RuleContext& ctx, std::string_view var, int nccl_default,
-                  double min, bool rdma) {
+void CheckAtLeast(const model::Software& s, RuleContext& ctx, std::string_view var,
+                  int nccl_default, double min, bool rdma) {
   std::optional<std::string> v = NcclEnv(s, var);
   if (!v) {
     if (rdma && nccl_default < min) {
@@ -214,19 +213,21 @@ void IbTimeout(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) 
   const bool rdma = HasRdmaComputeFabric(c);
   CheckAtLeast(c.software, ctx, "NCCL_IB_TIMEOUT", kNcclDefaultIbTimeout, ctx.Param("min_timeout"),
                rdma);
-  CheckAtLeast(c.software, ctx, "NCCL_IB_RETRY_CNT", kNcclDefaultIbRetryCnt,
-               ctx.Param("min_retry"), rdma);
+  CheckAtLeast(c.software, ctx, "NCCL_IB_RETRY_CNT", kNcclDefaultIbRetryCnt, ctx.Param("min_retry"),
+               rdma);
   bool roce = false;
-  for (const model::Network* n : ComputeNetworks(c)) roce = roce || n->kind == model::NetKind::kRoce;
+  for (const model::Network* n : ComputeNetworks(c))
+    roce = roce || n->kind == model::NetKind::kRoce;
   for (const model::Node* n : GpuNodes(c)) {
     for (const model::NicSpec* nic : ComputeNics(c, c.ProfileOf(*n))) {
       roce = roce || nic->kind == model::NetKind::kRoce;
     }
   }
   if (roce && !NcclEnv(c.software, "NCCL_IB_GID_INDEX")) {
-    ctx.Report("NCCL_IB_GID_INDEX is unset on a RoCE compute fabric; set the RoCE v2 GID index "
-               "(guide 004 uses 3)",
-               {}, c.software.nccl_where);
+    ctx.Report(
+        "NCCL_IB_GID_INDEX is unset on a RoCE compute fabric; set the RoCE v2 GID index "
+        "(guide 004 uses 3)",
+        {}, c.software.nccl_where);
   }
 }
 
@@ -269,10 +270,10 @@ void TopoFile(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
     if (c.ProfileOf(*n).gpu_count() > 1) multi.push_back(n->name);
   }
   if (multi.empty()) return;
-  ctx.Report(fmt::format("NCCL_TOPO_FILE is unset for multi-GPU nodes {}; NCCL's auto-detection "
+  ctx.Report(fmt::format("NCCL_TOPO_FILE is unset for multi-GPU {}; NCCL's auto-detection "
                          "misreads PCIe switch and NVLink layouts, so write the file (and check "
                          "it against nvidia-smi topo -m)",
-                         FoldNames(multi)),
+                         NodeList(multi)),
              multi, c.software.nccl_where);
 }
 
@@ -290,15 +291,18 @@ void Debug(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
 }  // namespace
 
 void AddNcclRules(std::vector<Rule>& rules) {
-  rules.push_back({"nccl.ib_hca", Severity::kError,
+  rules.push_back({"nccl.ib_hca",
+                   Severity::kError,
                    "NCCL_IB_HCA against the GPU nodes' RDMA compute NICs (unset with several "
                    "NICs per node: warning)",
                    "004_910c09f65559b553.txt, The Training Setup That Scales (\"explicit HCA "
                    "binding to avoid NIC selection conflicts\"); 000_bf90931f775ecd9c.txt, "
                    "Orchestration: Kubernetes + Slurm (job script)",
-                   {}, &IbHca});
+                   {},
+                   &IbHca});
   rules.push_back(
-      {"nccl.ib_timeout", Severity::kWarning,
+      {"nccl.ib_timeout",
+       Severity::kWarning,
        "NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT at least the guide's values (unset: NCCL's "
        "default), NCCL_IB_GID_INDEX set on RoCE",
        "004_910c09f65559b553.txt, The Training Setup That Scales (launch script: "
@@ -307,31 +311,38 @@ void AddNcclRules(std::vector<Rule>& rules) {
          "least NCCL_IB_TIMEOUT; guide 004 (22); NCCL's default is 20"},
         {"min_retry", 7, "retries", "least NCCL_IB_RETRY_CNT; guide 004 and NCCL's default (7)"}},
        &IbTimeout});
-  rules.push_back({"nccl.ib_disabled", Severity::kError,
+  rules.push_back({"nccl.ib_disabled",
+                   Severity::kError,
                    "NCCL_IB_DISABLE set on an InfiniBand/RoCE compute fabric (TCP fallback)",
                    "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (\"Use RDMA ... "
                    "TCP stack adds 50-100us per operation\") and Orchestration: Kubernetes + "
                    "Slurm (job script sets NCCL_IB_DISABLE=0)",
-                   {}, &IbDisabled});
+                   {},
+                   &IbDisabled});
   rules.push_back(
-      {"nccl.algo", Severity::kWarning,
+      {"nccl.algo",
+       Severity::kWarning,
        "NCCL_ALGO forced to Tree on a small cluster or to Ring on a large one (unset is fine)",
        "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (\"Set NCCL_ALGO=Ring for "
        "small clusters, NCCL_ALGO=Tree for large ones\")",
        {{"large_cluster_gpus", 128, "GPUs",
          "GPU count from which a cluster counts as large; gpuforge's reading of guide 000"}},
        &Algo});
-  rules.push_back({"nccl.topo_file", Severity::kWarning,
+  rules.push_back({"nccl.topo_file",
+                   Severity::kWarning,
                    "NCCL_TOPO_FILE unset on multi-GPU nodes",
                    "004_910c09f65559b553.txt, NCCL Topology File (\"Write this file manually\") "
                    "and The Software Stack: Pick Your Poison (\"Default topology detection is "
                    "wrong 50% of the time\")",
-                   {}, &TopoFile});
-  rules.push_back({"nccl.debug", Severity::kInfo,
+                   {},
+                   &TopoFile});
+  rules.push_back({"nccl.debug",
+                   Severity::kInfo,
                    "NCCL_DEBUG=INFO or TRACE in the cluster-wide environment",
                    "000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + Slurm (its job script "
                    "sets NCCL_DEBUG=INFO; fine for one job, noisy as a default)",
-                   {}, &Debug});
+                   {},
+                   &Debug});
 }
 
 }  // namespace gpuforge::lint

@@ -28,8 +28,7 @@ void RamPerGpu(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) 
     ctx.Report(fmt::format("profile {} (nodes {}) has {} of RAM for {} ({} per GPU), below {} "
                            "per GPU ({} per node)",
                            p.name, FoldNames(use.nodes), quantity::FormatSize(p.memory_bytes),
-                           Count(gpus, "GPU", "GPUs"),
-                           quantity::FormatSize(p.memory_bytes / gpus),
+                           Count(gpus, "GPU", "GPUs"), quantity::FormatSize(p.memory_bytes / gpus),
                            quantity::FormatSize(per_gpu), quantity::FormatSize(per_gpu * gpus)),
                ProfileObjects(use), p.where);
   }
@@ -104,24 +103,29 @@ void NumaMismatch(const model::Cluster& c, const model::Fabric&, RuleContext& ct
 
 void AddNodeRules(std::vector<Rule>& rules) {
   rules.push_back(
-      {"node.ram_per_gpu", Severity::kWarning, "host RAM per GPU on compute nodes",
+      {"node.ram_per_gpu",
+       Severity::kWarning,
+       "host RAM per GPU on compute nodes",
        "004_910c09f65559b553.txt, FAQ: Questions I Get Every Time (\"How much RAM per GPU "
        "node?\": 512 GB for 8 GPUs when streaming, 1 TB when preprocessing)",
        {{"min_bytes_per_gpu", 64e9, "bytes",
          "least host RAM per GPU; 64 GB = 512 GB / 8 GPUs, guide 004's streaming figure"}},
        &RamPerGpu});
   rules.push_back(
-      {"node.gpus_per_node", Severity::kWarning,
+      {"node.gpus_per_node",
+       Severity::kWarning,
        "compute nodes with fewer GPUs than the guide's 8 (multi-node clusters only)",
        "000_bf90931f775ecd9c.txt, FAQ (\"Prefer larger per-node GPU counts (8 or 16)\")",
        {{"min_gpus", 8, "GPUs", "least GPUs per compute node; guide 000 says 8 or 16"}},
        &GpusPerNode});
   rules.push_back(
-      {"node.numa_mismatch", Severity::kWarning,
+      {"node.numa_mismatch",
+       Severity::kWarning,
        "compute NICs on NUMA nodes without GPUs, or GPUs on NUMA nodes without a compute NIC",
        "004_910c09f65559b553.txt, The Node Configuration (cross-NUMA traffic, 30%) and NCCL "
        "Topology File",
-       {}, &NumaMismatch});
+       {},
+       &NumaMismatch});
 }
 
 }  // namespace gpuforge::lint

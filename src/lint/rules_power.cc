@@ -92,10 +92,10 @@ void GpuAirCooled(const model::Cluster& c, const model::Fabric&, RuleContext& ct
     std::vector<std::string> objects;
     if (!rack.empty()) objects.push_back(rack);
     objects.insert(objects.end(), h.nodes.begin(), h.nodes.end());
-    ctx.Report(fmt::format("{} nodes {} hold GPUs of {} or more TDP ({}); GPUs this hot need "
-                           "liquid cooling",
-                           where, FoldNames(h.nodes), quantity::FormatPower(min_tdp),
-                           Join(parts)),
+    ctx.Report(fmt::format("{} {} {} GPUs of {} or more TDP ({}); GPUs this hot need liquid "
+                           "cooling",
+                           where, NodeList(h.nodes), h.nodes.size() == 1 ? "holds" : "hold",
+                           quantity::FormatPower(min_tdp), Join(parts)),
                std::move(objects), h.where);
   }
 }
@@ -105,20 +105,25 @@ void GpuAirCooled(const model::Cluster& c, const model::Fabric&, RuleContext& ct
 void AddPowerRules(std::vector<Rule>& rules) {
   const std::string_view cooling =
       "000_bf90931f775ecd9c.txt, Cooling and Power: The Reality Nobody Talks About";
-  rules.push_back({"power.rack_limit", Severity::kError,
+  rules.push_back({"power.rack_limit",
+                   Severity::kError,
                    "full-load draw of a rack's nodes above the rack's power limit (racks with a "
                    "limit only)",
                    "000_bf90931f775ecd9c.txt, Cooling and Power: The Reality Nobody Talks About "
                    "(\"You will melt the circuit breaker\"); 004_910c09f65559b553.txt, Why Your "
                    "Cluster Will Crash (and How to Prevent It) (power distribution)",
-                   {}, &RackLimit});
+                   {},
+                   &RackLimit});
   rules.push_back(
-      {"power.air_cooling", Severity::kError, "air-cooled rack drawing more than air can remove",
+      {"power.air_cooling",
+       Severity::kError,
+       "air-cooled rack drawing more than air can remove",
        cooling,
        {{"max_w", 20000, "W", "most full-load draw of an air-cooled rack; guide 000 (20 kW)"}},
        &AirCooling});
   rules.push_back(
-      {"power.gpu_air_cooled", Severity::kError,
+      {"power.gpu_air_cooled",
+       Severity::kError,
        "GPUs at or above a TDP in an air-cooled rack (or unracked on an air-cooled site)",
        "000_bf90931f775ecd9c.txt, FAQ (\"Don't try to air-cool B100 - it's 1000W per GPU\") and "
        "Cooling and Power: The Reality Nobody Talks About",

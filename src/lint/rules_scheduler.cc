@@ -23,9 +23,10 @@ void TopologyManager(const model::Cluster& c, const model::Fabric&, RuleContext&
 void NoVolcano(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   const model::Scheduler& s = c.software.scheduler;
   if (s.kind != model::SchedulerKind::kKubernetes || s.volcano) return;
-  ctx.Report("Kubernetes without the Volcano scheduler: the default scheduler does not gang-"
-             "schedule training pods or understand GPU affinity",
-             {}, s.where);
+  ctx.Report(
+      "Kubernetes without the Volcano scheduler: the default scheduler does not gang-"
+      "schedule training pods or understand GPU affinity",
+      {}, s.where);
 }
 
 void NoController(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -42,20 +43,27 @@ void NoController(const model::Cluster& c, const model::Fabric&, RuleContext& ct
 }  // namespace
 
 void AddSchedulerRules(std::vector<Rule>& rules) {
-  rules.push_back({"k8s.topology_manager", Severity::kError,
+  rules.push_back({"k8s.topology_manager",
+                   Severity::kError,
                    "Kubernetes kubelet topology manager policy unset or none",
                    "004_910c09f65559b553.txt, The Node Configuration (\"The topology manager "
                    "policy is non-negotiable\")",
-                   {}, &TopologyManager});
-  rules.push_back({"k8s.no_volcano", Severity::kWarning, "Kubernetes without Volcano",
+                   {},
+                   &TopologyManager});
+  rules.push_back({"k8s.no_volcano",
+                   Severity::kWarning,
+                   "Kubernetes without Volcano",
                    "004_910c09f65559b553.txt, The Software Stack: Pick Your Poison (Kubernetes "
                    "+ Volcano scheduler); 000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + "
                    "Slurm (\"with Volcano or Kueue\")",
-                   {}, &NoVolcano});
-  rules.push_back({"slurm.no_controller", Severity::kError,
+                   {},
+                   &NoVolcano});
+  rules.push_back({"slurm.no_controller",
+                   Severity::kError,
                    "Slurm with no controller, or a controller that is not an inventory node",
                    "000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + Slurm",
-                   {}, &NoController});
+                   {},
+                   &NoController});
 }
 
 }  // namespace gpuforge::lint

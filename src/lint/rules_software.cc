@@ -60,8 +60,8 @@ void DriverBranchRule(const model::Cluster& c, const model::Fabric&, RuleContext
   if (branch.empty()) return;
   for (const BadBranch& bad : kBadBranches) {
     if (branch != bad.branch) continue;
-    ctx.Report(fmt::format("NVIDIA driver {} is on branch {}, which the guides say not to use: {}", DriverText(s),
-                           branch, bad.why),
+    ctx.Report(fmt::format("NVIDIA driver {} is on branch {}, which the guides say not to use: {}",
+                           DriverText(s), branch, bad.why),
                {}, s.where);
   }
 }
@@ -100,17 +100,21 @@ void Versions(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
 }  // namespace
 
 void AddSoftwareRules(std::vector<Rule>& rules) {
-  rules.push_back({"software.driver_branch", Severity::kError,
+  rules.push_back({"software.driver_branch",
+                   Severity::kError,
                    "NVIDIA driver on a branch the guides say not to use (535)",
                    "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (\"Don't use "
                    "535 - had bugs with H100/RCCL\")",
-                   {}, &DriverBranchRule});
-  rules.push_back({"software.versions", Severity::kWarning,
+                   {},
+                   &DriverBranchRule});
+  rules.push_back({"software.versions",
+                   Severity::kWarning,
                    "driver, CUDA and NCCL versions stated and consistent; a driver too old for "
                    "the CUDA major version is an error",
                    "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works; NVIDIA CUDA "
                    "Toolkit release notes (minimum driver per CUDA major version)",
-                   {}, &Versions});
+                   {},
+                   &Versions});
 }
 
 }  // namespace gpuforge::lint

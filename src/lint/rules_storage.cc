@@ -62,10 +62,10 @@ void ReadBandwidth(const model::Cluster& c, const model::Fabric&, RuleContext& c
   }
   if (!(have < need * (1 - 1e-9))) return;
   std::string basis = from_workload ? "as the workload states" : "the guide's figure";
-  std::string supply = parts.empty() ? std::string("there is no hot or warm storage tier")
-                                     : fmt::format("hot and warm tiers deliver {} of reads ({})",
-                                                   quantity::FormatBandwidthBytes(have),
-                                                   Join(parts));
+  std::string supply = parts.empty()
+                           ? std::string("there is no hot or warm storage tier")
+                           : fmt::format("hot and warm tiers deliver {} of reads ({})",
+                                         quantity::FormatBandwidthBytes(have), Join(parts));
   ctx.Report(fmt::format("{}, below the {} that {} need at {} per GPU ({})", supply,
                          quantity::FormatBandwidthBytes(need), Count(gpus, "GPU", "GPUs"),
                          quantity::FormatBandwidthBytes(per_gpu), basis),
@@ -101,11 +101,11 @@ void Capacity(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   if (total <= 0) return;
   const double need = multiple * *c.storage.dataset_bytes;
   if (!(total < need * (1 - 1e-9))) return;
-  ctx.Report(fmt::format("storage tiers hold {} in all, below {} x the {} dataset ({})",
-                         quantity::FormatSize(total), FormatNumber(multiple),
-                         quantity::FormatSize(*c.storage.dataset_bytes),
-                         quantity::FormatSize(need)),
-             {}, c.storage.where);
+  ctx.Report(
+      fmt::format("storage tiers hold {} in all, below {} x the {} dataset ({})",
+                  quantity::FormatSize(total), FormatNumber(multiple),
+                  quantity::FormatSize(*c.storage.dataset_bytes), quantity::FormatSize(need)),
+      {}, c.storage.where);
 }
 
 void CheckpointTime(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -156,40 +156,52 @@ void Latency(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
 
 void AddStorageRules(std::vector<Rule>& rules) {
   rules.push_back(
-      {"storage.read_bandwidth", Severity::kError,
+      {"storage.read_bandwidth",
+       Severity::kError,
        "aggregate read bandwidth of hot and warm tiers per GPU (info when no tiers are described)",
        "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (\"at least 1GB/s per "
        "GPU\")",
        {{"min_bytes_per_gpu", 1e9, "bytes/s",
-         "least read bandwidth per GPU; guide 000 (1 GB/s); workload.read_bandwidth_per_gpu replaces it"}},
+         "least read bandwidth per GPU; guide 000 (1 GB/s); workload.read_bandwidth_per_gpu "
+         "replaces it"}},
        &ReadBandwidth});
-  rules.push_back({"storage.nfs_hot_tier", Severity::kError, "an NFS tier used as the hot tier",
+  rules.push_back({"storage.nfs_hot_tier",
+                   Severity::kError,
+                   "an NFS tier used as the hot tier",
                    "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (NFS over "
                    "Ethernet: \"Don't. Seriously, don't.\"); 004_910c09f65559b553.txt, Storage: "
                    "The Silent Optimizer",
-                   {}, &NfsHotTier});
-  rules.push_back({"storage.object_training_tier", Severity::kWarning,
+                   {},
+                   &NfsHotTier});
+  rules.push_back({"storage.object_training_tier",
+                   Severity::kWarning,
                    "an object store used as a hot or warm (training) tier",
                    "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (object "
                    "store: \"Use for dataset archival, not training\"); 004_910c09f65559b553.txt, "
                    "Storage: The Silent Optimizer (object storage is the cold tier)",
-                   {}, &ObjectTrainingTier});
+                   {},
+                   &ObjectTrainingTier});
   rules.push_back(
-      {"storage.capacity", Severity::kWarning,
+      {"storage.capacity",
+       Severity::kWarning,
        "total storage capacity against the dataset size (when the dataset size is known)",
        "000_bf90931f775ecd9c.txt, Storage: Fast Enough to Feed the Beast (\"Capacity: 5-10x "
        "your dataset size\")",
-       {{"min_dataset_multiple", 5, "ratio", "least capacity as a multiple of the dataset; guide 000"}},
+       {{"min_dataset_multiple", 5, "ratio",
+         "least capacity as a multiple of the dataset; guide 000"}},
        &Capacity});
   rules.push_back(
-      {"storage.checkpoint_time", Severity::kWarning,
+      {"storage.checkpoint_time",
+       Severity::kWarning,
        "time to write one checkpoint to the checkpoint tier (when the workload is described)",
        "004_910c09f65559b553.txt, FAQ: Questions I Get Every Time (\"If your checkpointing "
        "takes more than 2 minutes, optimize your storage\")",
        {{"max_s", 120, "s", "longest checkpoint write; guide 004 (2 minutes)"}},
        &CheckpointTime});
   rules.push_back(
-      {"storage.latency", Severity::kWarning, "latency of hot and warm tiers",
+      {"storage.latency",
+       Severity::kWarning,
+       "latency of hot and warm tiers",
        "004_910c09f65559b553.txt, Monitoring: The Unsung Hero (\"latency above 10ms kills "
        "gradient sync\")",
        {{"max_s", 0.010, "s", "highest hot/warm tier latency; guide 004 (10 ms)"}},

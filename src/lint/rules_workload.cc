@@ -33,9 +33,9 @@ void TensorWithoutNvlink(const model::Cluster& c, const model::Fabric&, RuleCont
     }
   }
   for (const auto& [model, nodes] : by_model) {
-    ctx.Report(fmt::format("tensor parallelism {} on nodes {} whose {} GPUs have no NVLink; "
-                           "tensor parallelism needs NVLink inside the node",
-                           w.parallelism.tensor, FoldNames(nodes), model),
+    ctx.Report(fmt::format("tensor parallelism {} on {} whose {} GPUs have no NVLink; tensor "
+                           "parallelism needs NVLink inside the node",
+                           w.parallelism.tensor, NodeList(nodes), model),
                nodes, w.where);
   }
 }
@@ -68,28 +68,36 @@ void PipelineSmallModel(const model::Cluster& c, const model::Fabric&, RuleConte
 }  // namespace
 
 void AddWorkloadRules(std::vector<Rule>& rules) {
-  rules.push_back({"workload.tensor_across_nodes", Severity::kError,
+  rules.push_back({"workload.tensor_across_nodes",
+                   Severity::kError,
                    "tensor parallelism larger than the GPUs in one node",
                    "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (\"NVLink + "
                    "NVSwitch ... Essential for tensor parallelism\")",
-                   {}, &TensorAcrossNodes});
-  rules.push_back({"workload.tensor_without_nvlink", Severity::kWarning,
+                   {},
+                   &TensorAcrossNodes});
+  rules.push_back({"workload.tensor_without_nvlink",
+                   Severity::kWarning,
                    "tensor parallelism on GPUs without NVLink",
                    "000_bf90931f775ecd9c.txt, Networking tiers for GPU clusters (\"NVLink + "
                    "NVSwitch ... Essential for tensor parallelism\")",
-                   {}, &TensorWithoutNvlink});
-  rules.push_back({"workload.parallelism_product", Severity::kWarning,
+                   {},
+                   &TensorWithoutNvlink});
+  rules.push_back({"workload.parallelism_product",
+                   Severity::kWarning,
                    "data x tensor x pipeline parallelism equal to the GPU count",
                    "000_bf90931f775ecd9c.txt, The Core Architecture: Distributed Systems for GPU "
                    "Training (3D parallelism)",
-                   {}, &ParallelismProduct});
+                   {},
+                   &ParallelismProduct});
   rules.push_back(
-      {"workload.pipeline_small_model", Severity::kInfo,
+      {"workload.pipeline_small_model",
+       Severity::kInfo,
        "pipeline parallelism for a model below the size that calls for it",
        "000_bf90931f775ecd9c.txt, The Core Architecture: Distributed Systems for GPU Training "
        "(\"Only add pipeline parallelism when your model is huge (100B+ parameters)\")",
-       {{"min_params", 100e9, "parameters", "model size from which pipeline parallelism pays; "
-                                            "guide 000 (100B)"}},
+       {{"min_params", 100e9, "parameters",
+         "model size from which pipeline parallelism pays; "
+         "guide 000 (100B)"}},
        &PipelineSmallModel});
 }
 

@@ -74,9 +74,9 @@ TEST(LintRegistry, IdsAreUniqueAndEveryRuleIsDescribed) {
 
 TEST(LintRegistry, OrderIsTheDocumentedOne) {
   // Areas appear in this order and each area's rules are contiguous.
-  const std::vector<std::string> areas = {"gpu", "node", "fabric", "network", "power",
-                                          "storage", "software", "nccl", "k8s", "slurm",
-                                          "workload"};
+  const std::vector<std::string> areas = {"gpu",   "node",    "fabric",   "network",
+                                          "power", "storage", "software", "nccl",
+                                          "k8s",   "slurm",   "workload"};
   std::size_t at = 0;
   for (const Rule& r : Rules()) {
     std::string area(r.id.substr(0, r.id.find('.')));
@@ -190,8 +190,9 @@ TEST(LintEngine, UnknownDisabledIdIsAConfigError) {
   c.lint.thresholds.where["disable:nccl.debugg"] = fixture::At(231);  // as the loader files it
   std::vector<Finding> f = Of(Lint(c), "lint.config");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message, "unknown lint rule 'nccl.debugg' in lint.disable; did you mean "
-                          "'nccl.debug'?");
+  EXPECT_EQ(f[0].message,
+            "unknown lint rule 'nccl.debugg' in lint.disable; did you mean "
+            "'nccl.debug'?");
   EXPECT_EQ(f[0].where.file, "cluster.yaml");
   EXPECT_EQ(f[0].where.line, 231);
 }
@@ -217,9 +218,9 @@ TEST(LintEngine, DisabledRuleDoesNotRun) {
 
 TEST(LintEngine, FindingsAreSortedBySeverityAndCounted) {
   model::Cluster c = CleanCluster();
-  fixture::SetEnv(c, "NCCL_DEBUG", "INFO");          // info
-  fixture::UnsetEnv(c, "NCCL_IB_TIMEOUT");           // warning
-  c.software.driver_version = "535.104.05";           // error (and a branch mismatch warning)
+  fixture::SetEnv(c, "NCCL_DEBUG", "INFO");  // info
+  fixture::UnsetEnv(c, "NCCL_IB_TIMEOUT");   // warning
+  c.software.driver_version = "535.104.05";  // error (and a branch mismatch warning)
   c.software.driver_branch = "";
   LintResult r = Lint(c);
   ASSERT_GE(r.findings.size(), 3u);

@@ -10,14 +10,14 @@
 namespace gpuforge::lint {
 namespace {
 
-using model::Endpoint;
 using fixture::At;
 using fixture::CleanCluster;
 using fixture::FixtureOptions;
 using fixture::GpuProfile;
 using fixture::kGbps;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
+using model::Endpoint;
 
 Endpoint Nic(std::string node, std::string nic) {
   Endpoint e;
@@ -51,9 +51,12 @@ model::Cluster TwoLeaves(bool leaf1_uplinks, bool leaf2_uplinks) {
   model::Cluster c = CleanCluster(o);
   c.networks[0].topology = model::Topology::kSpineLeaf;
   c.switches = {
-      model::Switch{"leaf1", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(60)},
-      model::Switch{"leaf2", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(61)},
-      model::Switch{"spine1", model::SwitchTier::kSpine, "compute", "QM9700", 64, 400 * kGbps, At(62)},
+      model::Switch{"leaf1", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps,
+                    At(60)},
+      model::Switch{"leaf2", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps,
+                    At(61)},
+      model::Switch{"spine1", model::SwitchTier::kSpine, "compute", "QM9700", 64, 400 * kGbps,
+                    At(62)},
   };
   c.links.clear();
   for (int i = 0; i < 4; ++i) {
@@ -90,7 +93,7 @@ TEST(LintFabric, NoComputeNetworkFiresForNodesWithoutNic) {
   c.nodes[3].profile = "bare";
   std::vector<Finding> f = LintRule(c, "fabric.no_compute_network");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message, "GPU nodes gpu004 have no NIC on the compute network compute");
+  EXPECT_EQ(f[0].message, "GPU node gpu004 has no NIC on the compute network compute");
   EXPECT_EQ(f[0].objects, std::vector<std::string>{"gpu004"});
 }
 
@@ -246,11 +249,13 @@ TEST(LintFabric, OversubscriptionOverride) {
 
 TEST(LintFabric, OversubscriptionIgnoresStorageFabric) {
   model::Cluster c = CleanCluster();
-  c.switches.push_back({"sleaf", model::SwitchTier::kLeaf, "storage", "SN4600", 64, 100 * kGbps, At(90)});
-  c.switches.push_back({"sspine", model::SwitchTier::kSpine, "storage", "SN4600", 64, 100 * kGbps, At(91)});
+  c.switches.push_back(
+      {"sleaf", model::SwitchTier::kLeaf, "storage", "SN4600", 64, 100 * kGbps, At(90)});
+  c.switches.push_back(
+      {"sspine", model::SwitchTier::kSpine, "storage", "SN4600", 64, 100 * kGbps, At(91)});
   for (int i = 0; i < 4; ++i) {
-    c.links.push_back({Nic(fmt::format("gpu{:03}", i + 1), "eth0"), Port("sleaf", i + 1),
-                       100 * kGbps, At(92)});
+    c.links.push_back(
+        {Nic(fmt::format("gpu{:03}", i + 1), "eth0"), Port("sleaf", i + 1), 100 * kGbps, At(92)});
   }
   c.links.push_back({Nic("head01", "eth0"), Port("sleaf", 5), 100 * kGbps, At(92)});
   c.links.push_back({Port("sleaf", 40), Port("sspine", 1), 100 * kGbps, At(93)});
@@ -265,7 +270,7 @@ TEST(LintFabric, MissingUplinksFiresForIslands) {
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
             "nodes on network compute are split into 2 islands with no switch path between them: "
-            "gpu[001-002] (leaf1), gpu[003-004] (leaf2)");
+            "gpu[001-002] (leaf1); gpu[003-004] (leaf2)");
   EXPECT_EQ(f[0].objects, (std::vector<std::string>{"gpu001", "gpu002", "gpu003", "gpu004"}));
 }
 
@@ -274,12 +279,13 @@ TEST(LintFabric, MissingUplinksFiresForOneLeafWithoutUplinks) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
             "nodes on network compute are split into 2 islands with no switch path between them: "
-            "gpu[001-002] (leaf1), gpu[003-004] (leaf2)");
+            "gpu[001-002] (leaf1); gpu[003-004] (leaf2)");
 }
 
 TEST(LintFabric, MissingUplinksFiresForLoneLeaf) {
   model::Cluster c = TwoLeaves(true, true);
-  c.switches.push_back({"leaf3", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(63)});
+  c.switches.push_back(
+      {"leaf3", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(63)});
   std::vector<Finding> f = LintRule(c, "fabric.missing_uplinks");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
@@ -296,7 +302,8 @@ TEST(LintFabric, MissingUplinksQuietWhenConnected) {
 TEST(LintFabric, MissingUplinksToleratesRailOnlyFabric) {
   // No spine: every node reaches every rail leaf, so nodes still form one island.
   model::Cluster c = CleanCluster();
-  std::erase_if(c.links, [](const model::Link& l) { return l.a.kind == Endpoint::Kind::kSwitchPort; });
+  std::erase_if(c.links,
+                [](const model::Link& l) { return l.a.kind == Endpoint::Kind::kSwitchPort; });
   std::erase_if(c.switches, [](const model::Switch& s) { return s.name == "spine1"; });
   EXPECT_TRUE(LintRule(c, "fabric.missing_uplinks").empty());
 }
@@ -326,7 +333,7 @@ TEST(LintFabric, RailAlignmentFiresForAllRailsOnOneLeaf) {
   std::vector<Finding> f = LintRule(c, "fabric.rail_alignment");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
-            "nodes gpu001 on rail-optimized network compute land all their rails (4) on leaf1; "
+            "node gpu001 on rail-optimized network compute lands all its rails (4) on leaf1; "
             "each rail belongs on its own leaf");
 }
 
@@ -346,11 +353,13 @@ TEST(LintFabric, DanglingFiresForUncabledNicsAndIdleSwitches) {
     return l.a.kind == Endpoint::Kind::kNic && l.a.nic == "mlx5_3" &&
            (l.a.device == "gpu002" || l.a.device == "gpu003");
   });
-  c.switches.push_back({"spare", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(66)});
+  c.switches.push_back(
+      {"spare", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(66)});
   std::vector<Finding> f = LintRule(c, "fabric.dangling");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
-  EXPECT_EQ(f[0].message, "NIC mlx5_3 on gpu[002-003] (network compute) is not cabled to any switch");
+  EXPECT_EQ(f[0].message,
+            "NIC mlx5_3 on gpu[002-003] (network compute) is not cabled to any switch");
   EXPECT_EQ(f[0].objects, (std::vector<std::string>{"gpu002", "gpu003"}));
   EXPECT_EQ(f[0].where.line, 26);
   EXPECT_EQ(f[1].message, "switch spare (network compute) has no links");
@@ -396,7 +405,8 @@ TEST(LintFabric, SwitchCapacityWarnsForNicFasterThanPort) {
   c.switches[1].port_rate_bytes_per_s = 200 * kGbps;  // leaf2
   for (model::Link& l : c.links) {
     for (Endpoint* e : {&l.a, &l.b}) {
-      if (e->kind == Endpoint::Kind::kSwitchPort && e->device == "leaf2") l.rate_bytes_per_s = 200 * kGbps;
+      if (e->kind == Endpoint::Kind::kSwitchPort && e->device == "leaf2")
+        l.rate_bytes_per_s = 200 * kGbps;
     }
   }
   std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
@@ -421,8 +431,8 @@ TEST(LintFabric, NicRateFires) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
-            "nodes gpu[001-004] (profile hgx) have 200 Gb/s of compute network bandwidth each "
-            "(1 x 200 Gb/s), below 400 Gb/s per node");
+            "profile hgx (nodes gpu[001-004]) has 200 Gb/s of compute network bandwidth per node "
+            "(1 x 200 Gb/s), below 400 Gb/s");
 }
 
 TEST(LintFabric, NicRateQuietAtFourHundredOrOneNode) {

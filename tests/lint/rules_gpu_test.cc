@@ -32,7 +32,7 @@ TEST(LintGpu, MixedModelsFires) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
   EXPECT_EQ(f[0].message,
-            "compute nodes mix 2 GPU models of one generation: H100 (hopper) on gpu[003-004], "
+            "compute nodes mix 2 GPU models of one generation: H100 (hopper) on gpu[003-004]; "
             "H200 (hopper) on gpu[001-002]; stick to one SKU per cluster (mixed clusters lose "
             "15-30% throughput)");
   EXPECT_EQ(f[0].where.line, 300) << "points at the model that broke uniformity";
@@ -43,7 +43,7 @@ TEST(LintGpu, MixedModelsNamesGenerations) {
   std::vector<Finding> f = LintRule(TwoModels("A100", "ampere"), "gpu.mixed_models");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
-            "compute nodes mix 2 GPU models across 2 generations: A100 (ampere) on gpu[003-004], "
+            "compute nodes mix 2 GPU models across 2 generations: A100 (ampere) on gpu[003-004]; "
             "H200 (hopper) on gpu[001-002]; stick to one SKU per cluster (mixed clusters lose "
             "15-30% throughput)");
 }

@@ -12,8 +12,8 @@ using fixture::At;
 using fixture::CleanCluster;
 using fixture::FixtureOptions;
 using fixture::GpuProfile;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
 using fixture::SetEnv;
 using fixture::UnsetEnv;
 
@@ -110,7 +110,8 @@ TEST(LintNccl, IbHcaExactDoesNotPrefixMatch) {
   SetEnv(c, "NCCL_IB_HCA", "=mlx5");
   std::vector<Finding> f = LintRule(c, "nccl.ib_hca");
   ASSERT_EQ(f.size(), 2u);
-  EXPECT_EQ(f[0].message, "NCCL_IB_HCA==mlx5 names 'mlx5', which is no compute NIC of any GPU node");
+  EXPECT_EQ(f[0].message,
+            "NCCL_IB_HCA==mlx5 names 'mlx5', which is no compute NIC of any GPU node");
 }
 
 TEST(LintNccl, IbHcaExcludeList) {
@@ -185,6 +186,14 @@ TEST(LintNccl, IbTimeoutQuietWithoutRdmaOrWithOverride) {
   Override(c, "nccl.ib_timeout.min_timeout", 20);
   EXPECT_TRUE(LintRule(c, "nccl.ib_timeout").empty());
   EXPECT_TRUE(LintRule(CleanCluster(), "nccl.ib_timeout").empty());
+}
+
+TEST(LintNccl, IbRetryOverride) {
+  model::Cluster c = CleanCluster();
+  SetEnv(c, "NCCL_IB_RETRY_CNT", "5");
+  EXPECT_EQ(LintRule(c, "nccl.ib_timeout").size(), 1u);
+  Override(c, "nccl.ib_timeout.min_retry", 5);
+  EXPECT_TRUE(LintRule(c, "nccl.ib_timeout").empty());
 }
 
 TEST(LintNccl, IbTimeoutGidIndexOnRoce) {
@@ -275,6 +284,16 @@ TEST(LintNccl, TopoFileUnset) {
             "NCCL_TOPO_FILE is unset for multi-GPU nodes gpu[001-004]; NCCL's auto-detection "
             "misreads PCIe switch and NVLink layouts, so write the file (and check it against "
             "nvidia-smi topo -m)");
+}
+
+TEST(LintNccl, TopoFileNamesASingleNode) {
+  FixtureOptions o;
+  o.nodes = 1;
+  model::Cluster c = CleanCluster(o);
+  c.software.nccl_topo_file.clear();
+  std::vector<Finding> f = LintRule(c, "nccl.topo_file");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message.substr(0, 56), "NCCL_TOPO_FILE is unset for multi-GPU node gpu001; NCCL'");
 }
 
 TEST(LintNccl, TopoFileQuietWhenSetOrSingleGpu) {

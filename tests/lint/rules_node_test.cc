@@ -11,8 +11,8 @@ namespace {
 using fixture::CleanCluster;
 using fixture::FixtureOptions;
 using fixture::GpuProfile;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
 
 TEST(LintNode, RamPerGpuFires) {
   model::Cluster c = CleanCluster();

@@ -10,8 +10,8 @@ namespace {
 
 using fixture::CleanCluster;
 using fixture::FixtureOptions;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
 
 TEST(LintPower, RackLimitFires) {
   model::Cluster c = CleanCluster();

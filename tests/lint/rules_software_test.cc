@@ -71,14 +71,16 @@ TEST(LintSoftware, VersionsErrorsWhenDriverTooOldForCuda) {
   std::vector<Finding> f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
-  EXPECT_EQ(f[0].message, "CUDA 13.0 needs NVIDIA driver 580 or newer, but the driver is 560.35.03");
+  EXPECT_EQ(f[0].message,
+            "CUDA 13.0 needs NVIDIA driver 580 or newer, but the driver is 560.35.03");
 
   c.software.cuda_version = "12.4";
   c.software.driver_branch = "470";
   c.software.driver_version = "470.82.01";
   f = LintRule(c, "software.versions");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message, "CUDA 12.4 needs NVIDIA driver 525 or newer, but the driver is 470.82.01");
+  EXPECT_EQ(f[0].message,
+            "CUDA 12.4 needs NVIDIA driver 525 or newer, but the driver is 470.82.01");
 }
 
 TEST(LintSoftware, VersionsQuietWhenConsistent) {

@@ -9,8 +9,8 @@ namespace gpuforge::lint {
 namespace {
 
 using fixture::CleanCluster;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
 
 model::Cluster SlowReads() {
   model::Cluster c = CleanCluster();

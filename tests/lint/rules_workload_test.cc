@@ -10,8 +10,8 @@ namespace {
 
 using fixture::CleanCluster;
 using fixture::GpuProfile;
-using fixture::Override;
 using fixture::LintRule;
+using fixture::Override;
 
 TEST(LintWorkload, TensorAcrossNodesFires) {
   model::Cluster c = CleanCluster();

@@ -145,7 +145,6 @@ struct Daemon {
   bool reaped = false;  // its pid is no longer ours to signal
   std::string name;
   fs::path output;
-  std::string mount_ns;  // /proc/PID/ns/mnt while it ran, to find what it left behind
 
   bool Running() {
     if (pid <= 0 || reaped) return false;
@@ -183,24 +182,6 @@ void Stop(Daemon& d) {
     }
   }
   d.pid = -1;
-}
-
-std::string MountNamespace(pid_t pid) {
-  std::error_code ec;
-  fs::path target = fs::read_symlink(fmt::format("/proc/{}/ns/mnt", pid), ec);
-  return ec ? "" : target.string();
-}
-
-// Processes still inside a namespace only this test made (slurmstepd of a job that hung).
-void KillLeftoversIn(const std::string& mount_ns) {
-  if (mount_ns.empty() || mount_ns == MountNamespace(::getpid())) return;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (MountNamespace(pid) == mount_ns) ::kill(pid, SIGKILL);
-  }
 }
 
 // The value of "Key = value" in `scontrol show config`.
@@ -311,8 +292,8 @@ class RenderSlurmDaemons : public ::testing::Test {
                             "unshare", "mount", "mknod", "hostname"}) {
       if (FindProgram(bin).empty()) GTEST_SKIP() << bin << " is not installed (Debian: slurm-wlm, slurm-client, munge)";
     }
-    CommandResult ns = Shell("unshare --mount --uts --propagation private true");
-    if (ns.status != 0) GTEST_SKIP() << "cannot make mount and UTS namespaces here: " << ns.output;
+    CommandResult ns = Shell("unshare --mount --uts --pid --fork --kill-child --propagation private true");
+    if (ns.status != 0) GTEST_SKIP() << "cannot make mount, UTS and pid namespaces here: " << ns.output;
 
     char tmpl[] = "/tmp/gpuforge-slurm-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
@@ -342,7 +323,6 @@ class RenderSlurmDaemons : public ::testing::Test {
   void TearDown() override {
     if (controller_.pid > 0) Shell(Env() + "scancel --quiet --user=root");
     Stop(slurmd_);
-    KillLeftoversIn(slurmd_.mount_ns);
     Stop(controller_);
     Stop(munged_);
     RemoveCgroups();
@@ -444,16 +424,16 @@ class RenderSlurmDaemons : public ::testing::Test {
   }
 
   void StartSlurmd(const std::string& node) {
+    // slurmd is pid 1 of its own pid namespace: when the test stops unshare, --kill-child takes
+    // slurmd down and the kernel every slurmstepd with it. (An earlier version hunted leftovers
+    // by mount-namespace inode; inode numbers are reused, and under ctest -j it killed the
+    // slurmd of a test running beside it.)
     slurmd_ = Spawn("slurmd",
-                    {FindProgram("unshare"), "--mount", "--uts", "--propagation", "private", "/bin/sh",
+                    {FindProgram("unshare"), "--mount", "--uts", "--pid", "--fork", "--kill-child",
+                     "--propagation", "private", "/bin/sh",
                      (dir_ / "slurmd.sh").string(), dir_.string(), node, (dir_ / "etc" / "slurm.conf").string(), "8"},
                     dir_ / "slurmd.out");
     ASSERT_GT(slurmd_.pid, 0);
-    // Remember its namespace once it is in it, to find its slurmstepd processes later.
-    WaitFor([&] {
-      slurmd_.mount_ns = MountNamespace(slurmd_.pid);
-      return !slurmd_.Running() || (!slurmd_.mount_ns.empty() && slurmd_.mount_ns != MountNamespace(::getpid()));
-    }, 10s);
     bool idle = WaitFor(
         [&] {
           return !slurmd_.Running() ||

@@ -5,7 +5,9 @@ find_package(yaml-cpp REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(LIBSSH IMPORTED_TARGET libssh)
+pkg_check_modules(LIBSSH REQUIRED IMPORTED_TARGET libssh)
+# nvidia-smi -q -x and the NCCL topology XML read back in tests are parsed with pugixml.
+find_package(pugixml REQUIRED)
 
 # Optional at build time: gpuforge loads CUDA, NCCL, NVML and libibverbs with dlopen at run
 # time, so only their headers matter here, and a machine without them still builds.

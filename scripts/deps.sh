@@ -7,11 +7,19 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssh-dev nlohmann-json3-dev
   libkainjow-mustache-dev libgtest-dev libgmock-dev libibverbs-dev librdmacm-dev
+  libpugixml-dev
   # Real peers the tests compare against or drive: Slurm's hostlist tools and daemons,
   # ClusterShell's nodeset, OpenSSH for the remote layer, hyperfine for bench/.
   openssh-server openssh-client slurm-wlm slurm-client munge pdsh clustershell hyperfine
   python3 python3-yaml
+  # The local test hosts (tests/testbed) need namespaces, veth pairs and sudo inside a host;
+  # promtool checks the rendered Prometheus rules.
+  util-linux iproute2 sudo procps prometheus
 )
+# bench/ compares against Ansible too; it is large, so only `deps.sh --bench` installs it.
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(ansible)
+fi
 wanted=()
 for p in "${packages[@]}"; do
   [[ "$p" == \#* ]] && continue

@@ -1,0 +1,404 @@
+#include "gpuforge/facts/gather.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+
+#include "facts/text.h"
+#include "gpuforge/facts/parse.h"
+
+namespace gpuforge::facts {
+
+namespace {
+
+constexpr std::string_view kMarker = "@@gpuforge-facts ";
+constexpr std::string_view kBegin = "@@gpuforge-facts begin format=1@@";
+constexpr std::string_view kEnd = "@@gpuforge-facts end@@";
+
+constexpr std::array kSections = {
+    SectionSpec{"os-release", "cat /etc/os-release", false},
+    SectionSpec{"uname", "uname -r", true},
+    SectionSpec{"lscpu", "lscpu", false},
+    SectionSpec{"meminfo", "cat /proc/meminfo", true},
+    SectionSpec{"numa", "/sys/devices/system/node", false},
+    SectionSpec{"pci", "/sys/bus/pci/devices", false},
+    SectionSpec{"nvidia-version", "cat /proc/driver/nvidia/version", false},
+    SectionSpec{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", false},
+    SectionSpec{"nvidia-smi-xml", "nvidia-smi -q -x", false},
+    SectionSpec{"nvidia-smi-topo", "nvidia-smi topo -m", false},
+    SectionSpec{"infiniband", "/sys/class/infiniband", false},
+    SectionSpec{"versions", "versions (nvcc, dpkg-query, rpm, ofed_info, slurmd)", false},
+    SectionSpec{"modules", "cat /proc/modules", false},
+    SectionSpec{"services", "systemctl", false},
+    SectionSpec{"memlock", "ulimit -l", false},
+};
+
+// The script. Why each odd line is there:
+// - LC_ALL=C: lscpu and systemctl translate their keys otherwise.
+// - PATH is extended, not replaced: a login shell of an ordinary user lacks the sbin dirs, and
+//   a stand-in nvidia-smi earlier in PATH (tests) must still win.
+// - Output of each command is captured first so the marker can carry its exit status.
+// - Every sysfs loop tests what it reads: globs that match nothing stay literal in sh.
+// - Functions end in `return 0`: a final failed test must not read as a failed section.
+constexpr std::string_view kScriptHead = R"SH(# gpuforge facts, format 1. POSIX sh; needs no root.
+LC_ALL=C
+export LC_ALL
+PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH
+gf_m=@@gpuforge-facts
+if command -v timeout >/dev/null 2>&1; then gf_t="timeout 120"; else gf_t=""; fi
+gf_emit() {
+  printf '%s section=%s rc=%s@@\n' "$gf_m" "$1" "$2"
+  if [ -n "$3" ]; then printf '%s\n' "$3"; fi
+}
+gf_run() {
+  gf_n=$1
+  shift
+  if command -v "$1" >/dev/null 2>&1; then
+    gf_o=$($gf_t "$@" 2>/dev/null)
+    gf_rc=$?
+    gf_emit "$gf_n" "$gf_rc" "$gf_o"
+  else
+    gf_emit "$gf_n" absent ""
+  fi
+}
+gf_file() {
+  if [ -r "$2" ]; then
+    gf_o=$(cat "$2" 2>/dev/null)
+    gf_rc=$?
+    gf_emit "$1" "$gf_rc" "$gf_o"
+  else
+    gf_emit "$1" absent ""
+  fi
+}
+gf_dir() {
+  if [ -d "$2" ]; then
+    gf_o=$($3)
+    gf_rc=$?
+    gf_emit "$1" "$gf_rc" "$gf_o"
+  else
+    gf_emit "$1" absent ""
+  fi
+}
+gf_attr() {
+  if [ -r "$2" ]; then
+    gf_v=$(head -n 1 "$2" 2>/dev/null) && printf '%s %s\n' "$1" "$gf_v"
+  fi
+  return 0
+}
+gf_numa() {
+  for d in /sys/devices/system/node/node[0-9]*; do
+    [ -d "$d" ] || continue
+    n=${d##*/}
+    gf_attr "$n cpulist" "$d/cpulist"
+    if [ -r "$d/meminfo" ]; then
+      m=$(grep MemTotal "$d/meminfo" 2>/dev/null) && printf '%s meminfo %s\n' "$n" "$m"
+    fi
+  done
+  return 0
+}
+gf_pci() {
+  for d in /sys/bus/pci/devices/*; do
+    [ -r "$d/class" ] || continue
+    c=$(cat "$d/class" 2>/dev/null)
+    v=$(cat "$d/vendor" 2>/dev/null)
+    case "$c" in
+      0x03*) [ "$v" = 0x10de ] || continue ;;
+      0x02*) ;;
+      *) continue ;;
+    esac
+    b=${d##*/}
+    printf '%s class %s\n%s vendor %s\n' "$b" "$c" "$b" "$v"
+    for a in device numa_node current_link_speed max_link_speed current_link_width max_link_width; do
+      gf_attr "$b $a" "$d/$a"
+    done
+    for n in "$d"/net/* "$d"/infiniband/*; do
+      [ -e "$n" ] || continue
+      k=${n%/*}
+      printf '%s %s %s\n' "$b" "${k##*/}" "${n##*/}"
+    done
+  done
+  return 0
+}
+gf_ib() {
+  for d in /sys/class/infiniband/*; do
+    [ -d "$d" ] || continue
+    n=${d##*/}
+    gf_attr "$n - fw_ver" "$d/fw_ver"
+    gf_attr "$n - board_id" "$d/board_id"
+    for e in "$d"/device/net/*; do
+      [ -e "$e" ] && printf '%s - net %s\n' "$n" "${e##*/}"
+    done
+    for p in "$d"/ports/*; do
+      [ -d "$p" ] || continue
+      for a in state phys_state rate link_layer; do
+        gf_attr "$n ${p##*/} $a" "$p/$a"
+      done
+    done
+  done
+  return 0
+}
+gf_dpkg() {
+  v=$(dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$2" 2>/dev/null)
+  case "$v" in
+    ii*) printf '%s %s\n' "$1" "${v##* }" ;;
+  esac
+  return 0
+}
+gf_versions() {
+  c=$(command -v nvcc 2>/dev/null) || c=/usr/local/cuda/bin/nvcc
+  if [ -x "$c" ]; then
+    v=$($gf_t "$c" --version 2>/dev/null | grep release | head -n 1) && [ -n "$v" ] && printf 'nvcc %s\n' "$v"
+  fi
+  if [ -r /usr/local/cuda/version.json ]; then
+    v=$(sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p' /usr/local/cuda/version.json | head -n 1)
+    [ -n "$v" ] && printf 'cuda_json %s\n' "$v"
+  fi
+  if [ -r /usr/local/cuda/version.txt ]; then
+    printf 'cuda_txt %s\n' "$(head -n 1 /usr/local/cuda/version.txt)"
+  fi
+  if command -v dpkg-query >/dev/null 2>&1; then
+    gf_dpkg nccl_dpkg libnccl2
+    gf_dpkg rdma_dpkg rdma-core
+  fi
+  if command -v rpm >/dev/null 2>&1; then
+    v=$(rpm -q --qf '%{VERSION}-%{RELEASE}' libnccl 2>/dev/null) && printf 'nccl_rpm %s\n' "$v"
+    v=$(rpm -q --qf '%{VERSION}-%{RELEASE}' rdma-core 2>/dev/null) && printf 'rdma_rpm %s\n' "$v"
+  fi
+  for f in /usr/lib/x86_64-linux-gnu/libnccl.so.2.* /usr/lib/aarch64-linux-gnu/libnccl.so.2.* \
+      /usr/lib64/libnccl.so.2.* /usr/local/cuda/lib64/libnccl.so.2.* /usr/local/nccl/lib/libnccl.so.2.*; do
+    [ -e "$f" ] && printf 'nccl_lib %s\n' "${f##*/}"
+  done
+  if command -v ofed_info >/dev/null 2>&1; then
+    v=$($gf_t ofed_info -s 2>/dev/null | head -n 1) && [ -n "$v" ] && printf 'ofed %s\n' "$v"
+  fi
+  if command -v slurmd >/dev/null 2>&1; then
+    v=$($gf_t slurmd -V 2>/dev/null | head -n 1) && [ -n "$v" ] && printf 'slurmd %s\n' "$v"
+  fi
+  return 0
+}
+gf_services() {
+  for u in nvidia-persistenced nvidia-fabricmanager slurmd; do
+    l=$($gf_t systemctl show -p LoadState "$u.service" 2>/dev/null | head -n 1)
+    a=$($gf_t systemctl is-active "$u.service" 2>/dev/null | head -n 1)
+    printf '%s %s %s\n' "$u" "${l#LoadState=}" "$a"
+  done
+  return 0
+}
+printf '%s begin format=1@@\n' "$gf_m"
+if [ -r /etc/os-release ]; then gf_file os-release /etc/os-release; else gf_file os-release /usr/lib/os-release; fi
+gf_run uname uname -r
+gf_run lscpu lscpu
+gf_file meminfo /proc/meminfo
+gf_dir numa /sys/devices/system/node gf_numa
+gf_dir pci /sys/bus/pci/devices gf_pci
+gf_file nvidia-version /proc/driver/nvidia/version
+)SH";
+
+constexpr std::string_view kScriptTail = R"SH(gf_run nvidia-smi-xml nvidia-smi -q -x
+gf_run nvidia-smi-topo nvidia-smi topo -m
+gf_dir infiniband /sys/class/infiniband gf_ib
+gf_o=$(gf_versions)
+gf_emit versions 0 "$gf_o"
+gf_file modules /proc/modules
+if command -v systemctl >/dev/null 2>&1; then
+  gf_o=$(gf_services)
+  gf_emit services 0 "$gf_o"
+else
+  gf_emit services absent ""
+fi
+gf_o=$(ulimit -l 2>/dev/null)
+gf_rc=$?
+gf_emit memlock "$gf_rc" "$gf_o"
+printf '%s end@@\n' "$gf_m"
+)SH";
+
+// Printable, short: a failed command's first line goes into reports.
+std::string FirstLine(std::string_view body) {
+  for (std::string_view l : text::Lines(body)) {
+    l = text::Trim(l);
+    if (l.empty()) continue;
+    std::string q = text::Quote(l, 120);
+    return q.substr(1, q.size() - 2);
+  }
+  return "";
+}
+
+// Moves a parsed value into the facts, or reports why not.
+template <class T, class Put>
+Status Apply(Result<T> r, Put put) {
+  if (!r) return r.error();
+  put(std::move(*r));
+  return Status::Ok();
+}
+
+Status ParseSection(std::string_view name, std::string_view body, NodeFacts& f, SmiLog& xml) {
+  if (name == "os-release")
+    return Apply(ParseOsRelease(body), [&](OsRelease v) { f.os = std::move(v); });
+  if (name == "uname")
+    return Apply(ParseUname(body), [&](std::string v) { f.kernel = std::move(v); });
+  if (name == "lscpu") return Apply(ParseLscpu(body), [&](CpuInfo v) { f.cpu = std::move(v); });
+  if (name == "meminfo")
+    return Apply(ParseMeminfo(body), [&](std::uint64_t v) { f.memory_bytes = v; });
+  if (name == "numa")
+    return Apply(ParseNumaSysfs(body), [&](std::vector<NumaNode> v) { f.numa = std::move(v); });
+  if (name == "pci")
+    return Apply(ParsePciSysfs(body), [&](std::vector<PciDevice> v) { f.pci = std::move(v); });
+  if (name == "nvidia-version")
+    return Apply(ParseDriverVersion(body), [&](DriverInfo v) { f.driver = std::move(v); });
+  if (name == "nvidia-smi-query")
+    return Apply(ParseQueryGpuCsv(body), [&](std::vector<Gpu> v) { f.gpus = std::move(v); });
+  if (name == "nvidia-smi-xml")
+    return Apply(ParseSmiXml(body), [&](SmiLog v) { xml = std::move(v); });
+  if (name == "nvidia-smi-topo")
+    return Apply(ParseTopo(body), [&](TopoMatrix v) { f.topology = std::move(v); });
+  if (name == "infiniband")
+    return Apply(ParseInfinibandSysfs(body), [&](std::vector<IbDevice> v) { f.ib = std::move(v); });
+  if (name == "versions")
+    return Apply(ParseVersions(body), [&](Versions v) { f.versions = std::move(v); });
+  if (name == "modules")
+    return Apply(ParseModules(body), [&](std::vector<std::string> v) { f.modules = std::move(v); });
+  if (name == "services")
+    return Apply(ParseServices(body), [&](std::vector<Service> v) { f.services = std::move(v); });
+  if (name == "memlock") return Apply(ParseMemlock(body), [&](Memlock v) { f.memlock = v; });
+  return Status::Ok();
+}
+
+const SectionSpec* FindSpec(std::string_view name) {
+  for (const SectionSpec& s : kSections) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+struct RawSection {
+  std::string name;
+  std::string rc;
+  std::string_view body;
+};
+
+// "@@gpuforge-facts section=<name> rc=<rc>@@" -> name, rc.
+std::optional<RawSection> ReadMarker(std::string_view line) {
+  constexpr std::string_view kHead = "@@gpuforge-facts section=";
+  if (!line.starts_with(kHead) || !line.ends_with("@@")) return std::nullopt;
+  std::string_view inner = line.substr(kHead.size(), line.size() - kHead.size() - 2);
+  std::size_t sp = inner.find(" rc=");
+  if (sp == std::string_view::npos) return std::nullopt;
+  std::string_view name = inner.substr(0, sp);
+  std::string_view rc = inner.substr(sp + 4);
+  if (!text::IsToken(name, 32) || !text::IsToken(rc, 8)) return std::nullopt;
+  return RawSection{std::string(name), std::string(rc), {}};
+}
+
+}  // namespace
+
+std::span<const SectionSpec> GatherSections() { return kSections; }
+
+std::string GatherScript() {
+  return fmt::format("{}gf_run nvidia-smi-query nvidia-smi --query-gpu={} --format=csv\n{}",
+                     kScriptHead, kQueryGpuFields, kScriptTail);
+}
+
+Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {
+  auto fail = [&](std::string_view what) { return Error{fmt::format("node {}: {}", node, what)}; };
+  if (output.size() > kMaxGatherBytes) {
+    return fail(fmt::format("gather output is {} bytes, over the {} byte limit", output.size(),
+                            kMaxGatherBytes));
+  }
+  // Walk the output line by line, keeping byte offsets so bodies are exact views.
+  std::vector<RawSection> raw;
+  bool begun = false, ended = false;
+  std::size_t body_start = 0;
+  std::string_view first_line;
+  auto close_body = [&](std::size_t end) {
+    if (!raw.empty()) raw.back().body = output.substr(body_start, end - body_start);
+  };
+  std::size_t pos = 0;
+  while (pos < output.size() && !ended) {
+    std::size_t nl = output.find('\n', pos);
+    std::size_t end = nl == std::string_view::npos ? output.size() : nl;
+    std::string_view line = output.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t next = nl == std::string_view::npos ? output.size() : nl + 1;
+    if (first_line.empty() && !text::Trim(line).empty()) first_line = line;
+    if (!begun) {
+      if (line.starts_with(kMarker) && line.find(" begin ") != std::string_view::npos) {
+        if (line != kBegin) {
+          return fail(fmt::format("gather output has {}, this gpuforge reads {}", text::Quote(line),
+                                  kBegin));
+        }
+        begun = true;
+      }
+    } else if (line == kEnd) {
+      close_body(pos);
+      ended = true;
+    } else if (line.starts_with(kMarker)) {
+      std::optional<RawSection> s = ReadMarker(line);
+      if (!s && nl == std::string_view::npos) break;  // cut off inside the marker: truncated
+      if (!s) return fail(fmt::format("bad section marker {}", text::Quote(line)));
+      close_body(pos);
+      raw.push_back(std::move(*s));
+      body_start = next;
+    }
+    pos = next;
+  }
+  if (!begun) {
+    return fail(fmt::format("no gather output (no begin marker); first line: {}",
+                            first_line.empty() ? std::string("none") : text::Quote(first_line)));
+  }
+  if (!ended) {
+    return fail(
+        fmt::format("gather output ends before the end marker, after section {} "
+                    "(truncated?)",
+                    raw.empty() ? std::string("none") : raw.back().name));
+  }
+
+  NodeFacts f;
+  f.node = std::string(node);
+  SmiLog xml;
+  for (const RawSection& r : raw) {
+    const SectionSpec* spec = FindSpec(r.name);
+    if (!spec) continue;  // a newer script's section: not ours to read
+    if (f.FindSection(r.name)) return fail(fmt::format("section {} appears twice", r.name));
+    Section s{r.name, std::string(spec->command), Outcome::kOk, 0, ""};
+    if (r.rc == "absent") {
+      s.outcome = Outcome::kAbsent;
+    } else {
+      std::optional<int> rc = text::ToIntIn(r.rc, 0, 255);
+      if (!rc) return fail(fmt::format("{}: bad exit status {}", spec->command, text::Quote(r.rc)));
+      s.exit_code = *rc;
+      if (*rc != 0) {
+        s.outcome = Outcome::kFailed;
+        s.first_line = FirstLine(r.body);
+      }
+    }
+    if (s.outcome != Outcome::kOk && spec->required) {
+      return fail(fmt::format("{}: {}", spec->command,
+                              s.outcome == Outcome::kAbsent
+                                  ? std::string("not available")
+                                  : fmt::format("exited with status {}", s.exit_code)));
+    }
+    if (s.outcome == Outcome::kOk) {
+      if (Status st = ParseSection(r.name, r.body, f, xml); !st) {
+        return fail(fmt::format("{}: {}", spec->command, st.error().message));
+      }
+    }
+    f.sections.push_back(std::move(s));
+  }
+  for (const SectionSpec& spec : kSections) {
+    if (!f.FindSection(spec.name)) {
+      return fail(fmt::format("gather output has no section {}", spec.name));
+    }
+  }
+  if (!xml.cuda_version.empty()) f.driver_cuda_version = xml.cuda_version;
+  for (GpuDetail& d : xml.gpus) {
+    for (Gpu& g : f.gpus) {
+      if (g.pci_bus_id == d.pci_bus_id) g.detail = std::move(d);
+    }
+  }
+  return f;
+}
+
+}  // namespace gpuforge::facts

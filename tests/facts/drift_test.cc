@@ -1,0 +1,283 @@
+#include "gpuforge/facts/drift.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "facts/fixtures.h"
+#include "gpuforge/facts/parse.h"
+
+namespace gpuforge::facts {
+namespace {
+
+constexpr double kGbps = 1e9 / 8;
+
+// Three HGX H200 nodes on NDR400 InfiniBand, Slurm, versions pinned like the H200 fixture.
+model::Cluster Cluster() {
+  model::Cluster c;
+  c.name = "drift";
+  model::Profile p;
+  p.name = "hgx";
+  model::GpuSpec g;
+  g.model = "H200";
+  g.count = 8;
+  g.nvswitch = true;
+  g.form_factor = model::FormFactor::kSxm;
+  p.gpus.push_back(g);
+  for (int i = 0; i < 4; ++i) {
+    model::NicSpec n;
+    n.name = fmt::format("mlx5_{}", i);
+    n.kind = model::NetKind::kInfiniband;
+    n.rate_bytes_per_s = 400 * kGbps;
+    p.nics.push_back(n);
+  }
+  c.profiles.push_back(p);
+  for (int i = 1; i <= 3; ++i) {
+    model::Node n;
+    n.name = fmt::format("gpu0{}", i);
+    n.profile = "hgx";
+    c.nodes.push_back(n);
+  }
+  c.software.driver_version = "580.159.04";
+  c.software.cuda_version = "13.0";
+  c.software.nccl_version = "2.28.9";
+  c.software.scheduler.kind = model::SchedulerKind::kSlurm;
+  c.BuildIndex();
+  return c;
+}
+
+// A node that matches Cluster() in every respect.
+NodeFacts CleanFacts(const std::string& node) {
+  NodeFacts f;
+  f.node = node;
+  for (std::string_view s : {"pci", "nvidia-smi-query", "infiniband", "modules", "services"}) {
+    f.sections.push_back(Section{std::string(s), std::string(s), Outcome::kOk, 0, ""});
+  }
+  f.kernel = "6.8.0-45-generic";
+  f.driver = DriverInfo{"580.159.04", true};
+  for (int i = 0; i < 8; ++i) {
+    Gpu g;
+    g.index = i;
+    g.name = "NVIDIA H200";
+    g.pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x18 + i * 0x10);
+    g.driver_version = "580.159.04";
+    g.vbios_version = "96.00.A5.00.1A";
+    g.persistence_mode = true;
+    g.ecc_uncorrected_volatile = 0;
+    f.gpus.push_back(g);
+    f.pci.push_back(PciDevice{
+        g.pci_bus_id, PciKind::kGpu, 0x10de, 0x2335, 0x030200, i / 4, 32.0, 32.0, 16, 16, {}, {}});
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::string name = fmt::format("mlx5_{}", i);
+    f.pci.push_back(PciDevice{fmt::format("0000:{:02x}:00.0", 0x17 + i * 0x20),
+                              PciKind::kNic,
+                              0x15b3,
+                              0x1021,
+                              0x020700,
+                              i / 2,
+                              32.0,
+                              32.0,
+                              16,
+                              16,
+                              {},
+                              {name}});
+    IbDevice d{name, "28.39.1002", "MT_0000000838", {}, {}};
+    d.ports.push_back(
+        IbPort{1, "ACTIVE", "LinkUp", "400 Gb/sec (4X NDR)", 400.0, 4, "NDR", "InfiniBand"});
+    f.ib.push_back(d);
+  }
+  f.versions.cuda = "13.0.88";
+  f.versions.nccl = "2.28.9-1+cuda13.0";
+  f.modules = std::vector<std::string>{"nvidia", "nvidia_peermem", "nvidia_uvm"};
+  f.services = {{"nvidia-persistenced", ServiceState::kActive},
+                {"nvidia-fabricmanager", ServiceState::kActive},
+                {"slurmd", ServiceState::kActive}};
+  f.memlock = Memlock{true, 0};
+  return f;
+}
+
+std::vector<std::string> Codes(const std::vector<Drift>& d) {
+  std::vector<std::string> out;
+  for (const Drift& x : d) out.push_back(x.code + " " + x.node + " " + x.subject);
+  return out;
+}
+
+TEST(FindDrift, CleanNodesHaveNone) {
+  std::vector<Gathered> g;
+  for (const char* n : {"gpu01", "gpu02", "gpu03"}) g.push_back({n, CleanFacts(n)});
+  EXPECT_EQ(Codes(FindDrift(Cluster(), g)), std::vector<std::string>{});
+}
+
+TEST(FindDrift, BrokenNodeReportsEveryCodeInOrder) {
+  NodeFacts f = CleanFacts("gpu01");
+  f.gpus.pop_back();  // 7 answer, 8 on the bus
+  f.gpus[1].name = "NVIDIA H100 80GB HBM3";
+  f.gpus[3].persistence_mode = false;
+  f.gpus[4].ecc_uncorrected_volatile = 3;
+  f.gpus[5].detail = GpuDetail{};
+  f.gpus[5].detail->remapped_rows_pending = true;
+  f.pci[2].link_speed_gts = 16.0;  // gpu2 at Gen4
+  f.pci[8].link_width = 8;         // mlx5_0 at x8
+  Result<std::vector<IbDevice>> ib =
+      ParseInfinibandSysfs(testing::ReadFixture("infiniband-sysfs.txt"));
+  ASSERT_TRUE(ib.ok());
+  f.ib = *ib;  // mlx5_1 polling, mlx5_2 at 2X, mlx5_3 HDR
+  f.driver->version = "550.90.07";
+  f.versions.cuda.reset();
+  f.versions.nccl = "2.21.5-1+cuda12.4";
+  f.modules = std::vector<std::string>{"nvidia"};
+  f.memlock = Memlock{false, 8192 * 1024};
+  f.services[1].state = ServiceState::kInactive;
+  f.services[2].state = ServiceState::kAbsent;
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  EXPECT_EQ(Codes(d), (std::vector<std::string>{
+                          "gpu.count gpu01 gpus",
+                          "gpu.ecc_uncorrected gpu01 gpu4",
+                          "gpu.model gpu01 gpu1",
+                          "gpu.persistence gpu01 gpu3",
+                          "gpu.row_remap gpu01 gpu5",
+                          "ib.link_rate gpu01 mlx5_3 port 1",
+                          "ib.link_width gpu01 mlx5_2 port 1",
+                          "ib.port_polling gpu01 mlx5_1 port 1",
+                          "limits.memlock gpu01 memlock",
+                          "module.peermem gpu01 nvidia_peermem",
+                          "pcie.link_gen gpu01 0000:38:00.0",
+                          "pcie.link_width gpu01 0000:17:00.0",
+                          "service.fabricmanager gpu01 nvidia-fabricmanager",
+                          "service.slurmd gpu01 slurmd",
+                          "version.cuda gpu01 cuda",
+                          "version.driver gpu01 driver",
+                          "version.nccl gpu01 nccl",
+                      }));
+  auto find = [&](std::string_view code) {
+    return *std::find_if(d.begin(), d.end(), [&](const Drift& x) { return x.code == code; });
+  };
+  Drift width = find("ib.link_width");
+  EXPECT_EQ(width.expected, "4X");
+  EXPECT_EQ(width.actual, "2X");
+  EXPECT_EQ(width.message, "mlx5_2 port 1 is up at 2X instead of 4X (200 Gb/sec (2X NDR))");
+  Drift rate = find("ib.link_rate");
+  EXPECT_EQ(rate.expected, "400 Gb/s");
+  EXPECT_EQ(rate.actual, "200 Gb/s");
+  EXPECT_EQ(find("gpu.count").message,
+            "nvidia-smi lists 7 GPUs, profile hgx has 8; 8 are on the PCI bus");
+  Drift gen = find("pcie.link_gen");
+  EXPECT_EQ(gen.expected, "32 GT/s (Gen5)");
+  EXPECT_EQ(gen.actual, "16 GT/s (Gen4)");
+  EXPECT_EQ(gen.message, "0000:38:00.0 (gpu2) links at 16 GT/s (Gen4), it supports 32 GT/s (Gen5)");
+  EXPECT_EQ(find("pcie.link_width").message, "0000:17:00.0 (mlx5_0) links at x8, it supports x16");
+  EXPECT_EQ(find("version.cuda").actual, "not found");
+  EXPECT_EQ(find("version.nccl").message,
+            "nccl 2.21.5-1+cuda12.4 is installed, the inventory says 2.28.9");
+  EXPECT_EQ(find("limits.memlock").actual, "8192 KiB");
+  EXPECT_EQ(find("module.peermem").message,
+            "nvidia_peermem is not loaded; GPUDirect RDMA over the NICs needs it (the open kernel "
+            "module also allows DMA-BUF, if NCCL uses it)");
+  EXPECT_EQ(find("service.slurmd").actual, "absent");
+}
+
+TEST(FindDrift, DownPortAndMissingNic) {
+  NodeFacts f = CleanFacts("gpu02");
+  f.ib[0].ports[0].state = "DOWN";
+  f.ib[0].ports[0].phys_state = "Disabled";
+  f.ib.pop_back();  // mlx5_3 gone
+  std::vector<Gathered> g;
+  g.push_back({"gpu02", std::move(f)});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  ASSERT_EQ(Codes(d), (std::vector<std::string>{"ib.port_down gpu02 mlx5_0 port 1",
+                                                "nic.missing gpu02 mlx5_3"}));
+  EXPECT_EQ(d[0].actual, "DOWN (Disabled)");
+  EXPECT_EQ(d[1].actual, "RDMA devices: mlx5_0, mlx5_1, mlx5_2");
+}
+
+TEST(FindDrift, NoDriverIsOneFindingNotACrash) {
+  NodeFacts f = CleanFacts("gpu01");
+  f.gpus.clear();
+  f.driver.reset();
+  f.sections[1].outcome = Outcome::kAbsent;
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  ASSERT_EQ(Codes(d), std::vector<std::string>{"gpu.no_driver gpu01 nvidia-smi"});
+  EXPECT_EQ(d[0].message,
+            "profile hgx has 8 GPUs but nvidia-smi is absent; 8 NVIDIA GPUs are on the PCI bus");
+}
+
+TEST(FindDrift, UnavailableAndUnknownNodes) {
+  std::vector<Gathered> g;
+  g.push_back({"gpu02", Error{"node gpu02: ssh: connection refused"}});
+  g.push_back({"stranger", CleanFacts("stranger")});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  ASSERT_EQ(Codes(d), (std::vector<std::string>{"facts.unavailable gpu02 node",
+                                                "facts.unknown_node stranger node"}));
+  EXPECT_EQ(d[0].message, "node gpu02: ssh: connection refused");
+}
+
+TEST(FindDrift, SkewBetweenNodesOfOneProfile) {
+  std::vector<Gathered> g;
+  NodeFacts odd = CleanFacts("gpu02");
+  odd.kernel = "6.5.0-1-generic";
+  for (Gpu& x : odd.gpus) x.vbios_version = "96.00.99.00.01";
+  odd.ib[2].fw_version = "28.38.1900";
+  g.push_back({"gpu01", CleanFacts("gpu01")});
+  g.push_back({"gpu02", std::move(odd)});
+  g.push_back({"gpu03", CleanFacts("gpu03")});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  ASSERT_EQ(Codes(d),
+            (std::vector<std::string>{"version.skew gpu02 vbios", "version.skew gpu02 hca_fw",
+                                      "version.skew gpu02 kernel"}));
+  EXPECT_EQ(d[2].expected, "6.8.0-45-generic");
+  EXPECT_EQ(d[2].actual, "6.5.0-1-generic");
+  EXPECT_EQ(d[2].message,
+            "kernel 6.5.0-1-generic differs from 6.8.0-45-generic on 2 of 3 hgx nodes");
+  EXPECT_EQ(d[1].actual, "28.38.1900,28.39.1002");
+}
+
+TEST(FindDrift, FirmwareAgainstNodeVars) {
+  model::Cluster c = Cluster();
+  c.nodes[0].vars["gpu_vbios_version"] = "96.00.a5.00.1a";  // case does not matter
+  c.nodes[0].vars["hca_fw_version"] = "28.40.1000";
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", CleanFacts("gpu01")});
+  std::vector<Drift> d = FindDrift(c, g);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].code, "version.firmware");
+  EXPECT_EQ(d[0].subject, "mlx5_0");
+  EXPECT_EQ(d[0].message, "mlx5_0 has firmware 28.39.1002, vars.hca_fw_version is 28.40.1000");
+}
+
+TEST(FindDrift, TwoXByDesignMeetsTheInventoryRate) {
+  model::Cluster c = Cluster();
+  for (model::NicSpec& n : c.profiles[0].nics) n.rate_bytes_per_s = 200 * kGbps;
+  NodeFacts f = CleanFacts("gpu01");
+  for (IbDevice& d : f.ib)
+    d.ports[0] =
+        IbPort{1, "ACTIVE", "LinkUp", "200 Gb/sec (2X NDR)", 200.0, 2, "NDR", "InfiniBand"};
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  EXPECT_EQ(Codes(FindDrift(c, g)), std::vector<std::string>{});
+}
+
+TEST(DriftCodes, EveryCodeIsDocumented) {
+  std::ifstream in(std::string(GPUFORGE_SOURCE_DIR) + "/docs/facts.md");
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string docs = s.str();
+  ASSERT_FALSE(docs.empty()) << "docs/facts.md is missing";
+  std::set<std::string_view> seen;
+  for (const DriftCode& c : DriftCodes()) {
+    EXPECT_TRUE(seen.insert(c.code).second) << c.code;
+    EXPECT_NE(docs.find("`" + std::string(c.code) + "`"), std::string::npos) << c.code;
+  }
+  EXPECT_EQ(seen.size(), 24u);
+}
+
+}  // namespace
+}  // namespace gpuforge::facts

@@ -23,7 +23,7 @@ void Context::Error(std::string_view message) const {
 
 std::span<const Command> Commands() {
   static const std::array kCommands = {
-      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), InventoryCommand(), HostlistCommand(),
+      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), InventoryCommand(), HostlistCommand(),
   };
   return kCommands;
 }
@@ -128,6 +128,18 @@ std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
 int Run(int argc, const char* const* argv, Io io) {
   Context ctx;
   ctx.io = io;
+  // Everything after the first `--` is a command for the nodes, never gpuforge's flags; CLI11
+  // would otherwise see it through the fallthrough of the subcommands.
+  int head = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      head = i;
+      for (int j = i + 1; j < argc; ++j) ctx.trailing.emplace_back(argv[j]);
+      break;
+    }
+  }
+  const bool had_separator = head != argc;
+  argc = head;
   CLI::App app{"gpuforge: check, configure and validate GPU training clusters from one inventory", "gpuforge"};
   app.set_help_all_flag("--help-all", "Show help for every command");
   app.footer(
@@ -193,8 +205,14 @@ int Run(int argc, const char* const* argv, Io io) {
     ctx.Out(app.help());
     return kExitUsage;
   }
-  for (auto& [sub, runner] : runners) {
-    if (sub->parsed()) return runner(ctx);
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    auto& [sub, runner] = runners[i];
+    if (!sub->parsed()) continue;
+    if (had_separator && !Commands()[i].takes_trailing) {
+      ctx.Error(fmt::format("'{}' takes no command after --", sub->get_name()));
+      return kExitUsage;
+    }
+    return runner(ctx);
   }
   return kExitUsage;
 }

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/report/style.h"
@@ -38,6 +39,8 @@ struct Context {
   report::Style out_style;
   report::Style err_style;
   int verbosity = 0;  // -1 quiet, 0 normal, 1+ verbose
+  // The words after `--` (a remote command), for commands with takes_trailing.
+  std::vector<std::string> trailing;
 
   void Out(std::string_view s) const;
   void Err(std::string_view s) const;
@@ -51,6 +54,8 @@ struct Command {
   std::string_view help;
   // Adds the command's flags and positionals to `app` and returns what runs it.
   std::function<Runner(CLI::App& app)> setup;
+  // Whether the words after `--` belong to the command (`gpuforge run INV -- CMD ...`).
+  bool takes_trailing = false;
 };
 
 std::span<const Command> Commands();

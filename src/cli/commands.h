@@ -11,5 +11,6 @@ Command InventoryCommand();
 Command HostlistCommand();
 Command PlanCommand();
 Command RenderCommand();
+Command RunCommand();
 
 }  // namespace gpuforge::cli

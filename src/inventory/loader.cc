@@ -145,12 +145,14 @@ struct SshLayer {
   std::optional<int> port;
   std::optional<std::string> identity_file;
   std::optional<std::string> jump;
+  std::optional<bool> sudo;
 
   void ApplyTo(model::SshSettings* s) const {
     if (user) s->user = *user;
     if (port) s->port = *port;
     if (identity_file) s->identity_file = *identity_file;
     if (jump) s->jump = *jump;
+    if (sudo) s->sudo = *sudo;
   }
 };
 
@@ -514,6 +516,7 @@ SshLayer Loader::LoadSsh(const YAML::Node& n, std::string_view what) {
     }
     if (ok) out.jump = *j;
   }
+  out.sudo = r_.Bool(n, "sudo", what);
   return out;
 }
 

@@ -20,6 +20,7 @@ J SshJson(const SshSettings& s) {
   J j = {{"user", s.user}, {"port", s.port}};
   if (!s.identity_file.empty()) j["identity_file"] = s.identity_file;
   if (!s.jump.empty()) j["jump"] = s.jump;
+  if (s.sudo) j["sudo"] = true;
   return j;
 }
 

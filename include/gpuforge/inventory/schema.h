@@ -18,7 +18,7 @@ inline constexpr std::string_view kEconomics[] = {"capex", "gpu_unit_price", "re
                                                   "opex_per_year"};
 inline constexpr std::string_view kRack[] = {"power_limit", "cooling"};
 inline constexpr std::string_view kDefaults[] = {"ssh", "vars"};
-inline constexpr std::string_view kSsh[] = {"user", "port", "identity_file", "jump"};
+inline constexpr std::string_view kSsh[] = {"user", "port", "identity_file", "jump", "sudo"};
 inline constexpr std::string_view kProfile[] = {"gpus", "cpu",   "memory", "nvme",
                                                 "nics", "power", "ssh",    "vars"};
 inline constexpr std::string_view kGpu[] = {"model", "count",           "memory", "tdp", "form_factor",

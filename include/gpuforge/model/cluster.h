@@ -130,6 +130,7 @@ struct SshSettings {
   int port = 22;
   std::string identity_file;
   std::string jump;  // [user@]host[:port], or another node's name
+  bool sudo = false;  // a non-root user reaches root through `sudo -n` (no password, ever)
 };
 
 struct Node {

@@ -1,0 +1,103 @@
+#include "cli/remote_options.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+
+#include "gpuforge/base/hostlist.h"
+
+namespace gpuforge::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnInterrupt(int) {
+  g_interrupted.store(true);
+  // The next Ctrl-C ends the process without waiting for the nodes.
+  std::signal(SIGINT, SIG_DFL);
+}
+
+}  // namespace
+
+void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
+  app.add_option("--nodes", f->nodes, "Only these nodes (hostlist expression, e.g. gpu[001-004])")
+      ->option_text("EXPR");
+  app.add_option("--fanout", f->fanout, "Nodes worked on at once (default 64)")
+      ->check(CLI::Range(1, 4096))
+      ->option_text("N");
+  app.add_option("--connect-timeout", f->connect_timeout_s, "Seconds to connect and authenticate (default 10)")
+      ->check(CLI::Range(1.0, 600.0))
+      ->option_text("SECONDS");
+  app.add_option("--known-hosts", f->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)")
+      ->option_text("FILE");
+  app.add_option("--ssh-config", f->ssh_config, "ssh config file (default ~/.ssh/config; 'none' for none)")
+      ->option_text("FILE");
+  app.add_flag("--accept-new-host-keys", f->accept_new_host_keys,
+               "Add unknown host keys to known_hosts (a changed key is always an error)");
+}
+
+remote::SshOptions SshOptionsFrom(const RemoteFlags& f) {
+  remote::SshOptions o;
+  o.known_hosts = f.known_hosts;
+  o.config_file = f.ssh_config;
+  o.accept_new_host_keys = f.accept_new_host_keys;
+  o.connect_timeout = std::chrono::seconds(static_cast<long>(std::ceil(f.connect_timeout_s)));
+  return o;
+}
+
+std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const model::Cluster& cluster,
+                                                         const RemoteFlags& flags) {
+  std::vector<std::string> names;
+  if (!flags.nodes.empty()) {
+    Result<std::vector<std::string>> expanded = hostlist::Expand(flags.nodes);
+    if (!expanded.ok()) {
+      ctx.Error(fmt::format("--nodes: {}", expanded.error().message));
+      return std::nullopt;
+    }
+    names = std::move(*expanded);
+  }
+  Result<std::vector<remote::Target>> targets = remote::TargetsFor(cluster, names);
+  if (!targets.ok()) {
+    ctx.Error(flags.nodes.empty() ? targets.error().message : "--nodes: " + targets.error().message);
+    return std::nullopt;
+  }
+  return std::move(*targets);
+}
+
+InterruptGuard::InterruptGuard() {
+  g_interrupted.store(false);
+  std::signal(SIGINT, OnInterrupt);
+}
+InterruptGuard::~InterruptGuard() { std::signal(SIGINT, SIG_DFL); }
+const std::atomic<bool>* InterruptGuard::flag() const { return &g_interrupted; }
+bool InterruptGuard::interrupted() const { return g_interrupted.load(); }
+
+ProgressBar::ProgressBar(Context& ctx, std::string label)
+    : ctx_(ctx), label_(std::move(label)), enabled_(ctx.verbosity >= 0 && ::isatty(::fileno(ctx.io.err)) == 1) {}
+
+ProgressBar::~ProgressBar() { Clear(); }
+
+void ProgressBar::Update(const remote::Progress& p) {
+  if (!enabled_) return;
+  long long now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+  // At most ten redraws a second, but always the last one.
+  if (now - last_ms_ < 100 && p.done != p.total) return;
+  last_ms_ = now;
+  constexpr int kWidth = 30;
+  int filled = p.total == 0 ? kWidth : static_cast<int>(kWidth * p.done / p.total);
+  ctx_.Err(fmt::format("\r\x1b[K{} [{}{}] {}/{} done, {} failed, {} running", label_, std::string(filled, '#'),
+                       std::string(kWidth - filled, ' '), p.done, p.total, p.failed, p.running));
+  drawn_ = true;
+}
+
+void ProgressBar::Clear() {
+  if (drawn_) ctx_.Err("\r\x1b[K");
+  drawn_ = false;
+}
+
+}  // namespace gpuforge::cli

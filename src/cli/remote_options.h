@@ -1,0 +1,62 @@
+#pragma once
+
+// What every command that reaches nodes shares: the SSH flags, --nodes selection, Ctrl-C and
+// the progress bar.
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+#include "gpuforge/remote/fanout.h"
+#include "gpuforge/remote/ssh.h"
+#include "gpuforge/remote/target.h"
+
+namespace gpuforge::cli {
+
+struct RemoteFlags {
+  std::string nodes;  // hostlist expression; "" = all
+  int fanout = remote::kDefaultFanout;
+  double connect_timeout_s = 10;
+  std::string known_hosts;
+  std::string ssh_config;
+  bool accept_new_host_keys = false;
+};
+
+void AddRemoteOptions(CLI::App& app, RemoteFlags* flags);
+
+remote::SshOptions SshOptionsFrom(const RemoteFlags& flags);
+
+// The targets --nodes selects; prints the error and returns nullopt on a bad selection.
+std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const model::Cluster& cluster,
+                                                         const RemoteFlags& flags);
+
+// Ctrl-C sets the flag this returns (the first time; a second Ctrl-C ends the process the
+// default way). Restored when the guard goes.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  const std::atomic<bool>* flag() const;
+  bool interrupted() const;
+};
+
+// A one-line progress bar on stderr when stderr is a terminal: hosts done / failed / running.
+class ProgressBar {
+ public:
+  ProgressBar(Context& ctx, std::string label);
+  ~ProgressBar();
+  void Update(const remote::Progress& p);
+  void Clear();
+
+ private:
+  Context& ctx_;
+  std::string label_;
+  bool enabled_;
+  long long last_ms_ = -1000;
+  bool drawn_ = false;
+};
+
+}  // namespace gpuforge::cli

@@ -1,7 +1,7 @@
 // Kubernetes with Volcano, for clusters whose scheduler is Kubernetes: the training Job and
 // its Queue (guide 000, "Orchestration"), the kubelet settings of guide 004's "The Node
 // Configuration", and guide 004's FSDP launch script ("The Training Setup That Scales").
-// docs/render-k8s-monitoring.md says where every value comes from.
+// docs/render.md says where every value comes from.
 
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@
 
 #include "gpuforge/model/gpu_catalog.h"
 #include "render/families.h"
+#include "render/quote.h"
 
 namespace gpuforge::render {
 
@@ -27,26 +28,6 @@ constexpr std::string_view kKubeletPath = "/etc/kubernetes/kubelet.conf.d/90-gpu
 constexpr std::string_view kLaunchPath = "/usr/local/bin/gpuforge-launch-fsdp.sh";
 // RFC 2606 reserves .invalid: the placeholder can never pull a real image by accident.
 constexpr std::string_view kPlaceholderImage = "registry.invalid/gpuforge/set-defaults-vars-train-image:unset";
-
-// Values were checked against safe alphabets at load time, but "~", "yes", "0x1f", "@x" or
-// "-" are safe characters and still not strings to a YAML reader. A JSON string literal is a
-// YAML double-quoted scalar, so every string goes out as one.
-std::string Q(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Inside single quotes the shell gives nothing a meaning; a quote closes, escapes and reopens.
-std::string ShellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string AddressOf(const model::Node& n) { return n.address.empty() ? n.name : n.address; }
 
@@ -200,31 +181,31 @@ nlohmann::json JobContext(const model::Cluster& c, const Training& t, const Host
                                       fmt::format("--rdzv_id={}", name)};
   for (std::string& a : TrainCommand(c, t)) command.push_back(std::move(a));
   nlohmann::json cmd = nlohmann::json::array();
-  for (const std::string& a : command) cmd.push_back({{"arg", Q(a)}});
+  for (const std::string& a : command) cmd.push_back({{"arg", YamlQuote(a)}});
   nlohmann::json env = nlohmann::json::array();
-  for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", Q(k)}, {"value", Q(v)}});
+  for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", YamlQuote(k)}, {"value", YamlQuote(v)}});
   nlohmann::json nodes = nlohmann::json::array();
-  for (const model::Node* n : t.nodes) nodes.push_back({{"name", Q(n->name)}});
+  for (const model::Node* n : t.nodes) nodes.push_back({{"name", YamlQuote(n->name)}});
   std::string image = Var(t, "train_image");
   std::string rdma_resource = Var(t, "k8s_rdma_resource");
-  return {{"name", Q(name)},
-          {"queue", Q(K8sName(c.name))},
+  return {{"name", YamlQuote(name)},
+          {"queue", YamlQuote(K8sName(c.name))},
           {"replicas", t.nodes.size()},
-          {"gpu_resource", Q(GpuResource(c, t))},
+          {"gpu_resource", YamlQuote(GpuResource(c, t))},
           {"gpus_per_node", t.gpus_per_node},
           {"nodes", nodes},
           {"master", master.name},
           {"command", cmd},
           {"env", env},
           {"has_env", !env.empty()},
-          {"image", Q(image.empty() ? std::string(kPlaceholderImage) : image)},
+          {"image", YamlQuote(image.empty() ? std::string(kPlaceholderImage) : image)},
           {"placeholder_image", image.empty()},
           {"rdma", RdmaCompute(c, t)},
           {"has_rdma_resource", !rdma_resource.empty()},
-          {"rdma_resource", Q(rdma_resource)},
+          {"rdma_resource", YamlQuote(rdma_resource)},
           {"nccl_conf", files.conf},
           {"has_topo", !files.topo_path.empty()},
-          {"topo_path", Q(files.topo_path)}};
+          {"topo_path", YamlQuote(files.topo_path)}};
 }
 
 nlohmann::json KubeletContext(const model::Cluster& c, const model::Node& n) {
@@ -232,38 +213,28 @@ nlohmann::json KubeletContext(const model::Cluster& c, const model::Node& n) {
   bool from_inventory = !s.topology_manager_policy.empty();
   nlohmann::json ctx = {
       {"node", n.name},
-      {"policy", Q(from_inventory ? s.topology_manager_policy : "best-effort")},
+      {"policy", YamlQuote(from_inventory ? s.topology_manager_policy : "best-effort")},
       {"policy_why", from_inventory ? "inventory software.scheduler.topology_manager_policy"
                                     : "guide 004's best-effort; the inventory sets no topology_manager_policy"},
       {"has_cpu_manager", !s.cpu_manager_policy.empty()},
-      {"cpu_manager", Q(s.cpu_manager_policy)},
+      {"cpu_manager", YamlQuote(s.cpu_manager_policy)},
       {"cpu_static", s.cpu_manager_policy == "static"},
       {"has_reserved_cpus", s.reserved_cpus.has_value()},
-      {"reserved_cpus", Q(s.reserved_cpus ? std::to_string(*s.reserved_cpus) : "")},
+      {"reserved_cpus", YamlQuote(s.reserved_cpus ? std::to_string(*s.reserved_cpus) : "")},
       {"has_reserved_memory", s.reserved_memory_bytes.has_value()},
-      {"reserved_memory", Q(s.reserved_memory_bytes ? K8sBytes(*s.reserved_memory_bytes) : "")},
+      {"reserved_memory", YamlQuote(s.reserved_memory_bytes ? K8sBytes(*s.reserved_memory_bytes) : "")},
   };
   ctx["has_reserved"] = ctx["has_reserved_cpus"].get<bool>() || ctx["has_reserved_memory"].get<bool>();
   return ctx;
 }
 
-// The header the engine writes would sit above the shebang; the script carries its own. The
-// label is a file name from the command line, so anything but printable ASCII is masked.
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return out;
-}
-
-nlohmann::json LaunchContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const std::string& name,
-                             const Options& o) {
+nlohmann::json LaunchContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const std::string& name) {
   const model::Node& master = *t.nodes.front();
   nlohmann::json env = nlohmann::json::array();
   for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", k}, {"value", ShellQuote(v)}});
   std::string train;
   for (const std::string& a : TrainCommand(c, t)) train += (train.empty() ? "" : " ") + ShellQuote(a);
-  return {{"label", Printable(o.inventory_label.empty() ? "the inventory" : o.inventory_label)},
-          {"nodes", ShellQuote(std::to_string(t.nodes.size()))},
+  return {{"nodes", ShellQuote(std::to_string(t.nodes.size()))},
           {"node_count", std::to_string(t.nodes.size())},
           {"gpus", ShellQuote(std::to_string(t.gpus_per_node))},
           {"master_addr", ShellQuote(AddressOf(master))},
@@ -300,7 +271,7 @@ void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   HostNcclFiles files = NcclFilesOnEveryNode(c, t);
   if (s.volcano) {
     plan->jobs.push_back({"", std::string(kQueuePath), "k8s-volcano-queue.yaml.mustache",
-                          {{"name", Q(K8sName(c.name))}, {"gpu_resource", Q(GpuResource(c, t))}, {"gpus", c.TotalGpus()}},
+                          {{"name", YamlQuote(K8sName(c.name))}, {"gpu_resource", YamlQuote(GpuResource(c, t))}, {"gpus", c.TotalGpus()}},
                           CommentStyle::kHash, "0644"});
     plan->jobs.push_back({"", std::string(kJobPath), "k8s-volcano-job.yaml.mustache", JobContext(c, t, files, name),
                           CommentStyle::kHash, "0644"});
@@ -311,8 +282,8 @@ void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                "(guide 000: \"Kubernetes (with Volcano or Kueue)\"); set volcano: true once it is installed"});
     }
   }
-  plan->jobs.push_back({"", std::string(kLaunchPath), "launch-fsdp.sh.mustache", LaunchContext(c, t, files, name, o),
-                        CommentStyle::kNone, "0755"});
+  plan->jobs.push_back({"", std::string(kLaunchPath), "launch-fsdp.sh.mustache", LaunchContext(c, t, files, name),
+                        CommentStyle::kHash, "0755"});
 }
 
 }  // namespace gpuforge::render

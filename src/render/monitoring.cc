@@ -1,7 +1,7 @@
 // Monitoring, for every cluster (guide 000: "Prometheus + Grafana + DCGM exporter"; guide 004,
 // "Monitoring: The Unsung Hero"): Prometheus scrape targets for the DCGM exporter and the node
 // exporter of every node, alert rules holding the guides' thresholds, and the DCGM exporter
-// field list those rules read. docs/render-k8s-monitoring.md says where every value comes from.
+// field list those rules read. docs/render.md says where every value comes from.
 
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@
 
 #include "gpuforge/model/gpu_catalog.h"
 #include "render/families.h"
+#include "render/quote.h"
 
 namespace gpuforge::render {
 
@@ -62,12 +63,6 @@ constexpr int kHwSlowdown = 0x8;
 constexpr int kSwThermalSlowdown = 0x20;
 constexpr int kHwThermalSlowdown = 0x40;
 constexpr int kHwPowerBrakeSlowdown = 0x80;
-
-// As in kubernetes.cc: every string leaves as a JSON (= YAML double-quoted) string literal, so
-// no safe-alphabet value ("~", "yes", "0x1f") can read back as null, a bool or a number.
-std::string Q(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 std::string AddressOf(const model::Node& n) { return n.address.empty() ? n.name : n.address; }
 
@@ -125,15 +120,15 @@ struct Alert {
 };
 
 nlohmann::json ToJson(const Alert& a) {
-  return {{"alert", Q(a.name)},
-          {"expr", Q(a.expr)},
+  return {{"alert", YamlQuote(a.name)},
+          {"expr", YamlQuote(a.expr)},
           {"has_for", !a.for_.empty()},
-          {"for", Q(a.for_)},
-          {"severity", Q(a.severity)},
-          {"code", Q(a.id)},
-          {"summary", Q(a.summary)},
-          {"description", Q(a.description)},
-          {"source", Q(a.source)}};
+          {"for", YamlQuote(a.for_)},
+          {"severity", YamlQuote(a.severity)},
+          {"code", YamlQuote(a.id)},
+          {"summary", YamlQuote(a.summary)},
+          {"description", YamlQuote(a.description)},
+          {"source", YamlQuote(a.source)}};
 }
 
 std::string Bit(int bit) { return fmt::format("floor(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS / {}) % 2 == 1", bit); }
@@ -261,13 +256,13 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   bool nvlink = false, rdma = false;
   for (const model::Node& n : c.nodes) {
     const model::Profile& p = c.ProfileOf(n);
-    node_targets.push_back({{"target", Q(HostPort(AddressOf(n), kNodeExporterPort))}, {"node", Q(n.name)}});
+    node_targets.push_back({{"target", YamlQuote(HostPort(AddressOf(n), kNodeExporterPort))}, {"node", YamlQuote(n.name)}});
     rdma = rdma || std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
     if (const model::GpuSpec* g = DcgmGpu(p)) {
       dcgm_nodes.push_back(&n);
       nvlink = nvlink || g->nvlink_bytes_per_s > 0;
       dcgm_targets.push_back(
-          {{"target", Q(HostPort(AddressOf(n), kDcgmExporterPort))}, {"node", Q(n.name)}, {"gpu_model", Q(g->model)}});
+          {{"target", YamlQuote(HostPort(AddressOf(n), kDcgmExporterPort))}, {"node", YamlQuote(n.name)}, {"gpu_model", YamlQuote(g->model)}});
     }
   }
   plan->jobs.push_back({"", "/etc/prometheus/gpuforge-scrape.yml", "prometheus-scrape.yml.mustache",
@@ -280,7 +275,7 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     if (alerts.empty()) return;
     nlohmann::json rules = nlohmann::json::array();
     for (const Alert& a : alerts) rules.push_back(ToJson(a));
-    groups.push_back({{"name", Q(name)}, {"rules", rules}});
+    groups.push_back({{"name", YamlQuote(name)}, {"rules", rules}});
   };
   if (!dcgm_nodes.empty()) group("gpuforge-gpu", GpuAlerts(c, dcgm_nodes, &notes));
   group("gpuforge-interconnect", InterconnectAlerts(!dcgm_nodes.empty(), nvlink, rdma));

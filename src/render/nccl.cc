@@ -8,6 +8,7 @@
 
 #include "gpuforge/model/gpu_catalog.h"
 #include "render/families.h"
+#include "render/quote.h"
 
 namespace gpuforge::render {
 
@@ -120,15 +121,16 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
         for (const model::GpuSpec& g : p.gpus) {
           for (std::size_t i = 0; i < g.pci_bus_ids.size(); ++i) {
             by_numa[g.numa_nodes[i]]["devices"].push_back(
-                {{"busid", g.pci_bus_ids[i]}, {"class", "0x030200"}, {"kind", "GPU " + g.model},
+                {{"busid", XmlAttr(g.pci_bus_ids[i])}, {"class", "0x030200"}, {"kind", XmlCommentText("GPU " + g.model)},
                  {"link_speed", LinkSpeed(0, g.generation)}, {"link_width", "16"}});
           }
         }
         for (const model::NicSpec* nic : rdma) {
           by_numa[*nic->numa_node]["devices"].push_back(
-              {{"busid", nic->pci_bus_id},
+              {{"busid", XmlAttr(nic->pci_bus_id)},
                {"class", nic->kind == model::NetKind::kInfiniband ? "0x020700" : "0x020000"},
-               {"kind", fmt::format("NIC {} ({})", nic->name, model::ToString(nic->kind))},
+               // Names may hold "--", which would end an XML comment.
+               {"kind", XmlCommentText(fmt::format("NIC {} ({})", nic->name, model::ToString(nic->kind)))},
                {"link_speed", LinkSpeed(nic->rate_bytes_per_s, "")},
                {"link_width", "16"}});
         }

@@ -1,5 +1,5 @@
 // Slurm: slurm.conf, gres.conf, cgroup.conf and topology.conf for the cluster and for every node
-// with a Slurm role, and the guide's training job script (docs/render-slurm.md).
+// with a Slurm role, and the guide's training job script (docs/render.md, "Slurm").
 
 #include <fmt/format.h>
 
@@ -13,6 +13,7 @@
 #include "gpuforge/model/fabric.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "render/families.h"
+#include "render/quote.h"
 
 namespace gpuforge::render {
 
@@ -361,26 +362,6 @@ TopologyResult BuildTopology(const model::Cluster& c, const SlurmView& v) {
   return r;
 }
 
-// Single quotes keep every byte literal in POSIX sh; a quote inside becomes '\''.
-std::string ShellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char ch : s) {
-    if (ch == '\'') {
-      out += "'\\''";
-    } else {
-      out += ch;
-    }
-  }
-  return out + "'";
-}
-
-// A comment line must stay one line whatever the label holds.
-std::string CommentSafe(std::string_view s) {
-  std::string out;
-  for (char ch : s) out += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
-  return out;
-}
-
 // The partition the training job goes to: the default one, else the first.
 const model::Partition& JobPartition(const SlurmView& v) {
   for (const model::Partition& p : v.effective) {
@@ -389,7 +370,7 @@ const model::Partition& JobPartition(const SlurmView& v) {
   return v.effective.front();
 }
 
-void AddJobScript(const model::Cluster& c, const Options& o, const SlurmView& v, Plan* plan) {
+void AddJobScript(const model::Cluster& c, const SlurmView& v, Plan* plan) {
   const model::Partition& part = JobPartition(v);
   int nodes = 0, gpus = 0, cpus = 0;
   bool cpus_known = true;
@@ -417,8 +398,7 @@ void AddJobScript(const model::Cluster& c, const Options& o, const SlurmView& v,
     if (k == "NCCL_TOPO_FILE") continue;
     env.push_back({{"key", k}, {"value", ShellQuote(val)}});
   }
-  nlohmann::json ctx = {{"label", CommentSafe(o.inventory_label.empty() ? "the inventory" : o.inventory_label)},
-                        {"partition", part.name},
+  nlohmann::json ctx = {{"partition", part.name},
                         {"nodes", std::to_string(nodes)},
                         {"gpus_per_node", std::to_string(gpus)},
                         {"has_cpus", cpus_known && cpus > 0},
@@ -428,8 +408,7 @@ void AddJobScript(const model::Cluster& c, const Options& o, const SlurmView& v,
                         {"has_env", !env.empty()},
                         {"env", env},
                         {"rdzv_port", std::to_string(kRdzvPort)}};
-  // The engine's header would come before "#!"; the template writes it on the second line.
-  plan->jobs.push_back({"", kJobScript, "slurm-train.sbatch.mustache", ctx, CommentStyle::kNone, "0755"});
+  plan->jobs.push_back({"", kJobScript, "slurm-train.sbatch.mustache", ctx, CommentStyle::kHash, "0755"});
 }
 
 }  // namespace
@@ -492,7 +471,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     if (!role) continue;
     for (const File& f : files) plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
   }
-  AddJobScript(c, o, v, plan);
+  AddJobScript(c, v, plan);
 }
 
 }  // namespace gpuforge::render

@@ -1,7 +1,7 @@
 // The real consumers of the rendered Slurm files: this machine's munged, slurmctld, slurmd,
 // scontrol, sinfo, sbatch and srun read what render wrote for a small inventory (a controller and
 // three H200 nodes on loopback addresses, two leaves under one spine), and the test checks what
-// they made of it. docs/render-slurm.md describes the setup.
+// they made of it. docs/render.md ("How the daemon test works") describes the setup.
 //
 // Nothing of the machine's own Slurm or munge is used or touched (/etc/slurm, /etc/munge,
 // /run/munge, /var/lib/slurm stay as they are):

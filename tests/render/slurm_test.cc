@@ -1,6 +1,6 @@
 // The Slurm family of render: slurm.conf, gres.conf, cgroup.conf, topology.conf and the training
 // job script, checked line by line on the example inventory and on small inventories that each
-// exercise one decision (docs/render-slurm.md). The rendered example is also pinned byte for
+// exercise one decision (docs/render.md, "Slurm"). The rendered example is also pinned byte for
 // byte in tests/data/render/h200-ib-32gpu/; GPUFORGE_UPDATE_GOLDEN=1 rewrites those files.
 
 #include <fmt/format.h>

@@ -338,7 +338,7 @@ class SshSession final : public Session {
     ssh_channel_close(ch);
     if (!pgid) return false;
     ExecOptions o;
-    o.timeout = std::chrono::seconds(5);
+    o.timeout = std::chrono::seconds(4);
     o.output_cap = 4096;
     Result<ExecResult> stop = Run(StopGroupScript(*pgid, sudo), o, sudo, false);
     bool ok = stop.ok() && stop->Succeeded();
@@ -402,18 +402,22 @@ class SshSession final : public Session {
     if (sftp_chmod(sftp_.get(), tmp.c_str(), static_cast<mode_t>(o.mode & 07777)) != 0) {
       return fail("upload: chmod of");
     }
-    if (!o.owner.empty()) {
-      ExecOptions eo;
-      eo.timeout = io_timeout_;
-      Result<ExecResult> r = Exec(fmt::format("chown {} {}", ShellQuote(o.owner), ShellQuote(tmp)), eo);
-      if (!r.ok() || !r->Succeeded()) {
-        sftp_unlink(sftp_.get(), tmp.c_str());
-        return Error{fmt::format("node {}: upload {}: cannot set owner {}: {}", target_.node, path,
-                                 o.owner, r.ok() ? r->err : r.error().message)};
-      }
-    }
-    if (sftp_rename(sftp_.get(), tmp.c_str(), path.c_str()) != 0) {
-      return fail(fmt::format("upload {}: rename of", path));
+    // SFTP v3 rename refuses to replace an existing file, and libssh 0.10 does not send
+    // OpenSSH's posix-rename extension; mv -f in the same directory is rename(2), atomic.
+    std::string finish = fmt::format("mv -f {} {}", ShellQuote(tmp), ShellQuote(path));
+    if (!o.owner.empty()) finish = fmt::format("chown {} {} && {}", ShellQuote(o.owner), ShellQuote(tmp), finish);
+    ExecOptions eo;
+    eo.timeout = io_timeout_;
+    Result<ExecResult> r = Exec(finish, eo);
+    if (!r.ok() || !r->Succeeded()) {
+      if (Alive()) sftp_unlink(sftp_.get(), tmp.c_str());
+      std::string why = r.ok() ? r->err : r.error().message;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      bool owner_failed = !o.owner.empty() && why.find("chown:") != std::string::npos;
+      return Error{fmt::format("node {}: upload {}: {}: {}", target_.node, path,
+                               owner_failed ? "cannot set owner " + o.owner
+                                            : std::string("cannot move the new file into place"),
+                               why)};
     }
     return Status::Ok();
   }

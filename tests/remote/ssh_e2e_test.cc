@@ -1,0 +1,350 @@
+// The SSH layer against real OpenSSH servers: local test hosts from tests/testbed (each a
+// clone of this machine in its own namespaces running sshd). Nothing here is mocked.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gpuforge/remote/fanout.h"
+#include "gpuforge/remote/ssh.h"
+#include "testbed/testbed.h"
+
+namespace gpuforge::remote {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+class SshE2e : public ::testing::Test {
+ protected:
+  void Bring(int hosts, bool netns = false) {
+    std::string why;
+    if (!testbed::Available(&why)) GTEST_SKIP() << why;
+    testbed::Options o;
+    o.hosts = hosts;
+    o.netns = netns;
+    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+    ASSERT_TRUE(tb.ok()) << tb.error().message;
+    tb_.emplace(std::move(*tb));
+  }
+
+  Target TargetOf(std::size_t i, const std::string& user = "root") const {
+    const testbed::Host& h = tb_->hosts()[i];
+    Target t;
+    t.node = h.name;
+    t.endpoint = {h.address, h.port, user};
+    t.identity_file = tb_->paths().identity;
+    return t;
+  }
+
+  SshOptions Options() const {
+    SshOptions o;
+    o.known_hosts = tb_->paths().known_hosts;
+    o.config_file = "none";
+    o.connect_timeout = 3s;
+    return o;
+  }
+
+  std::unique_ptr<Session> Connect(std::size_t i, const std::string& user = "root") {
+    Result<std::unique_ptr<Session>> s = MakeSshConnector(Options())->Connect(TargetOf(i, user));
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  static ExecResult Must(Result<ExecResult> r) {
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? std::move(*r) : ExecResult{};
+  }
+
+  std::optional<testbed::Testbed> tb_;
+};
+
+TEST_F(SshE2e, RunsCommandsAsRootAndAsAUserWithSudo) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto root = Connect(0);
+  ASSERT_TRUE(root);
+  ExecResult r = Must(root->Exec("id -un; echo out; echo err >&2; exit 3", {}));
+  EXPECT_EQ(r.end, ExecEnd::kExited);
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.out, "root\nout\n");
+  EXPECT_EQ(r.err, "err\n");  // the wrapper's pid line is not part of it
+
+  auto user = Connect(0, "gpuforge");
+  ASSERT_TRUE(user);
+  EXPECT_EQ(Must(user->Exec("id -un", {})).out, "gpuforge\n");
+  ExecOptions sudo;
+  sudo.sudo = true;
+  ExecResult s = Must(user->Exec("id -u; printf '%s' \"$0\"", sudo));
+  EXPECT_TRUE(s.Succeeded()) << s.err;
+  EXPECT_EQ(s.out, "0\n/bin/sh");
+}
+
+TEST_F(SshE2e, StdinReachesTheCommandAndQuotingSurvives) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  ExecOptions o;
+  o.input = std::string("line 'one'\n$(nothing)\n") + std::string(200000, 'x');
+  ExecResult r = Must(s->Exec("wc -c; printf '%s\\n' \"it's\" '$HOME'", o));
+  EXPECT_TRUE(r.Succeeded()) << r.err;
+  EXPECT_EQ(r.out, fmt::format("{}\nit's\n$HOME\n", o.input.size()));
+}
+
+TEST_F(SshE2e, UnknownHostKeyIsRefusedWithItsFingerprint) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  fs::path empty = tb_->paths().dir + "/empty_known_hosts";
+  std::ofstream(empty).close();
+  SshOptions o = Options();
+  o.known_hosts = empty.string();
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(o)->Connect(TargetOf(0));
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message;
+  const testbed::Host& h = tb_->hosts()[0];
+  EXPECT_TRUE(m.starts_with(fmt::format("node {}: unknown host key for {}: ssh-ed25519 SHA256:", h.name, h.address)))
+      << m;
+  EXPECT_NE(m.find("--accept-new-host-keys"), std::string::npos) << m;
+  EXPECT_NE(m.find(fmt::format("ssh-keyscan -p {} {} >> {}", h.port, h.address, empty.string())), std::string::npos)
+      << m;
+
+  // accept-new adds it, and the next connection without the flag is accepted.
+  o.accept_new_host_keys = true;
+  ASSERT_TRUE(MakeSshConnector(o)->Connect(TargetOf(0)).ok());
+  std::ifstream in(empty);
+  std::string written((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(written.starts_with(h.address + " ssh-ed25519 ")) << written;
+  o.accept_new_host_keys = false;
+  EXPECT_TRUE(MakeSshConnector(o)->Connect(TargetOf(0)).ok());
+}
+
+TEST_F(SshE2e, AChangedHostKeyIsAHardErrorEvenWithAcceptNew) {
+  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  // Host 1's key recorded under host 0's address: what a reinstalled node looks like.
+  std::ifstream in(tb_->paths().known_hosts);
+  std::string line, other;
+  const testbed::Host& h0 = tb_->hosts()[0];
+  const testbed::Host& h1 = tb_->hosts()[1];
+  while (std::getline(in, line)) {
+    if (line.starts_with(h1.address + " ")) other = line.substr(h1.address.size());
+  }
+  ASSERT_FALSE(other.empty());
+  fs::path kh = tb_->paths().dir + "/changed_known_hosts";
+  std::ofstream(kh) << h0.address << other << "\n";
+  SshOptions o = Options();
+  o.known_hosts = kh.string();
+  o.accept_new_host_keys = true;
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(o)->Connect(TargetOf(0));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.error().message.starts_with(fmt::format("node {}: HOST KEY CHANGED for {}: it now presents ssh-ed25519 SHA256:",
+                                                        h0.name, h0.address)))
+      << s.error().message;
+  EXPECT_NE(s.error().message.find(fmt::format("ssh-keygen -R '{}' -f {}", h0.address, kh.string())), std::string::npos);
+}
+
+TEST_F(SshE2e, AnUnknownKeyIsRefusedAuthentication) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  std::string key = tb_->paths().dir + "/stranger";
+  auto gen = testbed::RunCommand({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key});
+  ASSERT_TRUE(gen.ok() && gen->exit_code == 0);
+  Target t = TargetOf(0);
+  t.identity_file = key;
+  // No agent, and a HOME without keys: only the stranger's key is offered.
+  std::string home = tb_->paths().dir + "/home";
+  fs::create_directories(home);
+  const char* old_home = std::getenv("HOME");
+  std::string saved_home = old_home != nullptr ? old_home : "";
+  const char* old_agent = std::getenv("SSH_AUTH_SOCK");
+  std::string saved_agent = old_agent != nullptr ? old_agent : "";
+  ::setenv("HOME", home.c_str(), 1);
+  ::unsetenv("SSH_AUTH_SOCK");
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(Options())->Connect(t);
+  ::setenv("HOME", saved_home.c_str(), 1);
+  if (old_agent != nullptr) ::setenv("SSH_AUTH_SOCK", saved_agent.c_str(), 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            fmt::format("node {0}: authentication refused for root@{1}:{2}: no key was accepted (tried {3}); the "
+                        "node needs the public key in ~root/.ssh/authorized_keys",
+                        tb_->hosts()[0].name, tb_->hosts()[0].address, tb_->hosts()[0].port, key));
+}
+
+TEST_F(SshE2e, UploadReplacesAtomicallyWithModeAndOwner) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  UploadOptions o;
+  o.mode = 0640;
+  o.owner = "gpuforge:gpuforge";
+  ASSERT_TRUE(s->Upload("first\n", "/etc/gpuforge-e2e.conf", o).ok());
+  std::string big(3 << 20, 'b');
+  Status st = s->Upload(big, "/etc/gpuforge-e2e.conf", o);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  ExecResult r = Must(s->Exec("stat -c '%a %U %G %s' /etc/gpuforge-e2e.conf; ls -a /etc | grep -c gpuforge-e2e", {}));
+  EXPECT_EQ(r.out, fmt::format("640 gpuforge gpuforge {}\n1\n", big.size()));
+  Result<std::string> back = s->Download("/etc/gpuforge-e2e.conf", 8 << 20);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, big);
+  Result<std::string> capped = s->Download("/etc/gpuforge-e2e.conf", 1024);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.error().message,
+            fmt::format("node {}: download /etc/gpuforge-e2e.conf: larger than the cap of 1024 bytes", tb_->hosts()[0].name));
+  // The write went to the test host's own /etc, never this machine's.
+  EXPECT_FALSE(fs::exists("/etc/gpuforge-e2e.conf"));
+}
+
+TEST_F(SshE2e, AFailedUploadLeavesTheOldFileAndNoTemporary) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Upload("old\n", "/etc/gpuforge-keep.conf", {}).ok());
+  UploadOptions bad;
+  bad.owner = "no-such-user";
+  Status st = s->Upload("new\n", "/etc/gpuforge-keep.conf", bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.error().message.starts_with(
+      fmt::format("node {}: upload /etc/gpuforge-keep.conf: cannot set owner no-such-user:", tb_->hosts()[0].name)))
+      << st.error().message;
+  ExecResult r = Must(s->Exec("cat /etc/gpuforge-keep.conf; ls -a /etc | grep -c gpuforge-keep", {}));
+  EXPECT_EQ(r.out, "old\n1\n");
+  Status missing = s->Upload("x", "/no/such/dir/file", {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("no such file or directory"), std::string::npos) << missing.error().message;
+}
+
+TEST_F(SshE2e, ANonRootUserWritesUnderEtcThroughSudo) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0, "gpuforge");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->Upload("x\n", "/etc/nccl.conf", {}).ok()) << "the plain user should not write /etc";
+  UploadOptions o;
+  o.sudo = true;
+  o.mode = 0644;
+  Status st = s->Upload("NCCL_IB_TIMEOUT=22\n", "/etc/nccl.conf", o);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  ExecResult r = Must(s->Exec("stat -c '%a %U' /etc/nccl.conf; cat /etc/nccl.conf", {}));
+  EXPECT_EQ(r.out, "644 root\nNCCL_IB_TIMEOUT=22\n");
+}
+
+TEST_F(SshE2e, ACommandThatNeverEndsIsStoppedOnTheNode) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  ExecOptions o;
+  o.timeout = 1500ms;
+  // A shell that ignores TERM, with a child: the whole group must go.
+  auto start = Clock::now();
+  ExecResult r = Must(s->Exec("trap '' TERM; sleep 4321 & sleep 4322; echo never", o));
+  EXPECT_EQ(r.end, ExecEnd::kTimedOut);
+  EXPECT_TRUE(r.remote_stopped);
+  EXPECT_LT(Clock::now() - start, 8s);
+  EXPECT_EQ(DescribeEnd(r, o), "timed out after 1.5 s");
+  ExecResult left = Must(s->Exec("ps -eo args | grep -c '^sleep 432[12]' || true", {}));
+  EXPECT_EQ(left.out, "0\n") << "the timed-out command still runs on the node";
+}
+
+TEST_F(SshE2e, OutputOverTheCapStopsTheCommand) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  ExecOptions o;
+  o.output_cap = 64 << 10;
+  ExecResult r = Must(s->Exec("yes gpuforge", o));
+  EXPECT_EQ(r.end, ExecEnd::kOutputCap);
+  EXPECT_EQ(r.out.size(), o.output_cap);
+  EXPECT_TRUE(r.remote_stopped);
+  EXPECT_EQ(DescribeEnd(r, o), "stopped: output over the cap of 65536 bytes");
+  ExecResult left = Must(s->Exec("ps -eo args | grep -c '^yes gpuforge' || true", {}));
+  EXPECT_EQ(left.out, "0\n");
+}
+
+TEST_F(SshE2e, CancelStopsARunningCommand) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  std::atomic<bool> cancel{false};
+  ExecOptions o;
+  o.cancel = &cancel;
+  std::thread ctrl_c([&] {
+    std::this_thread::sleep_for(500ms);
+    cancel = true;
+  });
+  ExecResult r = Must(s->Exec("sleep 4323", o));
+  ctrl_c.join();
+  EXPECT_EQ(r.end, ExecEnd::kCancelled);
+  EXPECT_TRUE(r.remote_stopped);
+}
+
+// Every fault ends in a clear per-host error within its timeout while the other hosts
+// complete: host down, a host that accepts TCP and never answers, a command that never ends.
+TEST_F(SshE2e, FaultsStayWithTheirHost) {
+  ASSERT_NO_FATAL_FAILURE(Bring(4));
+  ASSERT_TRUE(tb_->StopHost(1).ok());
+  ASSERT_TRUE(tb_->HangHost(2).ok());
+  std::vector<Target> targets;
+  for (std::size_t i = 0; i < 4; ++i) targets.push_back(TargetOf(i));
+  auto ssh = MakeSshConnector(Options());
+  Fleet fleet(*ssh, targets, {});
+  std::vector<std::optional<ExecResult>> results(4);
+  ExecOptions o;
+  o.timeout = 2s;
+  auto start = Clock::now();
+  fleet.Each([&](std::size_t i, Session& s) {
+    Result<ExecResult> r = s.Exec(i == 3 ? "sleep 999" : "hostname", o);
+    if (r.ok()) results[i] = *r;
+    return r.ok() && r->Succeeded();
+  });
+  auto took = Clock::now() - start;
+  // connect timeout 3 s and command timeout 2 s run side by side, plus the stop.
+  EXPECT_LT(took, 9s);
+  ASSERT_TRUE(results[0].has_value());
+  EXPECT_TRUE(results[0]->Succeeded());
+  ASSERT_TRUE(fleet.lost(1).has_value());
+  EXPECT_EQ(fleet.lost(1)->message, fmt::format("node {}: cannot connect to root@{}:{}: Connection refused",
+                                                targets[1].node, targets[1].endpoint.host, targets[1].endpoint.port));
+  ASSERT_TRUE(fleet.lost(2).has_value());
+  EXPECT_TRUE(fleet.lost(2)->message.starts_with(fmt::format("node {}: cannot connect to root@{}:{}: ", targets[2].node,
+                                                             targets[2].endpoint.host, targets[2].endpoint.port)))
+      << fleet.lost(2)->message;
+  EXPECT_NE(fleet.lost(2)->message.find("imeout"), std::string::npos) << fleet.lost(2)->message;
+  ASSERT_TRUE(results[3].has_value());
+  EXPECT_EQ(results[3]->end, ExecEnd::kTimedOut);
+  EXPECT_FALSE(fleet.lost(3).has_value()) << "a timed-out command must not cost the connection";
+}
+
+// The link of one host goes down while its command runs (its veth is set down, so packets
+// vanish and nothing answers): that host ends at its timeout with the process unconfirmed,
+// the others finish.
+TEST_F(SshE2e, ALinkCutMidCommandEndsAtTheTimeout) {
+  ASSERT_NO_FATAL_FAILURE(Bring(3, /*netns=*/true));
+  std::vector<Target> targets;
+  for (std::size_t i = 0; i < 3; ++i) targets.push_back(TargetOf(i));
+  auto ssh = MakeSshConnector(Options());
+  Fleet fleet(*ssh, targets, {});
+  fleet.Each([&](std::size_t, Session& s) { return Must(s.Exec("true", {})).Succeeded(); });
+  ExecOptions o;
+  o.timeout = 3s;
+  std::thread cutter([&] {
+    std::this_thread::sleep_for(700ms);
+    EXPECT_TRUE(tb_->CutLink(0).ok());
+  });
+  auto start = Clock::now();
+  fleet.Each([&](std::size_t, Session& s) {
+    Result<ExecResult> r = s.Exec("sleep 1.5; echo done", o);
+    if (!r.ok()) return false;
+    return r->Succeeded() && r->out == "done\n";
+  });
+  auto took = Clock::now() - start;
+  cutter.join();
+  EXPECT_LT(took, 12s);
+  EXPECT_TRUE(fleet.lost(0).has_value()) << "the cut host should be out of the run";
+  EXPECT_FALSE(fleet.lost(1).has_value());
+  EXPECT_FALSE(fleet.lost(2).has_value());
+  ASSERT_TRUE(tb_->RestoreLink(0).ok());
+}
+
+}  // namespace
+}  // namespace gpuforge::remote

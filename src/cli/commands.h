@@ -12,5 +12,6 @@ Command HostlistCommand();
 Command PlanCommand();
 Command RenderCommand();
 Command RunCommand();
+Command FactsCommand();
 
 }  // namespace gpuforge::cli

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFORGE_TESTS=OFF
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFORGE_TESTS=OFF -DGPUFORGE_SANITIZE=OFF
 cmake --build build --target gpuforge
 echo "setup: built $(pwd)/build/gpuforge"

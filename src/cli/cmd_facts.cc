@@ -50,6 +50,7 @@ Command FactsCommand() {
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();
+              fo.keep_connections = false;  // one step: close each node's connection when it is done
               fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
               remote::ExecOptions eo;
               eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
@@ -92,7 +93,7 @@ Command FactsCommand() {
               if (o->check) drift = facts::FindDrift(*cluster, gathered);
 
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json j;
+                nlohmann::ordered_json j = {{"schema", "gpuforge.facts/v1"}};
                 nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
                 for (const facts::Gathered& g : gathered) {
                   if (g.facts.ok()) {

@@ -27,6 +27,7 @@ std::string WithoutNodePrefix(const std::string& message, const std::string& nod
 
 std::string Block(const NodeRun& r, const remote::ExecOptions& eo) {
   if (r.state == NodeRun::State::kUnreachable) return "unreachable: " + r.error + "\n";
+  if (!r.error.empty()) return "error: " + r.error + "\n";
   std::string text = r.result.out;
   if (!text.empty() && text.back() != '\n') text += "\n";
   if (!r.result.err.empty()) {
@@ -87,6 +88,7 @@ Command RunCommand() {
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();
+              fo.keep_connections = false;  // one step: close each node's connection when it is done
               fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
               remote::ExecOptions eo;
               eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
@@ -100,6 +102,8 @@ Command RunCommand() {
               fleet.Each([&](std::size_t i, remote::Session& s) {
                 Result<remote::ExecResult> r = s.Exec(command, eo);
                 if (!r.ok()) {
+                  // Connected, then the transport failed: the command may have run.
+                  runs[i].state = NodeRun::State::kFailed;
                   runs[i].error = r.error().message;
                   return false;
                 }
@@ -108,8 +112,9 @@ Command RunCommand() {
                 return runs[i].state == NodeRun::State::kOk;
               });
               for (std::size_t i = 0; i < runs.size(); ++i) {
-                if (runs[i].state != NodeRun::State::kUnreachable) continue;
-                if (runs[i].error.empty() && fleet.lost(i)) runs[i].error = fleet.lost(i)->message;
+                if (runs[i].state == NodeRun::State::kUnreachable && runs[i].error.empty() && fleet.lost(i)) {
+                  runs[i].error = fleet.lost(i)->message;
+                }
                 runs[i].error = WithoutNodePrefix(runs[i].error, fleet.target(i).node);
               }
               fleet.Close();
@@ -124,14 +129,14 @@ Command RunCommand() {
                 unreachable += r.state == NodeRun::State::kUnreachable;
               }
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json j = nlohmann::ordered_json::array();
+                nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
                 for (std::size_t i = 0; i < runs.size(); ++i) {
                   const NodeRun& r = runs[i];
                   nlohmann::ordered_json n = {{"node", (*targets)[i].node}};
                   n["state"] = r.state == NodeRun::State::kOk       ? "ok"
                                : r.state == NodeRun::State::kFailed ? "failed"
                                                                     : "unreachable";
-                  if (r.state == NodeRun::State::kUnreachable) {
+                  if (!r.error.empty()) {
                     n["error"] = r.error;
                   } else {
                     n["end"] = remote::DescribeEnd(r.result, eo);
@@ -140,8 +145,14 @@ Command RunCommand() {
                     n["stderr"] = r.result.err;
                     n["elapsed_ms"] = r.result.elapsed.count();
                   }
-                  j.push_back(std::move(n));
+                  nodes.push_back(std::move(n));
                 }
+                nlohmann::ordered_json j = {{"schema", "gpuforge.run/v1"},
+                                            {"command", command},
+                                            {"ok", ok},
+                                            {"failed", failed},
+                                            {"unreachable", unreachable},
+                                            {"nodes", std::move(nodes)}};
                 // Output from nodes may hold any bytes; replace what is not UTF-8.
                 ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
               } else {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <filesystem>
 
 #include "gpuforge/base/hostlist.h"
 
@@ -58,6 +59,10 @@ std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const mod
       return std::nullopt;
     }
     names = std::move(*expanded);
+  }
+  if (!flags.ssh_config.empty() && flags.ssh_config != "none" && !std::filesystem::exists(flags.ssh_config)) {
+    ctx.Error(fmt::format("--ssh-config: {} does not exist", flags.ssh_config));
+    return std::nullopt;
   }
   Result<std::vector<remote::Target>> targets = remote::TargetsFor(cluster, names);
   if (!targets.ok()) {

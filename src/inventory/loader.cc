@@ -148,8 +148,14 @@ struct SshLayer {
   std::optional<bool> sudo;
 
   void ApplyTo(model::SshSettings* s) const {
-    if (user) s->user = *user;
-    if (port) s->port = *port;
+    if (user) {
+      s->user = *user;
+      s->user_set = true;
+    }
+    if (port) {
+      s->port = *port;
+      s->port_set = true;
+    }
     if (identity_file) s->identity_file = *identity_file;
     if (jump) s->jump = *jump;
     if (sudo) s->sudo = *sudo;

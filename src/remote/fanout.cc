@@ -75,6 +75,7 @@ void Fleet::Each(const std::function<bool(std::size_t, Session&)>& step) {
         lost_[i] = Error{fmt::format("node {}: connection lost", t.node)};
         ok = false;
       }
+      if (!options_.keep_connections) sessions_[i].reset();
     }
     report([&](Progress& p) {
       --p.running;

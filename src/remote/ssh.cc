@@ -269,6 +269,11 @@ class SshSession final : public Session {
       ~Unhook() { ssh_remove_channel_callbacks(c, cb); }
     } unhook{ch.get(), &cb};
 
+    if (o.cancel != nullptr && o.cancel->load()) {
+      ExecResult r;
+      r.end = ExecEnd::kCancelled;
+      return r;  // interrupted before the command was sent: nothing ran
+    }
     if (ssh_channel_request_exec(ch.get(), wire.c_str()) != SSH_OK) {
       if (ssh_is_connected(s_.get()) == 0) return Lost("starting a command");
       return Error{fmt::format("node {}: the server refused to run a command: {}", target_.node,
@@ -476,10 +481,23 @@ class SshConnector final : public Connector {
                                  ssh_get_error(s.get()))};
       }
     }
-    ssh_options_set(s.get(), SSH_OPTIONS_HOST, t.endpoint.host.c_str());
-    unsigned port = static_cast<unsigned>(t.endpoint.port);
+    // Stated inventory values win; unstated ones keep what the config said for this name, else
+    // the built-in defaults the target carries (root, 22).
+    Endpoint used = t.endpoint;
+    char* value = nullptr;
+    if (!t.host_stated && ssh_options_get(s.get(), SSH_OPTIONS_HOST, &value) == SSH_OK) used.host = value;
+    ssh_string_free_char(value);
+    value = nullptr;
+    if (!t.user_stated && ssh_options_get(s.get(), SSH_OPTIONS_USER, &value) == SSH_OK) used.user = value;
+    ssh_string_free_char(value);
+    unsigned config_port = 0;
+    if (!t.port_stated && ssh_options_get_port(s.get(), &config_port) == SSH_OK && config_port != 0) {
+      used.port = static_cast<int>(config_port);
+    }
+    ssh_options_set(s.get(), SSH_OPTIONS_HOST, used.host.c_str());
+    unsigned port = static_cast<unsigned>(used.port);
     ssh_options_set(s.get(), SSH_OPTIONS_PORT, &port);
-    ssh_options_set(s.get(), SSH_OPTIONS_USER, t.endpoint.user.c_str());
+    ssh_options_set(s.get(), SSH_OPTIONS_USER, used.user.c_str());
     ssh_options_set(s.get(), SSH_OPTIONS_KNOWNHOSTS, known_hosts_.c_str());
     long secs = static_cast<long>(o_.connect_timeout.count());
     ssh_options_set(s.get(), SSH_OPTIONS_TIMEOUT, &secs);
@@ -492,12 +510,12 @@ class SshConnector final : public Connector {
       ssh_options_set(s.get(), SSH_OPTIONS_PROXYCOMMAND, cmd.c_str());
     }
 
-    const std::string where = Describe(t.endpoint);
+    const std::string where = Describe(used);
     if (ssh_connect(s.get()) != SSH_OK) {
       return Error{fmt::format("node {}: cannot connect to {}{}: {}", t.node, where,
                                t.jump ? " via " + Describe(*t.jump) : "", ssh_get_error(s.get()))};
     }
-    if (Status k = CheckHostKey(s.get(), t); !k.ok()) {
+    if (Status k = CheckHostKey(s.get(), t.node, used); !k.ok()) {
       ssh_disconnect(s.get());
       return k.error();
     }
@@ -511,12 +529,14 @@ class SshConnector final : public Connector {
                   : fmt::format("node {}: authentication refused for {}: no key was accepted "
                                 "(tried {}); the node needs the public key in ~{}/.ssh/"
                                 "authorized_keys",
-                                t.node, where, tried, t.endpoint.user)};
+                                t.node, where, tried, used.user)};
       ssh_disconnect(s.get());
       return e;
     }
+    Target reached = t;
+    reached.endpoint = used;
     return std::unique_ptr<Session>(
-        std::make_unique<SshSession>(t, std::move(s), std::chrono::seconds(30)));
+        std::make_unique<SshSession>(std::move(reached), std::move(s), std::chrono::seconds(30)));
   }
 
  private:
@@ -527,15 +547,15 @@ class SshConnector final : public Connector {
         "-o StrictHostKeyChecking={} -o ConnectTimeout={}",
         ShellQuote(o_.jump_program), j.port, ShellQuote(j.user), ShellQuote(known_hosts_),
         o_.accept_new_host_keys ? "accept-new" : "yes", o_.connect_timeout.count());
-    if (!config_.empty()) cmd += " -F " + ShellQuote(config_);
+    cmd += " -F " + (config_.empty() ? std::string("none") : ShellQuote(config_));
     if (!t.identity_file.empty()) cmd += " -i " + ShellQuote(ExpandTilde(t.identity_file));
     return cmd + " " + ShellQuote(j.host);
   }
 
-  Status CheckHostKey(ssh_session s, const Target& t) {
+  Status CheckHostKey(ssh_session s, const std::string& node, const Endpoint& e) {
     std::string type = "?";
     const std::string fp = Fingerprint(s, &type);
-    const std::string name = KnownHostsName(t.endpoint);
+    const std::string name = KnownHostsName(e);
     std::lock_guard lock(KnownHostsMutex());
     switch (ssh_session_is_known_server(s)) {
       case SSH_KNOWN_HOSTS_OK:
@@ -546,12 +566,12 @@ class SshConnector final : public Connector {
             "node {}: HOST KEY CHANGED for {}: it now presents {} {}, which does not match {}. "
             "This is a reinstalled node or a man-in-the-middle. If the node was reinstalled, "
             "remove the old key with `ssh-keygen -R '{}' -f {}` and connect again",
-            t.node, name, type, fp, known_hosts_, name, known_hosts_)};
+            node, name, type, fp, known_hosts_, name, known_hosts_)};
       case SSH_KNOWN_HOSTS_NOT_FOUND:
       case SSH_KNOWN_HOSTS_UNKNOWN:
         if (o_.accept_new_host_keys) {
           if (ssh_session_update_known_hosts(s) != SSH_OK) {
-            return Error{fmt::format("node {}: cannot add the host key of {} to {}: {}", t.node,
+            return Error{fmt::format("node {}: cannot add the host key of {} to {}: {}", node,
                                      name, known_hosts_, ssh_get_error(s))};
           }
           return Status::Ok();
@@ -560,12 +580,12 @@ class SshConnector final : public Connector {
             "node {}: unknown host key for {}: {} {}. Check the fingerprint on the node "
             "(ssh-keygen -lf /etc/ssh/ssh_host_{}_key.pub), then add it with `ssh-keyscan -p {} "
             "{} >> {}`, or rerun with --accept-new-host-keys",
-            t.node, name, type, fp, KeyFileKind(type), t.endpoint.port,
-            t.endpoint.host, known_hosts_)};
+            node, name, type, fp, KeyFileKind(type), e.port,
+            e.host, known_hosts_)};
       case SSH_KNOWN_HOSTS_ERROR:
       default:
         return Error{fmt::format("node {}: cannot check the host key of {} against {}: {}",
-                                 t.node, name, known_hosts_, ssh_get_error(s))};
+                                 node, name, known_hosts_, ssh_get_error(s))};
     }
   }
 

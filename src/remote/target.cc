@@ -42,6 +42,10 @@ Result<Target> TargetFor(const model::Cluster& cluster, const model::Node& node)
   t.endpoint.host = node.address.empty() ? node.name : node.address;
   t.endpoint.port = node.ssh.port;
   t.endpoint.user = node.ssh.user.empty() ? "root" : node.ssh.user;
+  // The loader gives a node without an address its name; then ~/.ssh/config may say where.
+  t.host_stated = !node.address.empty() && node.address != node.name;
+  t.user_stated = node.ssh.user_set;
+  t.port_stated = node.ssh.port_set;
   t.identity_file = node.ssh.identity_file;
   t.sudo = node.ssh.sudo && t.endpoint.user != "root";
   if (!node.ssh.jump.empty()) {

@@ -112,5 +112,15 @@ TEST(Fanout, CancelSkipsNodesNotYetStarted) {
   }
 }
 
+TEST(Fanout, WithoutKeptConnectionsEachStepConnectsAgain) {
+  FakeConnector fake;
+  FanoutOptions o;
+  o.keep_connections = false;
+  Fleet fleet(fake, Targets(3), o);
+  fleet.Each([&](std::size_t, Session& s) { return s.Exec("a", {}).ok(); });
+  fleet.Each([&](std::size_t, Session& s) { return s.Exec("b", {}).ok(); });
+  EXPECT_EQ(fake.connects, 6);
+}
+
 }  // namespace
 }  // namespace gpuforge::remote

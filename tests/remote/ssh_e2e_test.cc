@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/ssh.h"
 #include "testbed/testbed.h"
@@ -344,6 +346,149 @@ TEST_F(SshE2e, ALinkCutMidCommandEndsAtTheTimeout) {
   EXPECT_FALSE(fleet.lost(1).has_value());
   EXPECT_FALSE(fleet.lost(2).has_value());
   ASSERT_TRUE(tb_->RestoreLink(0).ok());
+}
+
+// What the inventory leaves unset comes from the ssh config's Host block for the node's name.
+TEST_F(SshE2e, SshConfigFillsWhatTheInventoryLeavesUnset) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  const testbed::Host& h = tb_->hosts()[0];
+  std::string config = tb_->paths().dir + "/alias_config";
+  std::ofstream(config) << fmt::format("Host alias-node\n  HostName {}\n  Port {}\n  User gpuforge\n  IdentityFile {}\n",
+                                       h.address, h.port, tb_->paths().identity);
+  Target t;
+  t.node = "alias-node";
+  t.endpoint = {"alias-node", 22, "root"};
+  t.host_stated = t.user_stated = t.port_stated = false;
+  SshOptions o = Options();
+  o.config_file = config;
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(o)->Connect(t);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(Must((*s)->Exec("id -un", {})).out, "gpuforge\n");
+  EXPECT_EQ((*s)->target().endpoint.host, h.address);
+
+  // A user the inventory states wins over the config's.
+  t.user_stated = true;
+  Result<std::unique_ptr<Session>> root = MakeSshConnector(o)->Connect(t);
+  ASSERT_TRUE(root.ok()) << root.error().message;
+  EXPECT_EQ(Must((*root)->Exec("id -un", {})).out, "root\n");
+}
+
+TEST_F(SshE2e, TheKeyCanComeFromSshAgent) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  std::string sock = tb_->paths().dir + "/agent.sock";
+  auto agent = testbed::RunCommand({"ssh-agent", "-a", sock, "-s"});
+  ASSERT_TRUE(agent.ok() && agent->exit_code == 0);
+  std::string out = agent->output;
+  std::string pid = out.substr(out.find("SSH_AGENT_PID=") + 14);
+  pid = pid.substr(0, pid.find(';'));
+  ::setenv("SSH_AUTH_SOCK", sock.c_str(), 1);
+  auto add = testbed::RunCommand({"ssh-add", tb_->paths().identity});
+  EXPECT_TRUE(add.ok() && add->exit_code == 0) << (add.ok() ? add->output : add.error().message);
+  // No identity file and a HOME without keys: only the agent can authenticate.
+  std::string home = tb_->paths().dir + "/agent-home";
+  fs::create_directories(home);
+  const char* old_home = std::getenv("HOME");
+  std::string saved_home = old_home != nullptr ? old_home : "";
+  ::setenv("HOME", home.c_str(), 1);
+  Target t = TargetOf(0);
+  t.identity_file.clear();
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(Options())->Connect(t);
+  ::setenv("HOME", saved_home.c_str(), 1);
+  ::unsetenv("SSH_AUTH_SOCK");
+  testbed::RunCommand({"kill", pid});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(Must((*s)->Exec("echo via-agent", {})).out, "via-agent\n");
+}
+
+// The jump host carries the connection (OpenSSH's ssh -W on this machine); a jump host that
+// does not answer makes the node unreachable, which shows the jump is really used.
+TEST_F(SshE2e, AJumpHostCarriesTheConnection) {
+  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  Target t = TargetOf(1);
+  const testbed::Host& j = tb_->hosts()[0];
+  t.jump = Endpoint{j.address, j.port, "root"};
+  SshOptions o = Options();
+  o.config_file = tb_->paths().ssh_config;  // the jump's ssh -W needs the identity too
+  Result<std::unique_ptr<Session>> s = MakeSshConnector(o)->Connect(t);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(Must((*s)->Exec("hostname", {})).out, tb_->hosts()[1].name + "\n");
+  ASSERT_TRUE(tb_->StopHost(0).ok());
+  Result<std::unique_ptr<Session>> none = MakeSshConnector(o)->Connect(t);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(none.error().message.starts_with(fmt::format("node {}: cannot connect to root@{}:{} via root@{}:{}: ",
+                                                           t.node, t.endpoint.host, t.endpoint.port, j.address, j.port)))
+      << none.error().message;
+}
+
+// gpuforge run and facts as a user runs them, on the testbed's own inventory.
+TEST_F(SshE2e, RunFoldsIdenticalOutputAndReportsFailures) {
+  ASSERT_NO_FATAL_FAILURE(Bring(3));
+  ASSERT_TRUE(tb_->StopHost(2).ok());
+  std::string cmd = fmt::format("{} run {} --known-hosts {} --ssh-config none --color never -- 'echo same; hostname >&2' 2>&1",
+                                GPUFORGE_BINARY, tb_->paths().inventory, tb_->paths().known_hosts);
+  auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 1) << r->output;
+  const auto& h = tb_->hosts();
+  EXPECT_NE(r->output.find(fmt::format("---------------\n{} (1)\n---------------\nsame\nstderr:\n{}\n", h[0].name, h[0].name)),
+            std::string::npos)
+      << r->output;
+  EXPECT_NE(r->output.find(fmt::format("{} (1)\n---------------\nunreachable: cannot connect to root@{}:{}: Connection refused\n",
+                                       h[2].name, h[2].address, h[2].port)),
+            std::string::npos)
+      << r->output;
+  EXPECT_NE(r->output.find("run: 2 ok, 0 failed, 1 unreachable, 3 nodes in "), std::string::npos) << r->output;
+
+  std::string same = fmt::format("{} run {} --nodes {} --known-hosts {} --ssh-config none --color never -- echo same",
+                                 GPUFORGE_BINARY, tb_->paths().inventory, h[0].name + "," + h[1].name,
+                                 tb_->paths().known_hosts);
+  auto folded = testbed::RunCommand({"/bin/sh", "-c", same});
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(folded->exit_code, 0) << folded->output;
+  EXPECT_NE(folded->output.find("tb[01-02] (2)\n---------------\nsame\n"), std::string::npos) << folded->output;
+}
+
+TEST_F(SshE2e, FactsCheckGathersTheStandInGpuAndReportsDrift) {
+  std::string why;
+  if (!testbed::Available(&why)) GTEST_SKIP() << why;
+  testbed::Options o;
+  o.hosts = 2;
+  // STAND-IN: the hosts' nvidia-smi prints outputs recorded on one real H200 machine.
+  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
+  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+  ASSERT_TRUE(tb.ok()) << tb.error().message;
+  tb_.emplace(std::move(*tb));
+  // The inventory says two GPUs per node; the stand-in shows one: drift every machine has.
+  std::ifstream in(tb_->paths().inventory);
+  std::string inventory((std::istreambuf_iterator<char>(in)), {});
+  const std::string one = "gpus: {model: H200, count: 1}";
+  ASSERT_NE(inventory.find(one), std::string::npos) << inventory;
+  inventory.replace(inventory.find(one), one.size(), "gpus: {model: H200, count: 2}");
+  std::string two = tb_->paths().dir + "/two-gpus.yaml";
+  std::ofstream(two) << inventory;
+  std::string cmd = fmt::format("{} facts {} --check --format json --known-hosts {} --ssh-config none 2>/dev/null",
+                                GPUFORGE_BINARY, two, tb_->paths().known_hosts);
+  auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
+  ASSERT_TRUE(r.ok());
+  nlohmann::json j = nlohmann::json::parse(r->output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r->output;
+  ASSERT_EQ(j["nodes"].size(), 2u);
+  for (const auto& n : j["nodes"]) {
+    ASSERT_EQ(n["gpus"].size(), 1u) << n.dump();
+    EXPECT_EQ(n["gpus"][0]["name"], "NVIDIA H200");
+    EXPECT_EQ(n["gpus"][0]["pci_bus_id"], "0000:00:06.0");
+    EXPECT_EQ(n["driver_cuda_version"], "13.0");
+  }
+  EXPECT_EQ(r->exit_code, 1);
+  int count_drift = 0;
+  for (const auto& d : j["drift"]) {
+    if (d["code"] == "gpu.count") {
+      ++count_drift;
+      EXPECT_EQ(d["expected"], "2");
+      EXPECT_EQ(d["actual"], "1");
+    }
+  }
+  EXPECT_EQ(count_drift, 2) << j["drift"].dump();
 }
 
 }  // namespace

@@ -131,6 +131,9 @@ struct SshSettings {
   std::string identity_file;
   std::string jump;  // [user@]host[:port], or another node's name
   bool sudo = false;  // a non-root user reaches root through `sudo -n` (no password, ever)
+  // Whether some inventory level stated user / port; unstated ones may come from ~/.ssh/config.
+  bool user_set = false;
+  bool port_set = false;
 };
 
 struct Node {

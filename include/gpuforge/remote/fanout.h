@@ -28,6 +28,9 @@ struct Progress {
 struct FanoutOptions {
   int width = kDefaultFanout;
   const std::atomic<bool>* cancel = nullptr;  // set by Ctrl-C: nodes not yet started are skipped
+  // Keep each connection for later steps of the run. A one-step run turns this off, so that
+  // at most `width` connections are open at once however many nodes there are.
+  bool keep_connections = true;
   // Called after each node starts or ends, under a lock, from worker threads.
   std::function<void(const Progress&)> on_progress;
 };

@@ -21,6 +21,10 @@ struct Endpoint {
 struct Target {
   std::string node;  // the inventory's node name; every message names it
   Endpoint endpoint;
+  // What the inventory stated; the rest may come from ~/.ssh/config (docs/remote.md).
+  bool host_stated = true;
+  bool user_stated = true;
+  bool port_stated = true;
   std::string identity_file;    // "" = agent and ssh's default identities
   std::optional<Endpoint> jump;  // reach `endpoint` through this host
   bool sudo = false;            // privileged steps run through `sudo -n`

@@ -249,6 +249,22 @@ TEST_F(SshE2e, ACommandThatNeverEndsIsStoppedOnTheNode) {
   EXPECT_EQ(left.out, "0\n") << "the timed-out command still runs on the node";
 }
 
+// Under sudo (Debian's sudoers has use_pty) the command runs in a session of its own, outside
+// the login shell's process group; the stop must find it through the process tree.
+TEST_F(SshE2e, ATimedOutSudoCommandIsStoppedToo) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0, "gpuforge");
+  ASSERT_TRUE(s);
+  ExecOptions o;
+  o.timeout = 1500ms;
+  o.sudo = true;
+  ExecResult r = Must(s->Exec("trap '' TERM HUP; sleep 4324 & sleep 4325; echo never", o));
+  EXPECT_EQ(r.end, ExecEnd::kTimedOut);
+  EXPECT_TRUE(r.remote_stopped);
+  ExecResult left = Must(s->Exec("ps -eo args | grep -c '^sleep 432[45]' || true", {}));
+  EXPECT_EQ(left.out, "0\n") << "the timed-out sudo command still runs on the node";
+}
+
 TEST_F(SshE2e, OutputOverTheCapStopsTheCommand) {
   ASSERT_NO_FATAL_FAILURE(Bring(1));
   auto s = Connect(0);

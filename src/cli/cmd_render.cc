@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -32,7 +33,9 @@ Command RenderCommand() {
               if (!cluster) return static_cast<int>(kExitUsage);
               render::Options opts;
               opts.templates_dir = o->templates;
-              opts.inventory_label = o->inventory;
+              // The file name, not the path as typed: the same inventory rendered from another
+              // directory gives the same bytes, and apply compares against exactly these.
+              opts.inventory_label = std::filesystem::path(o->inventory).filename().string();
               if (!o->nodes.empty()) {
                 Result<std::vector<std::string>> names = hostlist::Expand(o->nodes);
                 if (!names.ok()) {

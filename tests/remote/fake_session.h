@@ -21,6 +21,8 @@ struct FakeNode {
   std::function<Result<ExecResult>(const std::string& command)> exec;
   bool dies_after_exec = false;  // the connection is gone after the first command
   std::map<std::string, std::string> files;  // what Upload wrote, what Download reads
+  // Uploads to these paths fail (recorded, file left as it was), like a full disk.
+  std::map<std::string, std::string> upload_errors;  // path -> error message
 };
 
 class FakeConnector final : public Connector {
@@ -56,6 +58,9 @@ class FakeSession final : public Session {
   Status Upload(std::string_view content, const std::string& path, const UploadOptions& o) override {
     Record(fmt::format("upload: {} ({:o})", path, o.mode));
     std::lock_guard lock(owner_.mu_);
+    if (auto e = owner_.nodes[target_.node].upload_errors.find(path); e != owner_.nodes[target_.node].upload_errors.end()) {
+      return Error{"node " + target_.node + ": upload " + path + ": " + e->second};
+    }
     owner_.nodes[target_.node].files[path] = std::string(content);
     return Status::Ok();
   }

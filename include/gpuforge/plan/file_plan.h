@@ -1,0 +1,106 @@
+#pragma once
+
+// The file part of `gpuforge plan` and `apply`: which files a node should hold (the per-node
+// output of render::Render), what it holds now (one round trip, parsed strictly), and the
+// difference, each change classed by what it takes to take effect. Pure: no network, no clock.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuforge/base/result.h"
+#include "gpuforge/render/render.h"
+
+namespace gpuforge::plan {
+
+// One file gpuforge manages on a node: always owned by root:root.
+struct DesiredFile {
+  std::string path;  // absolute
+  std::string content;
+  unsigned mode = 0644;
+};
+
+// The node's own files from a render. Cluster-wide files (node "", render's _cluster/) are
+// not pushed: render already writes a per-node copy of everything a node reads (the Slurm
+// files on every node with a Slurm role); the rest (job script, Volcano, Prometheus) belong to
+// a host the inventory does not name.
+std::vector<DesiredFile> DesiredFiles(const render::Output& rendered, std::string_view node);
+
+// What it takes for a changed file to take effect, mildest first.
+enum class Impact {
+  kLive,         // read on next use (the next job, the next sysctl --system)
+  kNewSessions,  // read at login (pam_limits)
+  kReload,       // a daemon re-reads it (scontrol reconfigure)
+  kRestart,      // a daemon restart (slurmd); drain the node first
+  kReboot,       // read at boot
+};
+const char* ToString(Impact i);
+
+// One row of the impact table: files under `prefix` (or exactly it) take `impact`, and
+// apply runs `handler` once after any of them changed ("" = nothing to run).
+struct ImpactRule {
+  std::string_view prefix;
+  Impact impact;
+  std::string_view handler;  // shell command run on the node, as root
+  std::string_view note;     // for the plan: "scontrol reconfigure", "drain first, restart slurmd"
+};
+std::span<const ImpactRule> ImpactTable();
+// The first matching row; the last row (prefix "") matches everything: live, no handler.
+const ImpactRule& ImpactFor(std::string_view path);
+
+// What a node holds at a path.
+struct ActualFile {
+  enum class Kind { kAbsent, kRegular, kOther } kind = Kind::kAbsent;  // kOther: link, dir, ...
+  std::string sha256;  // lowercase hex
+  unsigned mode = 0;
+  std::string owner;
+  std::uint64_t size = 0;
+  bool operator==(const ActualFile&) const = default;
+};
+
+enum class Action { kNone, kCreate, kChange };
+const char* ToString(Action a);
+
+struct FileChange {
+  std::string path;
+  Action action = Action::kNone;
+  bool content = false, mode = false, owner = false;  // what differs, for kChange
+  unsigned mode_from = 0, mode_to = 0644;
+  std::string owner_from;
+  Impact impact = Impact::kLive;
+  std::string handler;
+  std::string note;
+  bool operator==(const FileChange&) const = default;
+};
+
+struct NodePlan {
+  std::string node;
+  std::vector<FileChange> files;  // every desired file, in path order, kNone included
+  std::size_t Count(Action a) const;
+  bool HasChanges() const { return Count(Action::kCreate) + Count(Action::kChange) > 0; }
+  // Handlers to run, once each, in impact-table order, for the files that change.
+  std::vector<std::string> Handlers() const;
+};
+
+// Compares. `actual` holds one entry per desired path (same order). A path that is not a
+// regular file (a symbolic link, a directory) is an error naming node and path: gpuforge
+// does not replace what it did not write.
+Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> desired,
+                          std::span<const ActualFile> actual);
+
+// Lowercase hex SHA-256, as sha256sum prints it.
+std::string Sha256Hex(std::string_view data);
+
+// Nodes with identical plans, folded: {"gpu[01-32]", plans[i]} with the text of one.
+struct FoldedPlan {
+  std::string nodes;
+  std::size_t count = 0;
+  const NodePlan* plan = nullptr;  // the first node's; the others are equal but for the name
+};
+std::vector<FoldedPlan> FoldPlans(std::span<const NodePlan> plans);
+
+}  // namespace gpuforge::plan

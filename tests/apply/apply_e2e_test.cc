@@ -1,0 +1,124 @@
+// gpuforge plan and apply as a user runs them, against the local test hosts (tests/testbed):
+// real sshd, real files, nothing mocked but nvidia-smi and sysctl (STAND-INs, below).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <optional>
+#include <regex>
+
+#include "testbed/testbed.h"
+
+namespace gpuforge::apply {
+namespace {
+
+class ApplyE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!testbed::Available(&why)) GTEST_SKIP() << why;
+    testbed::Options o;
+    o.hosts = 2;
+    // STAND-IN: the hosts' nvidia-smi prints a recorded H200's output; the testbed then writes
+    // an inventory with one H200 per host, so render produces nccl.conf, sysctl.d and limits.d.
+    o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
+    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+    ASSERT_TRUE(tb.ok()) << tb.error().message;
+    tb_.emplace(std::move(*tb));
+    // STAND-IN: /proc/sys is read-only in a test host (the kernel is this machine's), so
+    // `sysctl --system` there only records that it ran.
+    for (std::size_t i = 0; i < 2; ++i) {
+      ASSERT_EQ(Ssh(i, "printf '#!/bin/sh\\necho \"$*\" >> /tmp/sysctl-calls\\n' > /usr/local/sbin/sysctl && "
+                       "chmod 755 /usr/local/sbin/sysctl && command -v sysctl"),
+                "/usr/local/sbin/sysctl\n");
+    }
+  }
+
+  std::string Ssh(std::size_t i, const std::string& command) {
+    auto r = testbed::RunCommand(tb_->SshArgv(i, "root", command));
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->output : "";
+  }
+
+  testbed::CommandOutput Gpuforge(const std::string& args) {
+    std::string cmd = fmt::format("{} {} {} --known-hosts {} --ssh-config none --color never 2>&1 </dev/null",
+                                  GPUFORGE_BINARY, args, tb_->paths().inventory, tb_->paths().known_hosts);
+    auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : testbed::CommandOutput{-1, ""};
+  }
+
+  std::optional<testbed::Testbed> tb_;
+};
+
+TEST_F(ApplyE2e, PlanApplyConvergeAndSecondApplyChangesNothing) {
+  const auto& h = tb_->hosts();
+  testbed::CommandOutput plan = Gpuforge("plan --detailed-exitcode");
+  EXPECT_EQ(plan.exit_code, 2) << plan.output;
+  EXPECT_NE(plan.output.find("tb[01-02] (2): "), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("+ /etc/nccl.conf (mode 0644)"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("+ /etc/sysctl.d/90-gpuforge.conf"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("+ /etc/security/limits.d/90-gpuforge.conf"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find(" to change, 0 to destroy."), std::string::npos) << plan.output;
+
+  testbed::CommandOutput refused = Gpuforge("apply");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("stdin is not a terminal"), std::string::npos) << refused.output;
+  EXPECT_EQ(Ssh(0, "test -e /etc/nccl.conf && echo present || echo absent"), "absent\n");
+
+  testbed::CommandOutput apply = Gpuforge("apply --yes");
+  EXPECT_EQ(apply.exit_code, 0) << apply.output;
+  EXPECT_NE(apply.output.find("tb[01-02] (2): applied: "), std::string::npos) << apply.output;
+  EXPECT_NE(apply.output.find("ran sysctl --system"), std::string::npos) << apply.output;
+  EXPECT_EQ(Ssh(0, "stat -c '%a %U' /etc/nccl.conf; ls /var/lib/gpuforge; cat /tmp/sysctl-calls"),
+            "644 root\njournal.jsonl\n--system\n");
+
+  testbed::CommandOutput again = Gpuforge("plan --detailed-exitcode");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("tb[01-02] (2): no changes"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("Plan: 0 to add, 0 to change, 0 to destroy."), std::string::npos) << again.output;
+  testbed::CommandOutput second = Gpuforge("apply --yes");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("tb[01-02] (2): no changes"), std::string::npos) << second.output;
+  EXPECT_EQ(Ssh(1, "cat /tmp/sysctl-calls; wc -l < /var/lib/gpuforge/journal.jsonl"), "--system\n2\n");
+
+  // A file changed by hand on one node: only that node changes, and the old bytes are kept.
+  Ssh(0, "printf 'NCCL_DEBUG=TRACE\\n' >> /etc/nccl.conf; chmod 600 /etc/nccl.conf; cp -p /etc/nccl.conf /tmp/hand");
+  testbed::CommandOutput drift = Gpuforge("plan --detailed-exitcode");
+  EXPECT_EQ(drift.exit_code, 2) << drift.output;
+  EXPECT_NE(drift.output.find(h[0].name + " (1): 0 to add, 1 to change"), std::string::npos) << drift.output;
+  EXPECT_NE(drift.output.find("~ /etc/nccl.conf (content, mode 0600 -> 0644)"), std::string::npos) << drift.output;
+  EXPECT_NE(drift.output.find(h[1].name + " (1): no changes"), std::string::npos) << drift.output;
+  testbed::CommandOutput fix = Gpuforge("apply --yes");
+  EXPECT_EQ(fix.exit_code, 0) << fix.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(fix.output, m, std::regex("Apply ([0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}): 1 applied")))
+      << fix.output;
+  EXPECT_EQ(Ssh(0, fmt::format("cmp /tmp/hand /var/lib/gpuforge/backups/{0}/etc/nccl.conf && "
+                               "stat -c %a /var/lib/gpuforge/backups/{0}/etc/nccl.conf && stat -c %a /etc/nccl.conf",
+                               m[1].str())),
+            "600\n644\n");
+  EXPECT_EQ(Gpuforge("plan --detailed-exitcode").exit_code, 0);
+}
+
+TEST_F(ApplyE2e, ASecondApplyOnALockedNodeRefusesAndTheOthersGoOn) {
+  const auto& h = tb_->hosts();
+  Ssh(1, "mkdir -p /var/lib/gpuforge/lock && echo 'run 20261130T060000Z-00000001 by ops@admin at 06:00' "
+         "> /var/lib/gpuforge/lock/holder");
+  testbed::CommandOutput apply = Gpuforge("apply --yes");
+  EXPECT_EQ(apply.exit_code, 1) << apply.output;
+  EXPECT_NE(apply.output.find(fmt::format("{} (1): applied: ", h[0].name)), std::string::npos) << apply.output;
+  EXPECT_NE(apply.output.find(fmt::format("{} (1): refused: /var/lib/gpuforge/lock is held: run "
+                                          "20261130T060000Z-00000001 by ops@admin at 06:00",
+                                          h[1].name)),
+            std::string::npos)
+      << apply.output;
+  EXPECT_EQ(Ssh(1, "test -e /etc/nccl.conf && echo present || echo absent; cat /var/lib/gpuforge/lock/holder"),
+            "absent\nrun 20261130T060000Z-00000001 by ops@admin at 06:00\n");
+  // Our own lock was released on the node that applied.
+  EXPECT_EQ(Ssh(0, "test -e /var/lib/gpuforge/lock && echo held || echo free"), "free\n");
+}
+
+}  // namespace
+}  // namespace gpuforge::apply

@@ -57,11 +57,7 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   InterruptGuard interrupt;
   ProgressBar bar(ctx, "plan");
   std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(flags));
-  remote::FanoutOptions fo;
-  fo.width = flags.fanout;
-  fo.cancel = interrupt.flag();
-  fo.keep_connections = false;
-  fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
+  remote::FanoutOptions fo = OneStepFanout(flags, interrupt, bar);
   std::vector<std::optional<plan::NodePlan>> plans(targets->size());
   std::vector<std::string> errors(targets->size());
   remote::Fleet fleet(*ssh, *targets, fo);

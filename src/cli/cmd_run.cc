@@ -85,11 +85,7 @@ Command RunCommand() {
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "run");
               std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
-              remote::FanoutOptions fo;
-              fo.width = o->remote.fanout;
-              fo.cancel = interrupt.flag();
-              fo.keep_connections = false;  // one step: close each node's connection when it is done
-              fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
+              remote::FanoutOptions fo = OneStepFanout(o->remote, interrupt, bar);
               remote::ExecOptions eo;
               eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
               eo.sudo = o->sudo;

@@ -105,4 +105,13 @@ void ProgressBar::Clear() {
   drawn_ = false;
 }
 
+remote::FanoutOptions OneStepFanout(const RemoteFlags& flags, const InterruptGuard& interrupt, ProgressBar& bar) {
+  remote::FanoutOptions fo;
+  fo.width = flags.fanout;
+  fo.cancel = interrupt.flag();
+  fo.keep_connections = false;
+  fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
+  return fo;
+}
+
 }  // namespace gpuforge::cli

@@ -59,4 +59,8 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
+// What every one-step remote command (run, facts, plan) fans out with: --fanout, Ctrl-C, the
+// progress bar, and each node's connection closed as soon as that node is done.
+remote::FanoutOptions OneStepFanout(const RemoteFlags& flags, const InterruptGuard& interrupt, ProgressBar& bar);
+
 }  // namespace gpuforge::cli

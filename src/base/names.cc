@@ -139,6 +139,19 @@ std::optional<std::string> CheckSafeValue(std::string_view s) {
   return CheckAlphabet(s, "_.,:=^/+-%@~", "value");
 }
 
+std::optional<std::string> CheckUrl(std::string_view s) {
+  if (s.size() > 512) return "URL is longer than 512 characters";
+  std::string_view rest;
+  for (std::string_view scheme : {"https://", "http://", "file:/"}) {
+    if (s.starts_with(scheme)) {
+      rest = s.substr(scheme.size());
+      break;
+    }
+  }
+  if (rest.empty()) return fmt::format("URL '{}' must start with https://, http:// or file:/ and name a place", s);
+  return CheckAlphabet(rest, "_.~:/%+@-", "URL");
+}
+
 std::optional<std::string> CheckEnvName(std::string_view s) {
   if (s.empty()) return "variable name is empty";
   if (std::isdigit(static_cast<unsigned char>(s.front()))) {

@@ -3,33 +3,46 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
+#include "gpuforge/base/hostlist.h"
+#include "gpuforge/plan/saved_plan.h"
 #include "gpuforge/report/fold.h"
+#include "gpuforge/report/plan_report.h"
 
 namespace gpuforge::cli {
 namespace {
 
+using State = apply::NodeApply::State;
+
 std::string Outcome(const apply::NodeApply& a) {
   std::string text;
   switch (a.state) {
-    case apply::NodeApply::State::kUnchanged: text = "no changes\n"; break;
-    case apply::NodeApply::State::kApplied:
-      text = fmt::format("applied: {} created, {} changed{}\n", a.plan.Count(plan::Action::kCreate),
-                         a.plan.Count(plan::Action::kChange),
-                         a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")));
+    case State::kUnchanged: text = "no changes\n"; break;
+    case State::kApplied:
+      text = fmt::format("applied: {} created, {} changed, {} removed{}{}\n", a.plan.Count(plan::Action::kCreate),
+                         a.plan.Count(plan::Action::kChange), a.plan.Count(plan::Action::kRemove),
+                         a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")),
+                         a.reboot_needed ? "; REBOOT NEEDED (drain first)" : "");
       break;
-    case apply::NodeApply::State::kLocked: text = "refused: " + a.detail + "\n"; break;
-    case apply::NodeApply::State::kFailed:
+    case State::kLocked: text = "refused: " + a.detail + "\n"; break;
+    case State::kStale: text = "refused: " + a.detail + "\n"; break;
+    case State::kFailed:
       text = fmt::format("failed at {}: {}\n", a.step, a.detail);
       if (!a.written.empty()) text += fmt::format("  written before the failure: {}\n", fmt::join(a.written, ", "));
+      if (!a.items.empty()) text += fmt::format("  done before the failure: {}\n", fmt::join(a.items, ", "));
       if (a.lock_left) text += fmt::format("  the lock {} may be left; check and remove it by hand\n", apply::kLockDir);
       break;
   }
@@ -43,67 +56,165 @@ std::string LocalHolder(const std::string& run_id, const std::string& time) {
   return fmt::format("run {} by {}@{} at {}", run_id, user != nullptr ? user : "?", host, time);
 }
 
+// --batch: "8" nodes or "25%" of them, at least 1; "" = all at once.
+std::optional<std::size_t> BatchSize(Context& ctx, const std::string& batch, std::size_t nodes) {
+  if (batch.empty()) return std::max<std::size_t>(nodes, 1);
+  const bool percent = batch.back() == '%';
+  const std::string digits = percent ? batch.substr(0, batch.size() - 1) : batch;
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    ctx.Error(fmt::format("--batch '{}': give a node count (8) or a percentage (25%)", batch));
+    return std::nullopt;
+  }
+  const std::size_t n = std::stoul(digits);
+  if (n == 0 || (percent && n > 100)) {
+    ctx.Error(fmt::format("--batch '{}': must be at least 1{}", batch, percent ? "% and at most 100%" : ""));
+    return std::nullopt;
+  }
+  if (!percent) return n;
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(static_cast<double>(nodes) * n / 100.0)));
+}
+
+std::optional<std::string> ReadText(Context& ctx, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ctx.Error(fmt::format("{}: cannot read it", path));
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace
 
 Command ApplyCommand() {
-  return {"apply", "Write the rendered files to the nodes over SSH: lock, back up, replace atomically, run handlers",
+  return {"apply",
+          "Converge nodes over SSH: packages, files, modules, sysctl, services; locked, backed up, atomic, journalled",
           [](CLI::App& app) -> Runner {
             struct Opts {
-              std::string inventory;
+              std::string input;
               RemoteFlags remote;
               bool yes = false;
+              std::string only;
+              std::string batch;
+              int max_fail = 0;
               Format format = Format::kText;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            app.add_option("INVENTORY|PLANFILE", o->input, "Inventory YAML file, or a plan saved by `plan --out`")
+                ->required();
             AddRemoteOptions(app, &o->remote);
             app.add_flag("-y,--yes", o->yes, "Apply without asking (required when stdin is not a terminal)");
+            app.add_option("--only", o->only, "Manage only these parts: files,packages,modules,sysctl,services");
+            app.add_option("--batch", o->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
+            app.add_option("--max-fail", o->max_fail,
+                           "Start no new nodes once this many have failed (default 0: never stop)")
+                ->check(CLI::NonNegativeNumber);
             AddFormatOption(app, &o->format);
-            app.footer("Exit codes: 0 every node applied or unchanged; 1 a node failed, was locked or unreachable;\n"
+            app.footer("Exit codes: 0 every node applied or unchanged; 1 a node failed, was locked, changed since the\n"
+                       "saved plan, was not started (--max-fail) or was unreachable, or the saved plan is stale;\n"
                        "2 invalid inventory or usage, --yes missing without a terminal, or not confirmed.");
             return [o](Context& ctx) {
-              auto cluster = LoadInventory(ctx, o->inventory);
+              // A saved plan names its inventory and what it was computed from.
+              std::optional<plan::SavedPlan> saved;
+              std::string inventory = o->input;
+              std::string only = o->only;
+              {
+                auto text = ReadText(ctx, o->input);
+                if (!text) return static_cast<int>(kExitUsage);
+                if (plan::LooksLikeSavedPlan(*text)) {
+                  Result<plan::SavedPlan> p = plan::ParseSavedPlan(o->input, *text);
+                  if (!p.ok()) {
+                    ctx.Error(p.error().message);
+                    return static_cast<int>(kExitUsage);
+                  }
+                  if (!o->only.empty()) {
+                    ctx.Error("--only cannot be given with a saved plan: the plan already says what it manages");
+                    return static_cast<int>(kExitUsage);
+                  }
+                  saved = std::move(*p);
+                  inventory = saved->inventory;
+                  only = saved->parts;
+                }
+              }
+              auto cluster = LoadInventory(ctx, inventory);
               if (!cluster) return static_cast<int>(kExitUsage);
+              if (saved) {
+                auto sha = FileSha256(ctx, inventory);
+                if (!sha) return static_cast<int>(kExitUsage);
+                if (*sha != saved->inventory_sha256) {
+                  ctx.Error(fmt::format("{}: the plan is stale: {} changed since the plan was made ({}); run plan again",
+                                        o->input, inventory, saved->created));
+                  return static_cast<int>(kExitFindings);
+                }
+              }
+              auto parts = PartsFrom(ctx, only);
+              if (!parts) return static_cast<int>(kExitUsage);
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
+              std::map<std::string, const plan::SavedNode*> planned;
+              if (saved) {
+                // Only the nodes the plan changes; a node it found unchanged is not touched.
+                for (const plan::SavedNode& n : saved->nodes) planned[n.node] = &n;
+                std::erase_if(*targets, [&](const remote::Target& t) { return !planned.count(t.node); });
+                if (targets->empty()) {
+                  ctx.Out("The saved plan has no changes for the selected nodes; nothing to do.\n");
+                  return static_cast<int>(kExitOk);
+                }
+              }
               const bool tty = ::isatty(STDIN_FILENO) == 1;
               if (!o->yes && !tty) {
                 ctx.Error("apply: stdin is not a terminal, so there is no one to confirm; rerun with --yes "
                           "(see what would change first with `gpuforge plan`)");
                 return static_cast<int>(kExitUsage);
               }
-              auto desired = DesiredFilesFor(ctx, *cluster, *targets, o->inventory);
+              auto batch = BatchSize(ctx, o->batch, targets->size());
+              if (!batch) return static_cast<int>(kExitUsage);
+              auto desired = DesiredNodesFor(ctx, *cluster, *targets, inventory, *parts);
               if (!desired) return static_cast<int>(kExitUsage);
+              if (saved) {
+                for (const remote::Target& t : *targets) {
+                  if (plan::DesiredDigest(desired->at(t.node)) != planned[t.node]->desired_sha256) {
+                    ctx.Error(fmt::format("{}: the plan is stale: what gpuforge would write to {} is no longer what "
+                                          "the plan showed (templates or gpuforge changed); run plan again",
+                                          o->input, t.node));
+                    return static_cast<int>(kExitFindings);
+                  }
+                }
+              }
 
               InterruptGuard interrupt;
               std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();
-              remote::Fleet fleet(*ssh, *targets, fo);
 
               if (!o->yes) {
                 // Show the plan, then ask: only "yes" goes on.
+                remote::Fleet fleet(*ssh, *targets, fo);
                 std::vector<std::string> lines(targets->size());
-                std::size_t changes = 0;
+                std::atomic<std::size_t> changes = 0;
                 fleet.Each([&](std::size_t i, remote::Session& s) {
-                  Result<plan::NodePlan> p = apply::ReadPlan(s, desired->at(s.target().node), s.target().sudo);
+                  Result<plan::NodePlan> p = apply::ReadNodePlan(s, desired->at(s.target().node), s.target().sudo);
                   if (!p.ok()) {
                     lines[i] = "error: " + p.error().message + "\n";
                     return false;
                   }
-                  lines[i] = p->HasChanges() ? FilePlanLines(*p, ctx.out_style) : "    no changes\n";
-                  changes += p->Count(plan::Action::kCreate) + p->Count(plan::Action::kChange);
+                  lines[i] = report::PlanSummary(*p) + "\n" + report::PlanLines(*p, ctx.out_style);
+                  changes += p->Count(plan::Action::kCreate) + p->Count(plan::Action::kChange) +
+                             p->Count(plan::Action::kRemove);
                   return true;
                 });
                 std::vector<std::pair<std::string, std::string>> blocks;
                 for (std::size_t i = 0; i < lines.size(); ++i) {
                   blocks.emplace_back((*targets)[i].node, lines[i].empty() && fleet.lost(i) ? "error: " + fleet.lost(i)->message + "\n" : lines[i]);
                 }
+                fleet.Close();
                 for (const report::Folded& g : report::FoldIdentical(blocks)) {
-                  ctx.Out(fmt::format("{} ({}):\n{}", ctx.out_style.Bold(g.nodes), g.count, g.text));
+                  ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
-                ctx.Out(fmt::format("\n{} file changes. Apply them? Only 'yes' is accepted: ", changes));
+                ctx.Out(fmt::format("\n{} changes on {} nodes, in batches of {}. Apply them? Only 'yes' is accepted: ",
+                                    changes.load(), targets->size(), *batch));
                 std::fflush(ctx.io.out);
                 std::string answer;
                 std::getline(std::cin, answer);
@@ -119,50 +230,139 @@ Command ApplyCommand() {
                   fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
               ProgressBar bar(ctx, "apply");
               std::vector<std::optional<apply::NodeApply>> results(targets->size());
-              fleet.Each([&](std::size_t i, remote::Session& s) {
-                apply::ApplyOptions ao{run_id, LocalHolder(run_id, time), time, s.target().sudo};
-                results[i] = apply::ApplyNode(s, desired->at(s.target().node), ao);
-                return results[i]->state == apply::NodeApply::State::kApplied ||
-                       results[i]->state == apply::NodeApply::State::kUnchanged;
-              });
-              std::size_t applied = 0, unchanged = 0, failed = 0;
+              std::vector<std::string> unreachable(targets->size());
+              std::vector<bool> started(targets->size(), false);
+              std::atomic<int> failures = 0;
+              for (std::size_t first = 0; first < targets->size(); first += *batch) {
+                if (o->max_fail > 0 && failures.load() >= o->max_fail) break;
+                if (interrupt.interrupted()) break;
+                const std::size_t last = std::min(targets->size(), first + *batch);
+                std::vector<remote::Target> group(targets->begin() + static_cast<std::ptrdiff_t>(first),
+                                                  targets->begin() + static_cast<std::ptrdiff_t>(last));
+                remote::Fleet fleet(*ssh, group, fo);
+                fleet.Each([&](std::size_t j, remote::Session& s) {
+                  const std::size_t i = first + j;
+                  // --max-fail: a node not yet begun is not begun once enough have failed.
+                  if (o->max_fail > 0 && failures.load() >= o->max_fail) return false;
+                  started[i] = true;
+                  apply::ApplyOptions ao;
+                  ao.run_id = run_id;
+                  ao.holder = LocalHolder(run_id, time);
+                  ao.time_utc = time;
+                  ao.sudo = s.target().sudo;
+                  if (saved) ao.expect_state_sha256 = planned[s.target().node]->state_sha256;
+                  results[i] = apply::ApplyNode(s, desired->at(s.target().node), ao);
+                  const bool ok = results[i]->state == State::kApplied || results[i]->state == State::kUnchanged;
+                  if (!ok) ++failures;
+                  return ok;
+                });
+                for (std::size_t j = 0; j < group.size(); ++j) {
+                  if (!results[first + j] && fleet.lost(j)) {
+                    unreachable[first + j] = fleet.lost(j)->message;
+                    started[first + j] = true;
+                    ++failures;
+                  }
+                }
+                fleet.Close();
+              }
+
+              // Cluster handlers (scontrol reconfigure) run once, on the controller when it was
+              // applied, else on the first node that asked for them.
+              std::vector<std::string> cluster_handlers;
+              std::optional<std::size_t> runner;
+              for (std::size_t i = 0; i < results.size(); ++i) {
+                if (!results[i] || results[i]->state != State::kApplied) continue;
+                for (const std::string& h : results[i]->deferred) {
+                  if (std::find(cluster_handlers.begin(), cluster_handlers.end(), h) == cluster_handlers.end()) {
+                    cluster_handlers.push_back(h);
+                  }
+                  if (!runner || (*targets)[i].node == cluster->software.scheduler.controller) runner = i;
+                }
+              }
+              std::vector<std::string> handler_lines;
+              bool handler_failed = false;
+              if (runner) {
+                remote::Fleet one(*ssh, {(*targets)[*runner]}, fo);
+                one.Each([&](std::size_t, remote::Session& s) {
+                  for (const std::string& h : cluster_handlers) {
+                    remote::ExecOptions eo;
+                    eo.sudo = s.target().sudo;
+                    Result<remote::ExecResult> r = s.Exec(h, eo);
+                    if (r.ok() && r->Succeeded()) {
+                      handler_lines.push_back(fmt::format("ran `{}` once, on {}", h, s.target().node));
+                      continue;
+                    }
+                    handler_failed = true;
+                    std::string why = r.ok() ? remote::DescribeEnd(*r, eo) + ": " + r->err.substr(0, 500) : r.error().message;
+                    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+                    handler_lines.push_back(fmt::format("`{}` on {} failed: {}", h, s.target().node, why));
+                  }
+                  return true;
+                });
+                if (one.lost(0)) {
+                  handler_failed = true;
+                  handler_lines.push_back(fmt::format("could not run {} on {}: {}", fmt::join(cluster_handlers, ", "),
+                                                      (*targets)[*runner].node, one.lost(0)->message));
+                }
+              }
+              bar.Clear();
+
+              std::size_t applied = 0, unchanged = 0, failed = 0, not_started = 0;
+              std::vector<std::string> reboot;
               std::vector<std::pair<std::string, std::string>> blocks;
               nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
               for (std::size_t i = 0; i < results.size(); ++i) {
                 const std::string& node = (*targets)[i].node;
                 if (!results[i]) {
+                  if (!started[i] || unreachable[i].empty()) {
+                    ++not_started;
+                    blocks.emplace_back(node, "not started: --max-fail reached or interrupted\n");
+                    nodes.push_back({{"node", node}, {"state", "not-started"}});
+                    continue;
+                  }
                   ++failed;
-                  std::string why = fleet.lost(i) ? fleet.lost(i)->message : "not reached";
-                  blocks.emplace_back(node, "unreachable: " + why + "\n");
-                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", why}});
+                  blocks.emplace_back(node, "unreachable: " + unreachable[i] + "\n");
+                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", unreachable[i]}});
                   continue;
                 }
                 const apply::NodeApply& a = *results[i];
-                applied += a.state == apply::NodeApply::State::kApplied;
-                unchanged += a.state == apply::NodeApply::State::kUnchanged;
-                failed += a.state == apply::NodeApply::State::kFailed || a.state == apply::NodeApply::State::kLocked;
+                applied += a.state == State::kApplied;
+                unchanged += a.state == State::kUnchanged;
+                failed += a.state == State::kFailed || a.state == State::kLocked || a.state == State::kStale;
+                if (a.reboot_needed) reboot.push_back(node);
                 blocks.emplace_back(node, Outcome(a));
-                nlohmann::ordered_json n = {{"node", node}, {"state", apply::ToString(a.state)}, {"written", a.written},
-                                            {"handlers", a.handlers}};
+                nlohmann::ordered_json n = {{"node", node},         {"state", apply::ToString(a.state)},
+                                            {"written", a.written}, {"removed", a.removed},
+                                            {"done", a.items},      {"handlers", a.handlers},
+                                            {"reboot_needed", a.reboot_needed}};
                 if (!a.step.empty()) n["step"] = a.step;
                 if (!a.detail.empty()) n["error"] = a.detail;
                 n["lock_left"] = a.lock_left;
                 nodes.push_back(std::move(n));
               }
-              fleet.Close();
-              bar.Clear();
+              const bool ok = failed == 0 && not_started == 0 && !handler_failed;
               if (o->format == Format::kJson) {
                 nlohmann::ordered_json j = {{"schema", "gpuforge.apply/v1"}, {"run", run_id},
                                             {"applied", applied}, {"unchanged", unchanged},
-                                            {"failed", failed}, {"nodes", nodes}};
+                                            {"failed", failed}, {"not_started", not_started},
+                                            {"cluster_handlers", handler_lines}, {"reboot_needed", reboot},
+                                            {"nodes", nodes}};
                 ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
               } else {
                 for (const report::Folded& g : report::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
-                ctx.Out(fmt::format("Apply {}: {} applied, {} unchanged, {} failed.\n", run_id, applied, unchanged, failed));
+                for (const std::string& l : handler_lines) ctx.Out(l + "\n");
+                if (!reboot.empty()) {
+                  ctx.Out(fmt::format("Reboot needed (drain first): {}\n", hostlist::Fold(reboot)));
+                }
+                ctx.Out(fmt::format("Apply {}: {} applied, {} unchanged, {} failed{}.\n", run_id, applied, unchanged,
+                                    failed, not_started > 0 ? fmt::format(", {} not started", not_started) : ""));
+                if (applied > 0) {
+                  ctx.Out(fmt::format("Undo the file changes with: gpuforge rollback {} --run {}\n", inventory, run_id));
+                }
               }
-              return static_cast<int>(failed == 0 ? kExitOk : kExitFindings);
+              return static_cast<int>(ok ? kExitOk : kExitFindings);
             };
           }};
 }

@@ -1,16 +1,27 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/chrono.h>
+
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "gpuforge/base/files.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/estimate/estimate.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/plan/desired.h"
+#include "gpuforge/plan/diff.h"
+#include "gpuforge/plan/saved_plan.h"
+#include "gpuforge/report/fold.h"
+#include "gpuforge/report/plan_report.h"
+#include "remote/command.h"
 #include "gpuforge/report/estimate_report.h"
 #include "gpuforge/report/lint_report.h"
 
@@ -22,51 +33,79 @@ std::string ResourceLine(const plan::Resource& r, const report::Style& s) {
   return fmt::format("    {} {:<9} {:<42} {}\n", s.Green("+"), plan::ToString(r.kind), r.id, r.summary);
 }
 
-std::string Differs(const plan::FileChange& f) {
-  std::vector<std::string> what;
-  if (f.content) what.emplace_back("content");
-  if (f.mode) what.push_back(fmt::format("mode {:04o} -> {:04o}", f.mode_from, f.mode_to));
-  if (f.owner) what.push_back(fmt::format("owner {} -> root", f.owner_from));
-  return fmt::format("{}", fmt::join(what, ", "));
-}
-
-nlohmann::ordered_json NodePlanJson(const plan::NodePlan& p) {
-  nlohmann::ordered_json files = nlohmann::ordered_json::array();
-  for (const plan::FileChange& f : p.files) {
-    nlohmann::ordered_json differs = nlohmann::ordered_json::array();
-    if (f.content) differs.push_back("content");
-    if (f.mode) differs.push_back("mode");
-    if (f.owner) differs.push_back("owner");
-    files.push_back({{"path", f.path}, {"action", plan::ToString(f.action)}, {"differs", differs},
-                     {"mode", fmt::format("{:04o}", f.mode_to)}, {"impact", plan::ToString(f.impact)},
-                     {"handler", f.handler}, {"note", f.note}});
+// Old content of each changed file, and the unified diff to what apply would write, with
+// secrets masked on both sides. A file too large or binary gets a one-line note instead.
+std::map<std::string, std::string> Diffs(remote::Session& s, const plan::DesiredNode& d, const plan::NodePlan& p) {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < p.files.size(); ++i) {
+    const plan::FileChange& f = p.files[i];
+    if (f.action == plan::Action::kNone || (f.action == plan::Action::kChange && !f.content)) continue;
+    std::string before, after;
+    if (f.action != plan::Action::kCreate) {
+      remote::ExecOptions eo;
+      eo.sudo = s.target().sudo;
+      eo.output_cap = 1 << 20;
+      Result<remote::ExecResult> r = s.Exec("cat -- " + remote::ShellQuote(f.path), eo);
+      if (!r.ok() || !r->Succeeded()) {
+        out[f.path] = r.ok() ? fmt::format("(could not read the file: {})", remote::DescribeEnd(*r, eo))
+                             : "(could not read the file: " + r.error().message + ")";
+        continue;
+      }
+      before = std::move(r->out);
+    }
+    if (f.action != plan::Action::kRemove && i < d.files.size()) after = d.files[i].content;
+    if (plan::LooksBinary(before) || plan::LooksBinary(after)) {
+      out[f.path] = "(binary content differs)";
+      continue;
+    }
+    // Lines are matched on their real text and printed masked, so a changed secret shows as a
+    // changed line without its value.
+    out[f.path] = plan::MaskedUnifiedDiff(f.action == plan::Action::kCreate ? "/dev/null" : "a" + f.path,
+                                          f.action == plan::Action::kRemove ? "/dev/null" : "b" + f.path, before, after);
   }
-  return {{"node", p.node}, {"state", "ok"}, {"add", p.Count(plan::Action::kCreate)},
-          {"change", p.Count(plan::Action::kChange)}, {"files", files}};
+  return out;
 }
 
-// Reads every selected node's file state and prints the plan. Returns the exit code.
-int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& inventory, const RemoteFlags& flags,
-               Format format, bool detailed) {
-  const int input_error = detailed ? kExitFindings : kExitUsage;
-  auto targets = SelectTargets(ctx, cluster, flags);
+struct PlanFlags {
+  RemoteFlags remote;
+  Format format = Format::kText;
+  bool detailed = false;
+  bool diff = false;
+  std::string only;
+  std::string out;
+};
+
+// Reads every selected node's state and prints the plan. Returns the exit code.
+int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& inventory, const PlanFlags& flags) {
+  const int input_error = flags.detailed ? kExitFindings : kExitUsage;
+  auto parts = PartsFrom(ctx, flags.only);
+  if (!parts) return input_error;
+  auto targets = SelectTargets(ctx, cluster, flags.remote);
   if (!targets) return input_error;
-  auto desired = DesiredFilesFor(ctx, cluster, *targets, inventory);
+  auto desired = DesiredNodesFor(ctx, cluster, *targets, inventory, *parts);
   if (!desired) return input_error;
+  std::optional<std::string> inventory_sha;
+  if (!flags.out.empty()) {
+    inventory_sha = FileSha256(ctx, inventory);
+    if (!inventory_sha) return input_error;
+  }
 
   InterruptGuard interrupt;
   ProgressBar bar(ctx, "plan");
-  std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(flags));
-  remote::FanoutOptions fo = OneStepFanout(flags, interrupt, bar);
+  std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(flags.remote));
+  remote::FanoutOptions fo = OneStepFanout(flags.remote, interrupt, bar);
   std::vector<std::optional<plan::NodePlan>> plans(targets->size());
-  std::vector<std::string> errors(targets->size());
+  std::vector<std::string> errors(targets->size()), state_sha(targets->size());
+  std::vector<std::map<std::string, std::string>> diffs(targets->size());
   remote::Fleet fleet(*ssh, *targets, fo);
   fleet.Each([&](std::size_t i, remote::Session& s) {
-    Result<plan::NodePlan> p = apply::ReadPlan(s, desired->at(s.target().node), s.target().sudo);
+    const plan::DesiredNode& d = desired->at(s.target().node);
+    Result<plan::NodePlan> p = apply::ReadNodePlan(s, d, s.target().sudo, &state_sha[i]);
     if (!p.ok()) {
       errors[i] = p.error().message;
       return false;
     }
+    if (flags.diff) diffs[i] = Diffs(s, d, *p);
     plans[i] = std::move(*p);
     return true;
   });
@@ -76,51 +115,79 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   fleet.Close();
   bar.Clear();
 
-  std::vector<plan::NodePlan> ok;
-  std::size_t add = 0, change = 0, failed = 0;
+  std::size_t add = 0, change = 0, destroy = 0, failed = 0;
   for (auto& p : plans) {
     if (!p) continue;
     add += p->Count(plan::Action::kCreate);
     change += p->Count(plan::Action::kChange);
-    ok.push_back(*p);
+    destroy += p->Count(plan::Action::kRemove);
   }
   for (const std::string& e : errors) failed += !e.empty();
-  int code = failed > 0 ? kExitFindings : (detailed && add + change > 0) ? 2 : kExitOk;
+  int code = failed > 0 ? kExitFindings : (flags.detailed && add + change + destroy > 0) ? 2 : kExitOk;
 
-  if (format == Format::kJson) {
+  if (!flags.out.empty() && failed == 0) {
+    plan::SavedPlan saved;
+    saved.created = NowUtc();
+    saved.inventory = std::filesystem::absolute(inventory).lexically_normal().string();
+    saved.inventory_sha256 = *inventory_sha;
+    saved.parts = flags.only;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (!plans[i]->HasChanges()) continue;
+      const std::string& node = (*targets)[i].node;
+      saved.nodes.push_back({node, plan::DesiredDigest(desired->at(node)), state_sha[i],
+                             plans[i]->Count(plan::Action::kCreate), plans[i]->Count(plan::Action::kChange),
+                             plans[i]->Count(plan::Action::kRemove)});
+    }
+    if (Status st = base::WriteFileAtomically(flags.out, plan::ToJson(saved)); !st.ok()) {
+      ctx.Error(st.error().message);
+      return kExitFindings;
+    }
+  } else if (!flags.out.empty()) {
+    ctx.Err(fmt::format("plan: {} was not written: {} node{} could not be read\n", flags.out, failed, failed == 1 ? "" : "s"));
+  }
+
+  if (flags.format == Format::kJson) {
     nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (plans[i]) nodes.push_back(NodePlanJson(*plans[i]));
+      if (plans[i]) nodes.push_back(report::PlanJson(*plans[i], flags.diff ? &diffs[i] : nullptr));
       else nodes.push_back({{"node", (*targets)[i].node}, {"state", "error"}, {"error", errors[i]}});
     }
     nlohmann::ordered_json j = {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", cluster.name},
-                                {"nodes", nodes}, {"summary", {{"add", add}, {"change", change}, {"destroy", 0},
+                                {"nodes", nodes}, {"summary", {{"add", add}, {"change", change}, {"destroy", destroy},
                                                                {"failed", failed}}}};
     ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     return code;
   }
   const report::Style& s = ctx.out_style;
-  ctx.Out(s.Bold(fmt::format("gpuforge plan: {} ({} node{}, files only)\n", cluster.name, targets->size(),
-                             targets->size() == 1 ? "" : "s")));
-  for (const plan::FoldedPlan& g : plan::FoldPlans(ok)) {
-    std::size_t a = g.plan->Count(plan::Action::kCreate), c = g.plan->Count(plan::Action::kChange);
-    ctx.Out(fmt::format("\n{} ({}): {}\n", s.Bold(g.nodes), g.count,
-                        a + c == 0 ? std::string("no changes") : fmt::format("{} to add, {} to change", a, c)));
-    ctx.Out(FilePlanLines(*g.plan, s));
+  ctx.Out(s.Bold(fmt::format("gpuforge plan: {} ({} node{}{})\n", cluster.name, targets->size(),
+                             targets->size() == 1 ? "" : "s", flags.only.empty() ? "" : ", only " + flags.only)));
+  // Nodes fold when their plans and their diffs are the same.
+  std::vector<std::pair<std::string, std::string>> blocks;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i]) continue;
+    blocks.emplace_back((*targets)[i].node, report::PlanSummary(*plans[i]) + "\n" +
+                                                report::PlanLines(*plans[i], s, flags.diff ? &diffs[i] : nullptr));
+  }
+  for (const report::Folded& g : report::FoldIdentical(blocks)) {
+    ctx.Out(fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text));
   }
   for (std::size_t i = 0; i < errors.size(); ++i) {
     if (!errors[i].empty()) ctx.Out(fmt::format("\n{} {}\n", s.Red("error:"), errors[i]));
   }
-  ctx.Out(fmt::format("\nPlan: {} to add, {} to change, 0 to destroy.{}\n", add, change,
+  ctx.Out(fmt::format("\n{}{}\n", report::PlanTotal(add, change, destroy),
                       failed > 0 ? fmt::format(" {} node{} could not be read.", failed, failed == 1 ? "" : "s") : ""));
+  if (!flags.out.empty() && failed == 0) {
+    ctx.Out(fmt::format("Saved to {}; `gpuforge apply {}` carries out exactly this plan.\n", flags.out, flags.out));
+  }
   return code;
 }
 
 }  // namespace
 
-std::optional<std::map<std::string, std::vector<plan::DesiredFile>>> DesiredFilesFor(
-    Context& ctx, const model::Cluster& cluster, std::span<const remote::Target> targets,
-    const std::string& inventory) {
+std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context& ctx, const model::Cluster& cluster,
+                                                                        std::span<const remote::Target> targets,
+                                                                        const std::string& inventory,
+                                                                        const plan::Parts& parts) {
   render::Options ro;
   ro.inventory_label = std::filesystem::path(inventory).filename().string();
   for (const remote::Target& t : targets) ro.nodes.push_back(t.node);
@@ -129,21 +196,37 @@ std::optional<std::map<std::string, std::vector<plan::DesiredFile>>> DesiredFile
     ctx.Error(out.error().message);
     return std::nullopt;
   }
-  std::map<std::string, std::vector<plan::DesiredFile>> m;
-  for (const remote::Target& t : targets) m[t.node] = plan::DesiredFiles(*out, t.node);
+  std::map<std::string, plan::DesiredNode> m;
+  for (const remote::Target& t : targets) {
+    const model::Node* n = cluster.FindNode(t.node);
+    m[t.node] = plan::DesiredNodeState(cluster, *n, plan::DesiredFiles(*out, t.node), parts);
+  }
   return m;
 }
 
-std::string FilePlanLines(const plan::NodePlan& p, const report::Style& s) {
-  std::string out;
-  for (const plan::FileChange& f : p.files) {
-    if (f.action == plan::Action::kNone) continue;
-    std::string what = f.action == plan::Action::kCreate ? fmt::format("{} (mode {:04o})", f.path, f.mode_to)
-                                                        : fmt::format("{} ({})", f.path, Differs(f));
-    out += fmt::format("    {} {:<56} {}: {}\n", f.action == plan::Action::kCreate ? s.Green("+") : s.Yellow("~"), what,
-                       plan::ToString(f.impact), f.note);
+std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only) {
+  if (only.empty()) return plan::AllParts();
+  Result<plan::Parts> p = plan::ParseParts(only);
+  if (!p.ok()) {
+    ctx.Error("--only: " + p.error().message);
+    return std::nullopt;
   }
-  return out;
+  return *p;
+}
+
+std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) {
+    ctx.Error(fmt::format("{}: cannot read it", path));
+    return std::nullopt;
+  }
+  return plan::Sha256Hex(ss.str());
+}
+
+std::string NowUtc() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
 Command PlanCommand() {
@@ -151,34 +234,36 @@ Command PlanCommand() {
           [](CLI::App& app) -> Runner {
             struct Opts {
               std::string inventory;
-              Format format = Format::kText;
               bool offline = false;
-              bool detailed = false;
-              RemoteFlags remote;
+              PlanFlags flags;
             };
             auto o = std::make_shared<Opts>();
             app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
             app.add_flag("--offline", o->offline,
                          "Do not connect to nodes: lint, estimates and the desired state only");
-            app.add_flag("--detailed-exitcode", o->detailed,
+            app.add_flag("--detailed-exitcode", o->flags.detailed,
                          "Online: exit 0 no changes, 1 error, 2 changes to make");
-            AddRemoteOptions(app, &o->remote);
-            AddFormatOption(app, &o->format);
+            app.add_flag("--diff", o->flags.diff, "Online: unified diffs of changed files (secrets masked)");
+            app.add_option("--out", o->flags.out,
+                           "Online: save the plan with the state it was made from; `apply FILE` carries it out");
+            app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services");
+            AddRemoteOptions(app, &o->flags.remote);
+            AddFormatOption(app, &o->flags.format);
             app.footer(
                 "Online (default): reads each node's files over SSH and prints what apply would change.\n"
                 "Exit codes: 0 plan made (--offline: design clean of errors); 1 lint errors (--offline) or a node\n"
                 "could not be read; 2 invalid inventory or usage, or with --detailed-exitcode: changes to make.");
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);
-              if (!cluster) return static_cast<int>(o->detailed && !o->offline ? kExitFindings : kExitUsage);
-              if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->remote, o->format, o->detailed);
+              if (!cluster) return static_cast<int>(o->flags.detailed && !o->offline ? kExitFindings : kExitUsage);
+              if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->flags);
               lint::LintResult lint_result = lint::Lint(*cluster);
               estimate::Estimates est = estimate::Estimate(*cluster);
               std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
               std::size_t resources = 0;
               for (const auto& nc : classes) resources += nc.resources.size() * nc.count;
               int code = lint_result.errors > 0 ? kExitFindings : kExitOk;
-              if (o->format == Format::kJson) {
+              if (o->flags.format == Format::kJson) {
                 nlohmann::ordered_json j;
                 j["schema"] = "gpuforge.plan/v1";
                 j["mode"] = "offline";

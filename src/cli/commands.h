@@ -8,6 +8,7 @@
 
 #include "cli/app.h"
 #include "gpuforge/plan/file_plan.h"
+#include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/target.h"
 
 namespace gpuforge::cli {
@@ -22,14 +23,19 @@ Command RenderCommand();
 Command RunCommand();
 Command FactsCommand();
 Command ApplyCommand();
+Command RollbackCommand();
 
-// Shared by `plan` and `apply` (cmd_plan.cc): the files each target should hold, rendered with
-// the inventory's file name as the header label so that the content does not depend on the
-// directory gpuforge runs from. Prints the error and returns nullopt when rendering fails.
-std::optional<std::map<std::string, std::vector<plan::DesiredFile>>> DesiredFilesFor(
-    Context& ctx, const model::Cluster& cluster, std::span<const remote::Target> targets,
-    const std::string& inventory);
-// The text of one folded node plan: "  + PATH  impact: note" lines.
-std::string FilePlanLines(const plan::NodePlan& p, const report::Style& s);
+// Shared by `plan`, `apply` and `rollback` (cmd_plan.cc): each target's desired state, files
+// rendered with the inventory's file name as the header label so that the content does not
+// depend on the directory gpuforge runs from. Prints the error and returns nullopt when
+// rendering fails.
+std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context& ctx, const model::Cluster& cluster,
+                                                                        std::span<const remote::Target> targets,
+                                                                        const std::string& inventory,
+                                                                        const plan::Parts& parts);
+// --only: "" is everything; prints the error and returns nullopt for an unknown part.
+std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only);
+std::optional<std::string> FileSha256(Context& ctx, const std::string& path);
+std::string NowUtc();
 
 }  // namespace gpuforge::cli

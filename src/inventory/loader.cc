@@ -1455,6 +1455,47 @@ void Loader::LoadSoftware(const YAML::Node& n) {
     sw.rdma_core_version = version(rdma, "version", "software.rdma");
   }
   if (Has(n, "scheduler")) LoadScheduler(Get(n, "scheduler"));
+  YAML::Node repos = Get(n, "repositories");
+  if (Has(n, "repositories") && r_.CheckSeq(repos, "software.repositories")) {
+    std::set<std::string> seen;
+    for (const YAML::Node& y : repos) {
+      if (!r_.CheckMap(y, "a repository", schema::kRepository)) continue;
+      model::Repository repo;
+      repo.where = r_.Pos(y);
+      auto name = r_.Str(y, "name", "a repository", true);
+      if (!name) continue;
+      CheckWith(Get(y, "name"), names::CheckName, *name, "repository name");
+      if (!seen.insert(*name).second) r_.Error(Get(y, "name"), fmt::format("repository '{}' is declared twice", *name));
+      repo.name = *name;
+      const std::string what = fmt::format("repository '{}'", *name);
+      if (auto url = r_.Str(y, "url", what, true)) {
+        CheckWith(Get(y, "url"), names::CheckUrl, *url, fmt::format("'url' of {}", what));
+        repo.url = *url;
+      }
+      if (auto suite = r_.Str(y, "suite", what)) {
+        CheckWith(Get(y, "suite"), names::CheckPath, "/" + *suite, fmt::format("'suite' of {}", what));
+        repo.suite = *suite;
+      }
+      YAML::Node comps = Get(y, "components");
+      if (Has(y, "components") && r_.CheckSeq(comps, fmt::format("'components' of {}", what))) {
+        for (const YAML::Node& c : comps) {
+          auto v = r_.ScalarOf(c, fmt::format("a component of {}", what));
+          if (!v) continue;
+          CheckWith(c, names::CheckName, *v, fmt::format("a component of {}", what));
+          repo.components.push_back(*v);
+        }
+      }
+      if (auto key = r_.Str(y, "signed_by", what)) {
+        CheckWith(Get(y, "signed_by"), names::CheckPath, *key, fmt::format("'signed_by' of {}", what));
+        repo.signed_by = *key;
+      }
+      if (auto t = r_.Bool(y, "trusted", what)) repo.trusted = *t;
+      if (repo.trusted && !repo.signed_by.empty()) {
+        r_.Error(Get(y, "trusted"), fmt::format("{} is both trusted (no signature check) and signed_by a key; pick one", what));
+      }
+      sw.repositories.push_back(std::move(repo));
+    }
+  }
 }
 
 void Loader::LoadWorkload(const YAML::Node& n) {

@@ -6,6 +6,7 @@
 
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
 
@@ -22,20 +23,6 @@ const char* ToString(ResourceKind k) {
 }
 
 namespace {
-
-bool HasRdmaNic(const model::Profile& p) {
-  for (const auto& n : p.nics) {
-    if (n.kind != model::NetKind::kEthernet) return true;
-  }
-  return false;
-}
-
-bool HasNvSwitch(const model::Profile& p) {
-  for (const auto& g : p.gpus) {
-    if (g.nvswitch) return true;
-  }
-  return false;
-}
 
 bool IsNvidia(const model::Profile& p) {
   for (const auto& g : p.gpus) {
@@ -60,34 +47,25 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n
   const model::Profile& p = c.ProfileOf(n);
   const model::Software& sw = c.software;
   bool gpus = p.gpu_count() > 0 && IsNvidia(p);
-  bool rdma = HasRdmaNic(p);
   auto add = [&](ResourceKind k, std::string id, std::string summary, std::string reason) {
     out.push_back({k, std::move(id), std::move(summary), std::move(reason)});
   };
-  auto ver = [](const std::string& v) { return v.empty() ? std::string("version not pinned") : v; };
 
-  if (gpus) {
-    std::string drv = sw.driver_branch.empty() ? "nvidia-driver" : "nvidia-driver-" + sw.driver_branch;
-    add(ResourceKind::kPackage, drv, ver(sw.driver_version) + " (reboot needed when it changes)",
-        "inventory software.driver");
-    if (!sw.cuda_version.empty()) add(ResourceKind::kPackage, "cuda-toolkit", sw.cuda_version, "inventory software.cuda");
-    add(ResourceKind::kPackage, "libnccl2", ver(sw.nccl_version), "inventory software.nccl");
-    add(ResourceKind::kPackage, "datacenter-gpu-manager", "DCGM and its Prometheus exporter",
-        "guides 000 and 004, Monitoring");
-    if (HasNvSwitch(p)) {
-      add(ResourceKind::kPackage, "nvidia-fabricmanager", "same version as the driver " + ver(sw.driver_version),
-          "anchors.md: fabric manager must match the driver on NVSwitch systems");
-    }
-  }
-  if (rdma) {
-    add(ResourceKind::kPackage, sw.ofed_kind.empty() ? "rdma-core" : sw.ofed_kind, ver(sw.rdma_core_version) + ", perftest",
-        "inventory software.rdma");
+  // Packages, modules, sysctl values and services: the same lists the online plan compares.
+  const DesiredNode node_state = DesiredNodeState(c, n, {}, AllParts());
+  for (const DesiredPackage& pkg : node_state.packages) {
+    std::string summary = pkg.version.empty() ? std::string("version not pinned") : pkg.version;
+    if (pkg.impact == Impact::kReboot) summary += " (" + pkg.note + ")";
+    add(ResourceKind::kPackage, pkg.name, summary, "inventory " + pkg.reason);
   }
   bool slurm = sw.scheduler.kind == model::SchedulerKind::kSlurm;
   bool k8s = sw.scheduler.kind == model::SchedulerKind::kKubernetes;
-  bool controller = !sw.scheduler.controller.empty() && sw.scheduler.controller == n.name;
-  if (slurm) add(ResourceKind::kPackage, controller ? "slurmctld" : "slurmd", "Slurm daemon", "inventory software.scheduler");
-  if (k8s) add(ResourceKind::kPackage, "kubelet", "Kubernetes node agent", "inventory software.scheduler");
+  for (const model::Repository& r : sw.repositories) {
+    add(ResourceKind::kFile,
+        FamilyOf(sw) == OsFamily::kRhel ? "/etc/yum.repos.d/gpuforge-" + r.name + ".repo"
+                                        : "/etc/apt/sources.list.d/gpuforge-" + r.name + ".list",
+        "package repository " + r.url, "inventory software.repositories");
+  }
 
   if (gpus) {
     add(ResourceKind::kFile, "/etc/nccl.conf", NcclEnvSummary(c), "guide 004, NCCL env from 18 months of trial");
@@ -123,14 +101,13 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n
         fmt::format("topologyManagerPolicy {}", sw.scheduler.topology_manager_policy.empty() ? "(unset)" : sw.scheduler.topology_manager_policy),
         "guide 004, The Node Configuration");
   }
-  if (gpus && rdma) add(ResourceKind::kModule, "nvidia-peermem", "loaded at boot (GPUDirect RDMA)", "anchors.md");
-  if (gpus) {
-    add(ResourceKind::kService, "nvidia-persistenced", "enabled, running", "anchors.md");
-    if (HasNvSwitch(p)) add(ResourceKind::kService, "nvidia-fabricmanager", "enabled, running", "anchors.md");
-    add(ResourceKind::kService, "nvidia-dcgm", "enabled, running", "guides 000 and 004, Monitoring");
+  for (const std::string& m : node_state.modules) {
+    add(ResourceKind::kModule, m, "loaded now and at boot (GPUDirect RDMA)", "anchors.md");
   }
-  if (slurm) add(ResourceKind::kService, controller ? "slurmctld" : "slurmd", "enabled, running", "inventory");
-  if (k8s) add(ResourceKind::kService, "kubelet", "enabled, running", "inventory");
+  for (const DesiredSysctl& k : node_state.sysctls) {
+    add(ResourceKind::kSysctl, k.key, k.value + " now and at boot", "anchors.md, GPU node OS settings");
+  }
+  for (const std::string& u : node_state.services) add(ResourceKind::kService, u, "enabled, running", "inventory");
   return out;
 }
 

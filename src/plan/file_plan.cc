@@ -36,6 +36,7 @@ const char* ToString(Action a) {
     case Action::kNone: return "none";
     case Action::kCreate: return "create";
     case Action::kChange: return "change";
+    case Action::kRemove: return "remove";
   }
   return "?";
 }
@@ -69,8 +70,30 @@ const ImpactRule& ImpactFor(std::string_view path) {
   return ImpactTable().back();
 }
 
+const char* ToString(ItemChange::Kind k) {
+  switch (k) {
+    case ItemChange::Kind::kPackage: return "package";
+    case ItemChange::Kind::kModule: return "module";
+    case ItemChange::Kind::kSysctl: return "sysctl";
+    case ItemChange::Kind::kService: return "service";
+  }
+  return "?";
+}
+
 std::size_t NodePlan::Count(Action a) const {
-  return static_cast<std::size_t>(std::count_if(files.begin(), files.end(), [a](const FileChange& f) { return f.action == a; }));
+  return static_cast<std::size_t>(std::count_if(files.begin(), files.end(), [a](const FileChange& f) { return f.action == a; }) +
+                                  std::count_if(items.begin(), items.end(), [a](const ItemChange& i) { return i.action == a; }));
+}
+
+Impact NodePlan::WorstImpact() const {
+  Impact worst = Impact::kLive;
+  for (const FileChange& f : files) {
+    if (f.action != Action::kNone) worst = std::max(worst, f.impact);
+  }
+  for (const ItemChange& i : items) {
+    if (i.action != Action::kNone) worst = std::max(worst, i.impact);
+  }
+  return worst;
 }
 
 std::vector<std::string> NodePlan::Handlers() const {
@@ -178,6 +201,9 @@ std::vector<FoldedPlan> FoldPlans(std::span<const NodePlan> plans) {
     for (const FileChange& f : plans[i].files) {
       key += fmt::format("{}\x1f{}\x1f{}{}{}\x1f{:o}\x1f{}\x1e", f.path, ToString(f.action), f.content, f.mode, f.owner,
                          f.mode_from, f.owner_from);
+    }
+    for (const ItemChange& it : plans[i].items) {
+      key += fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1e", ToString(it.kind), it.id, ToString(it.action), it.from, it.to);
     }
     keyed.emplace_back(plans[i].node, key);
   }

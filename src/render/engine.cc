@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <kainjow/mustache.hpp>
+
+#include "gpuforge/base/files.h"
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -233,42 +235,6 @@ Result<Output> Render(const model::Cluster& c, const Options& o) {
 
 namespace {
 
-Status WriteAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(target.parent_path(), ec);
-  if (ec) return Error{fmt::format("{}: cannot create directory: {}", target.parent_path().string(), ec.message())};
-  std::string tmpl = (target.parent_path() / ("." + target.filename().string() + ".gpuforge-XXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
-  if (fd < 0) return Error{fmt::format("{}: cannot create a temporary file: {}", target.string(), std::strerror(errno))};
-  auto fail = [&](const char* what) {
-    int e = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return Status(Error{fmt::format("{}: {}: {}", target.string(), what, std::strerror(e))});
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fchmod(fd, mode) != 0) return fail("chmod failed");
-  if (::fsync(fd) != 0) return fail("fsync failed");
-  if (::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    return Error{fmt::format("{}: close failed: {}", target.string(), std::strerror(errno))};
-  }
-  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmpl.c_str());
-    return Error{fmt::format("{}: rename failed: {}", target.string(), std::strerror(e))};
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status WriteTree(const Output& out, const std::string& dir) {
@@ -276,7 +242,7 @@ Status WriteTree(const Output& out, const std::string& dir) {
     std::filesystem::path target = std::filesystem::path(dir) / (f.node.empty() ? "_cluster" : f.node);
     target /= std::filesystem::path(f.path).relative_path();
     mode_t mode = static_cast<mode_t>(std::strtoul(f.mode.c_str(), nullptr, 8));
-    if (Status s = WriteAtomically(target, f.content, mode); !s.ok()) return s;
+    if (Status s = base::WriteFileAtomically(target, f.content, mode); !s.ok()) return s;
   }
   return Status::Ok();
 }

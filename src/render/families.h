@@ -12,6 +12,9 @@ namespace gpuforge::render {
 // The nodes a render covers, in inventory order.
 std::vector<const model::Node*> SelectedNodes(const model::Cluster& c, const Options& o);
 
+// rhel, rocky, almalinux: dnf and yum.repos.d; anything else is apt's.
+bool IsRhelFamily(std::string_view distro);
+
 void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan);

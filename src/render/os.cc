@@ -19,7 +19,30 @@ bool NvidiaGpus(const model::Profile& p) {
   });
 }
 
+// software.repositories, as the node's package manager reads them. The family comes from
+// software.os.distro; without one, Debian's (the README's platform).
+void AddRepositoryJobs(const model::Cluster& c, const model::Node& n, Plan* plan) {
+  const bool rhel = IsRhelFamily(c.software.os_distro);
+  for (const model::Repository& r : c.software.repositories) {
+    nlohmann::json comps = nlohmann::json::array();
+    for (const std::string& comp : r.components) comps.push_back({{"name", comp}});
+    if (rhel) {
+      plan->jobs.push_back({n.name, fmt::format("/etc/yum.repos.d/gpuforge-{}.repo", r.name), "yum.repo.mustache",
+                            {{"name", r.name}, {"url", r.url}, {"gpgcheck", r.trusted ? 0 : 1}, {"gpgkey", r.signed_by}},
+                            CommentStyle::kHash, "0644"});
+    } else {
+      std::string options = r.trusted ? "trusted=yes" : (r.signed_by.empty() ? "" : "signed-by=" + r.signed_by);
+      plan->jobs.push_back({n.name, fmt::format("/etc/apt/sources.list.d/gpuforge-{}.list", r.name),
+                            "apt-source.list.mustache",
+                            {{"name", r.name}, {"url", r.url}, {"suite", r.suite}, {"components", comps}, {"options", options}},
+                            CommentStyle::kHash, "0644"});
+    }
+  }
+}
+
 }  // namespace
+
+bool IsRhelFamily(std::string_view distro) { return distro == "rhel" || distro == "rocky" || distro == "almalinux"; }
 
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   for (const model::Node* n : SelectedNodes(c, o)) {
@@ -29,6 +52,7 @@ void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     bool nvswitch = std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
     plan->jobs.push_back({n->name, "/etc/security/limits.d/90-gpuforge.conf", "limits.conf.mustache", nlohmann::json::object(),
                           CommentStyle::kHash, "0644"});
+    AddRepositoryJobs(c, *n, plan);
     if (!gpus) continue;
     plan->jobs.push_back({n->name, "/etc/sysctl.d/90-gpuforge.conf", "sysctl.conf.mustache", nlohmann::json::object(),
                           CommentStyle::kHash, "0644"});

@@ -16,7 +16,8 @@ namespace {
 
 using remote::testing::FakeConnector;
 
-const ApplyOptions kOpts{"20261130T064252Z-0000abcd", "run 20261130T064252Z-0000abcd by ops@admin at t", "t", false};
+const ApplyOptions kOpts{"20261130T064252Z-0000abcd", "run 20261130T064252Z-0000abcd by ops@admin at t", "t", false, "",
+                         std::chrono::seconds(1800)};
 
 remote::ExecResult Exited(int status, std::string out = "", std::string err = "") {
   remote::ExecResult r;
@@ -30,14 +31,26 @@ std::string StateLine(std::string_view content, unsigned mode = 0644) {
   return fmt::format("F {:o} root {} {}\n", mode, content.size(), Sha256Hex(content));
 }
 
-// A node whose lock is free and whose state script answers `state`; other commands succeed
-// unless `failing` (a command prefix) matches.
-void Script(FakeConnector& c, std::string state, std::string failing = "") {
-  c.nodes["gpu01"].exec = [state, failing](const std::string& cmd) -> Result<remote::ExecResult> {
-    if (cmd.starts_with("for p in")) return Exited(0, state);
+// The node state script's answer for a Debian node with `files` (file state lines) and `rest`
+// (package, module, sysctl, service and manifest lines).
+std::string NodeState(const std::string& files, const std::string& rest = "") {
+  return "os debian\nlike \narch x86_64\n" + files + rest + "end\n";
+}
+
+// A node whose lock is free and whose state script answers `state` (file lines; see
+// NodeState); other commands succeed unless `failing` (a command prefix) matches.
+void Script(FakeConnector& c, std::string state, std::string failing = "", std::string rest = "") {
+  c.nodes["gpu01"].exec = [state, failing, rest](const std::string& cmd) -> Result<remote::ExecResult> {
+    if (cmd == "sh -s") return Exited(0, NodeState(state, rest));
     if (!failing.empty() && cmd.starts_with(failing)) return Exited(1, "", "boom\n");
     return Exited(0);
   };
+}
+
+DesiredNode Files(std::vector<DesiredFile> files) {
+  DesiredNode d;
+  d.files = std::move(files);
+  return d;
 }
 
 std::unique_ptr<remote::Session> Connect(FakeConnector& c) {
@@ -132,25 +145,29 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   FakeConnector c;
   Script(c, "N\n" + StateLine("old\n") + StateLine("S\n"));
   auto s = Connect(c);
-  NodeApply a = ApplyNode(*s, d, kOpts);
+  NodeApply a = ApplyNode(*s, Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kApplied) << a.step << ": " << a.detail;
   EXPECT_EQ(a.written, (std::vector<std::string>{"/etc/gpuforge/x.conf", "/etc/nccl.conf"}));
   EXPECT_TRUE(a.handlers.empty());  // the sysctl file did not change
   const auto& log = c.log["gpu01"];
   std::vector<std::string> paths = {"/etc/gpuforge/x.conf", "/etc/nccl.conf"};
   std::vector<std::string> backups = {"/etc/nccl.conf"};
-  ASSERT_EQ(log.size(), 7u);
+  ASSERT_EQ(log.size(), 8u);
   EXPECT_EQ(log[0], "exec: " + LockScript(kOpts.holder));
-  EXPECT_TRUE(log[1].starts_with("exec: for p in '/etc/gpuforge/x.conf' '/etc/nccl.conf' '/etc/sysctl.d/90.conf';"));
+  EXPECT_EQ(log[1], "exec: sh -s");  // the node state script, on stdin
   EXPECT_EQ(log[2], "exec: " + PrepareScript(kOpts.run_id, paths, backups));
   EXPECT_EQ(log[3], "upload: /etc/gpuforge/x.conf (644)");
   EXPECT_EQ(log[4], "upload: /etc/nccl.conf (644)");
-  EXPECT_TRUE(log[5].starts_with("exec: umask 022\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"run\":\"20261130T064252Z-0000abcd\""))
-      << log[5];
-  EXPECT_NE(log[5].find("\"result\":\"applied\""), std::string::npos);
-  EXPECT_NE(log[5].find("\"backup\":\"/var/lib/gpuforge/backups/20261130T064252Z-0000abcd/etc/nccl.conf\""),
+  // The manifest: every file gpuforge manages here, for later removals.
+  EXPECT_EQ(log[5], "upload: /var/lib/gpuforge/managed-files (644)");
+  EXPECT_EQ(c.nodes["gpu01"].files["/var/lib/gpuforge/managed-files"],
+            "/etc/gpuforge/x.conf\n/etc/nccl.conf\n/etc/sysctl.d/90.conf\n");
+  EXPECT_TRUE(log[6].starts_with("exec: umask 022\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"run\":\"20261130T064252Z-0000abcd\""))
+      << log[6];
+  EXPECT_NE(log[6].find("\"result\":\"applied\""), std::string::npos);
+  EXPECT_NE(log[6].find("\"backup\":\"/var/lib/gpuforge/backups/20261130T064252Z-0000abcd/etc/nccl.conf\""),
             std::string::npos);
-  EXPECT_EQ(log[6], "exec: " + UnlockScript());
+  EXPECT_EQ(log[7], "exec: " + UnlockScript());
   EXPECT_EQ(PrepareScript(kOpts.run_id, paths, backups),
             "set -e\numask 022\nmkdir -p -- '/etc'\nmkdir -p -- '/etc/gpuforge'\n"
             "mkdir -p -- '/var/lib/gpuforge/backups'\nchmod 0700 '/var/lib/gpuforge/backups'\n"
@@ -162,11 +179,11 @@ TEST(PlanApply, HandlerRunsOnlyWhenItsInputChanged) {
   std::vector<DesiredFile> d = {{"/etc/nccl.conf", "N\n", 0644}, {"/etc/sysctl.d/90.conf", "S\n", 0644}};
   FakeConnector same;
   Script(same, StateLine("old\n") + StateLine("S\n"));
-  NodeApply a = ApplyNode(*Connect(same), d, kOpts);
+  NodeApply a = ApplyNode(*Connect(same), Files(d), kOpts);
   for (const std::string& l : same.log["gpu01"]) EXPECT_NE(l, "exec: sysctl --system");
   FakeConnector changed;
   Script(changed, StateLine("N\n") + StateLine("S old\n"));
-  NodeApply b = ApplyNode(*Connect(changed), d, kOpts);
+  NodeApply b = ApplyNode(*Connect(changed), Files(d), kOpts);
   EXPECT_EQ(b.handlers, std::vector<std::string>{"sysctl --system"});
   EXPECT_EQ(b.written, std::vector<std::string>{"/etc/sysctl.d/90.conf"});
   EXPECT_EQ(std::count(changed.log["gpu01"].begin(), changed.log["gpu01"].end(), "exec: sysctl --system"), 1);
@@ -175,8 +192,9 @@ TEST(PlanApply, HandlerRunsOnlyWhenItsInputChanged) {
 TEST(PlanApply, UnchangedNodeWritesNothing) {
   std::vector<DesiredFile> d = {{"/etc/nccl.conf", "N\n", 0644}};
   FakeConnector c;
-  Script(c, StateLine("N\n"));
-  NodeApply a = ApplyNode(*Connect(c), d, kOpts);
+  // The manifest already lists the file: a node an earlier apply converged.
+  Script(c, StateLine("N\n"), "", "G /etc/nccl.conf\n" + StateLine("N\n"));
+  NodeApply a = ApplyNode(*Connect(c), Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kUnchanged);
   for (const std::string& l : c.log["gpu01"]) {
     EXPECT_FALSE(l.starts_with("upload:")) << l;
@@ -191,7 +209,7 @@ TEST(PlanApply, HeldLockRefusesWithTheHolder) {
   c.nodes["gpu01"].exec = [](const std::string&) -> Result<remote::ExecResult> {
     return Exited(kLockHeldExit, "run 20261130T060000Z-00000001 by ops@admin at 2026-11-30T06:00:00Z\n");
   };
-  NodeApply a = ApplyNode(*Connect(c), d, kOpts);
+  NodeApply a = ApplyNode(*Connect(c), Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kLocked);
   EXPECT_EQ(a.detail,
             "/var/lib/gpuforge/lock is held: run 20261130T060000Z-00000001 by ops@admin at 2026-11-30T06:00:00Z; if "
@@ -207,7 +225,7 @@ TEST(PlanApply, FailedUploadLeavesEachFileOldOrNewAndIsJournalled) {
   Script(c, StateLine("A\n") + StateLine("B\n") + StateLine("C\n"));
   c.nodes["gpu01"].files = {{"/etc/a", "A\n"}, {"/etc/b", "B\n"}, {"/etc/sysctl.d/c", "C\n"}};
   c.nodes["gpu01"].upload_errors["/etc/b"] = "No space left on device";
-  NodeApply a = ApplyNode(*Connect(c), d, kOpts);
+  NodeApply a = ApplyNode(*Connect(c), Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kFailed);
   EXPECT_EQ(a.step, "upload /etc/b");
   EXPECT_EQ(a.detail, "node gpu01: upload /etc/b: No space left on device");
@@ -229,7 +247,7 @@ TEST(PlanApply, FailedHandlerIsReportedWithItsOutput) {
   std::vector<DesiredFile> d = {{"/etc/sysctl.d/90.conf", "S\n", 0644}};
   FakeConnector c;
   Script(c, "N\n", "sysctl --system");
-  NodeApply a = ApplyNode(*Connect(c), d, kOpts);
+  NodeApply a = ApplyNode(*Connect(c), Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kFailed);
   EXPECT_EQ(a.step, "handler sysctl --system");
   EXPECT_EQ(a.detail, "exit 1: boom");
@@ -241,11 +259,12 @@ TEST(PlanApply, HostileStateOutputIsAClearError) {
   std::vector<DesiredFile> d = {{"/etc/nccl.conf", "N\n", 0644}};
   FakeConnector c;
   Script(c, "F 644 root 2 $(reboot)\n");
-  NodeApply a = ApplyNode(*Connect(c), d, kOpts);
+  NodeApply a = ApplyNode(*Connect(c), Files(d), kOpts);
   EXPECT_EQ(a.state, NodeApply::State::kFailed);
   EXPECT_EQ(a.step, "read state");
   EXPECT_EQ(a.detail,
-            "node gpu01: unexpected output from the file state script, line 1 (not a SHA-256): 'F 644 root 2 $(reboot)'");
+            "node gpu01: unexpected output from the node state script, line 4 (not a file state (N, O or F MODE OWNER "
+            "SIZE SHA256)): 'F 644 root 2 $(reboot)'");
   EXPECT_EQ(c.log["gpu01"].back(), "exec: " + UnlockScript());
 }
 

@@ -14,6 +14,7 @@
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/plan/file_plan.h"
+#include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/session.h"
 
 namespace gpuforge::apply {
@@ -22,10 +23,15 @@ namespace gpuforge::apply {
 using plan::ActualFile;
 using plan::DesiredFile;
 using plan::NodePlan;
+using plan::ActualNode;
+using plan::DesiredNode;
 
 inline constexpr std::string_view kStateDir = "/var/lib/gpuforge";
 inline constexpr std::string_view kLockDir = "/var/lib/gpuforge/lock";
 inline constexpr std::string_view kJournal = "/var/lib/gpuforge/journal.jsonl";
+// The paths gpuforge wrote and has not removed, one per line: how plan finds files the
+// inventory no longer renders.
+inline constexpr std::string_view kManifest = "/var/lib/gpuforge/managed-files";
 inline constexpr int kLockHeldExit = 75;  // EX_TEMPFAIL
 
 // "20261130T064252Z-1a2b3c4d": UTC time of the run and 32 random bits.
@@ -40,6 +46,26 @@ std::string BackupPath(std::string_view run_id, std::string_view path);
 std::string StateScript(std::span<const std::string> paths);
 // Strict: exactly `count` lines of those shapes, else an error naming node and command.
 Result<std::vector<ActualFile>> ParseState(std::string_view node, std::string_view output, std::size_t count);
+
+// One POSIX sh script, one round trip, read-only: the node's OS, architecture, then one line per
+// desired file (StateScript's format), package ("P VERSION" or "P -"), module ("M 1"/"M 0"),
+// sysctl ("S VALUE" or "S ?"), service ("U ENABLED ACTIVE"), then for each manifest entry
+// "G PATH" and its file state line, then "end".
+std::string NodeStateScript(const DesiredNode& d);
+// Strict, like ParseState; every value the node prints is checked against its alphabet.
+Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output, const DesiredNode& d);
+// Reads and plans; *state_sha256 (when given) gets the SHA-256 of the raw state output, which
+// a saved plan records so that apply can tell whether the node changed since.
+Result<NodePlan> ReadNodePlan(remote::Session& s, const DesiredNode& d, bool sudo, std::string* state_sha256 = nullptr);
+
+// Installs the packages: refreshes gpuforge's repository lists only (all lists when the
+// inventory names none), then one apt-get / dnf transaction with every pinned spec.
+std::string PackagesScript(plan::OsFamily family, std::span<const std::string> repository_files,
+                           std::span<const std::string> specs);
+// modprobe, sysctl -w, systemctl enable/start: one command per item.
+std::string ItemScript(const plan::ItemChange& item);
+// Removes files the inventory no longer renders (backed up first by PrepareScript).
+std::string RemoveScript(std::span<const std::string> paths);
 
 // Takes the lock (mkdir is atomic) and writes `holder` into it; when it is held, prints the
 // holder's line and exits kLockHeldExit.
@@ -56,26 +82,71 @@ struct ApplyOptions {
   std::string holder;  // "run RUN by USER@HOST at TIME": what a refused second apply shows
   std::string time_utc;  // for the journal
   bool sudo = false;     // commands and uploads through sudo -n
+  // From a saved plan: the SHA-256 of the state the plan was made from; the node is refused
+  // when what it reports under the lock differs. "" = plan afresh.
+  std::string expect_state_sha256;
+  std::chrono::seconds package_timeout{1800};
 };
+
+// Handlers that act on the whole cluster, run once per apply (on one node) instead of on every
+// node whose file changed.
+bool IsClusterHandler(std::string_view handler);
 
 // One node's outcome.
 struct NodeApply {
-  enum class State { kApplied, kUnchanged, kLocked, kFailed } state = State::kFailed;
+  enum class State { kApplied, kUnchanged, kLocked, kStale, kFailed } state = State::kFailed;
   NodePlan plan;                       // as read under the lock (empty when it could not be read)
   std::vector<std::string> written;    // paths replaced or created, in order
+  std::vector<std::string> removed;    // paths removed, in order
+  std::vector<std::string> items;      // "package libnccl2=2.28.9-*", ... that were carried out
   std::vector<std::string> handlers;   // handlers that ran and succeeded
+  std::vector<std::string> deferred;   // cluster handlers this node needs (IsClusterHandler)
+  bool reboot_needed = false;          // a change that takes effect at boot was made
   std::string step;                    // where it failed: "lock", "read state", "upload PATH", "handler CMD", ...
   std::string detail;                  // the error or the command's output
   bool lock_left = false;              // the lock could not be released
 };
 const char* ToString(NodeApply::State s);
 
-// Reads the node's state of `desired` and plans it.
-Result<NodePlan> ReadPlan(remote::Session& s, std::span<const DesiredFile> desired, bool sudo);
 
-// lock -> read state -> backups -> uploads -> handlers -> journal -> unlock. A failure stops
+// lock -> read state (-> refuse if stale) -> backups -> repository files -> packages -> other
+// files and removals -> modules, sysctl, services -> handlers -> manifest -> journal -> unlock. A failure stops
 // the node where it happened; every file is then either old or new (uploads are atomic), the
 // journal records the failure, and the lock is released.
-NodeApply ApplyNode(remote::Session& s, std::span<const DesiredFile> desired, const ApplyOptions& o);
+NodeApply ApplyNode(remote::Session& s, const DesiredNode& desired, const ApplyOptions& o);
+
+}  // namespace gpuforge::apply
+
+namespace gpuforge::apply {
+
+// `gpuforge rollback`: puts back the files one run changed on a node, from that run's backups.
+
+// One file a run wrote or removed, as its journal line records it.
+struct JournalFile {
+  std::string path;
+  std::string action;  // create, change, remove
+  std::string backup;  // "" for create
+  std::string sha256;  // what the run wrote; "" for remove
+};
+
+// Prints the journal lines of `run_id` (a run id, checked by the caller with IsRunId).
+std::string JournalReadScript(std::string_view run_id);
+// The files of the run's journal lines on this node, in order (none when the run changed
+// nothing here); an error naming the node when a line is not the journal's JSON.
+Result<std::vector<JournalFile>> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id);
+// Copies the backup beside the path and renames it over the path (atomic), keeping its mode
+// and owner.
+std::string RestoreScript(std::string_view backup, std::string_view path);
+
+struct RollbackOptions {
+  ApplyOptions apply;         // run_id is the rollback's own run (journalled like an apply)
+  std::string target_run;     // the run to undo
+  bool force = false;         // restore even files that changed since the run
+};
+
+// lock -> read the run's journal -> check each file is still what the run left (else refuse,
+// unless force) -> restore backups / remove created files -> handlers -> manifest -> journal
+// -> unlock. Packages, modules, sysctl values and services are not rolled back.
+NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o);
 
 }  // namespace gpuforge::apply

@@ -40,6 +40,10 @@ std::optional<std::string> CheckVersion(std::string_view s);
 // '(', ')', '#', '*', '?', '!', '{', '}', '[', ']'. Up to 256 chars.
 std::optional<std::string> CheckSafeValue(std::string_view s);
 
+// Repository URLs: http://, https:// or file:/ followed by [A-Za-z0-9_.~:/%+@-], up to 512
+// chars (no query strings, spaces or brackets: the URL is written into sources.list lines).
+std::optional<std::string> CheckUrl(std::string_view s);
+
 // Environment variable names: [A-Z_][A-Z0-9_]*.
 std::optional<std::string> CheckEnvName(std::string_view s);
 

@@ -232,6 +232,18 @@ struct Scheduler {
   SourcePos where;
 };
 
+// A package repository gpuforge writes onto nodes (apt sources.list.d or yum.repos.d), so the
+// pinned packages come from where the inventory says.
+struct Repository {
+  std::string name;        // [A-Za-z0-9_.-]; the file is gpuforge-NAME.list / .repo
+  std::string url;         // http(s):// or file:/ URL of the repository root
+  std::string suite = "./";  // apt: "./" for a flat repository, else a suite (bookworm)
+  std::vector<std::string> components;  // apt: main, contrib; empty for a flat repository
+  std::string signed_by;   // path of the key on the node (apt signed-by, dnf gpgkey)
+  bool trusted = false;    // no signature check (local test repositories only)
+  SourcePos where;
+};
+
 struct Software {
   std::string os_distro;
   std::string os_version;
@@ -244,6 +256,7 @@ struct Software {
   std::vector<std::pair<std::string, std::string>> nccl_env;  // in written order
   std::string nccl_topo_file;  // NCCL_TOPO_FILE path, "" when unset
   Scheduler scheduler;
+  std::vector<Repository> repositories;
   SourcePos where;
   SourcePos nccl_where;
 };

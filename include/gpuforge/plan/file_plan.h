@@ -62,7 +62,7 @@ struct ActualFile {
   bool operator==(const ActualFile&) const = default;
 };
 
-enum class Action { kNone, kCreate, kChange };
+enum class Action { kNone, kCreate, kChange, kRemove };
 const char* ToString(Action a);
 
 struct FileChange {
@@ -77,11 +77,32 @@ struct FileChange {
   bool operator==(const FileChange&) const = default;
 };
 
+// A package, kernel module, sysctl value or service: what the node has against what it should.
+struct ItemChange {
+  enum class Kind { kPackage, kModule, kSysctl, kService } kind = Kind::kPackage;
+  std::string id;  // package name, module name, sysctl key, unit name
+  Action action = Action::kNone;
+  std::string from;  // as the node has it: a version, a value, "disabled, inactive"; "" = absent
+  std::string to;    // as it should be, for people: "2.28.9-*", "0", "enabled, active"
+  std::string want;  // as the apply step needs it: "libnccl2=2.28.9-*", "0", "enable start"
+  Impact impact = Impact::kLive;
+  std::string note;  // "reboot to load the new driver", ...
+  bool operator==(const ItemChange&) const = default;
+};
+const char* ToString(ItemChange::Kind k);
+
 struct NodePlan {
   std::string node;
-  std::vector<FileChange> files;  // every desired file, in path order, kNone included
-  std::size_t Count(Action a) const;
-  bool HasChanges() const { return Count(Action::kCreate) + Count(Action::kChange) > 0; }
+  // Every desired file in path order (kNone included), then kRemove entries: files an earlier
+  // apply wrote that the inventory no longer renders.
+  std::vector<FileChange> files;
+  std::vector<ItemChange> items;  // packages, modules, sysctl, services, in apply order
+  std::vector<std::string> managed;  // the manifest the node had (paths earlier applies wrote)
+  std::size_t Count(Action a) const;  // files and items
+  bool HasChanges() const {
+    return Count(Action::kCreate) + Count(Action::kChange) + Count(Action::kRemove) > 0;
+  }
+  Impact WorstImpact() const;  // of the changes; kLive when there are none
   // Handlers to run, once each, in impact-table order, for the files that change.
   std::vector<std::string> Handlers() const;
 };

@@ -1,0 +1,28 @@
+#pragma once
+
+// Small text helpers apply.cc and rollback.cc share: node output made safe to show, paths.
+
+#include <string>
+#include <string_view>
+
+namespace gpuforge::apply::internal {
+
+inline std::string Parent(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string_view::npos ? std::string("/") : std::string(path.substr(0, slash));
+}
+
+// Node output shown in a message: printable ASCII only, one line, bounded.
+inline std::string Visible(std::string_view text, std::size_t cap = 200) {
+  std::string out;
+  for (char c : text.substr(0, cap)) out.push_back(c >= 0x20 && c < 0x7f ? c : (c == '\n' ? '|' : '?'));
+  if (text.size() > cap) out += "...";
+  return out;
+}
+
+inline std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace gpuforge::apply::internal

@@ -1,0 +1,334 @@
+#include "gpuforge/plan/node_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gpuforge/model/gpu_catalog.h"
+
+namespace gpuforge::plan {
+namespace {
+
+bool NvidiaGpus(const model::Profile& p) {
+  if (p.gpu_count() == 0) return false;
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
+    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+    return info == nullptr || info->vendor == "nvidia";
+  });
+}
+
+bool RdmaNics(const model::Profile& p) {
+  return std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
+}
+
+bool NvSwitch(const model::Profile& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
+}
+
+// "13.0" -> "13-0" (cuda-toolkit-13-0); "13" -> "13-0".
+std::string CudaDashed(std::string_view v) {
+  std::string major(v.substr(0, v.find('.'))), minor = "0";
+  if (std::size_t dot = v.find('.'); dot != std::string_view::npos) {
+    std::string_view rest = v.substr(dot + 1);
+    minor = std::string(rest.substr(0, rest.find('.')));
+  }
+  return major + "-" + minor;
+}
+
+std::string Trim(std::string_view s) {
+  std::size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
+}
+
+// sysctl -n prints vectors with tabs; the inventory writes them with spaces.
+std::string NormalSpaces(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : Trim(s)) {
+    if (c == ' ' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool Contains(std::span<const std::string> v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+}  // namespace
+
+const char* ToString(OsFamily f) { return f == OsFamily::kRhel ? "rhel" : "debian"; }
+
+OsFamily FamilyOf(const model::Software& sw) {
+  const std::string& d = sw.os_distro;
+  return d == "rhel" || d == "rocky" || d == "almalinux" ? OsFamily::kRhel : OsFamily::kDebian;
+}
+
+const char* ToString(Part p) {
+  switch (p) {
+    case Part::kFiles: return "files";
+    case Part::kPackages: return "packages";
+    case Part::kModules: return "modules";
+    case Part::kSysctl: return "sysctl";
+    case Part::kServices: return "services";
+  }
+  return "?";
+}
+
+Parts AllParts() { return {Part::kFiles, Part::kPackages, Part::kModules, Part::kSysctl, Part::kServices}; }
+
+Result<Parts> ParseParts(std::string_view list) {
+  Parts out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view word = list.substr(pos, comma - pos);
+    bool found = false;
+    for (Part p : AllParts()) {
+      if (word == ToString(p)) {
+        out.insert(p);
+        found = true;
+      }
+    }
+    if (!found) {
+      return Error{fmt::format("'{}' is not a part gpuforge manages; use files, packages, modules, sysctl, services",
+                               word)};
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model::Node& n, OsFamily family) {
+  std::vector<DesiredPackage> out;
+  const model::Profile& p = c.ProfileOf(n);
+  const model::Software& sw = c.software;
+  const bool deb = family == OsFamily::kDebian;
+  auto add = [&](std::string name, std::string version, Impact impact, std::string note, std::string reason) {
+    out.push_back({std::move(name), std::move(version), impact, std::move(note), std::move(reason)});
+  };
+  if (NvidiaGpus(p)) {
+    if (!sw.driver_branch.empty()) {
+      // The CUDA repository's per-branch meta package keeps the driver on its branch.
+      add("cuda-drivers-" + sw.driver_branch, sw.driver_version, Impact::kReboot,
+          "reboot to load the new driver (drain first)", "software.driver");
+      if (NvSwitch(p)) {
+        add("nvidia-fabricmanager-" + sw.driver_branch, sw.driver_version, Impact::kReboot,
+            "must match the driver exactly; restarts with it", "software.driver (NVSwitch systems)");
+      }
+    }
+    if (!sw.cuda_version.empty()) {
+      add("cuda-toolkit-" + CudaDashed(sw.cuda_version), "", Impact::kLive, "next job", "software.cuda");
+    }
+    if (!sw.nccl_version.empty()) {
+      add(deb ? "libnccl2" : "libnccl", sw.nccl_version, Impact::kLive, "next job", "software.nccl");
+      add(deb ? "libnccl-dev" : "libnccl-devel", sw.nccl_version, Impact::kLive, "next job", "software.nccl");
+    }
+    if (!sw.cuda_version.empty()) {
+      add("datacenter-gpu-manager-4-cuda" + sw.cuda_version.substr(0, sw.cuda_version.find('.')), "", Impact::kRestart,
+          "restarts nvidia-dcgm", "guides 000 and 004, Monitoring");
+    }
+  }
+  if (RdmaNics(p) && (sw.ofed_kind.empty() || sw.ofed_kind == "rdma-core")) {
+    add("rdma-core", sw.rdma_core_version, Impact::kLive, "next job", "software.rdma");
+    add(deb ? "ibverbs-utils" : "libibverbs-utils", "", Impact::kLive, "next job", "software.rdma");
+    add("perftest", "", Impact::kLive, "next job", "software.rdma");
+  }
+  const model::Scheduler& s = sw.scheduler;
+  const bool controller = !s.controller.empty() && s.controller == n.name;
+  if (s.kind == model::SchedulerKind::kSlurm) {
+    std::string daemon = controller ? "slurmctld" : "slurmd";
+    add(deb ? daemon : "slurm-" + daemon, "", Impact::kRestart, "restarts " + daemon + " (drain first)",
+        "software.scheduler");
+  }
+  if (s.kind == model::SchedulerKind::kKubernetes) {
+    add("kubelet", "", Impact::kRestart, "restarts kubelet (drain first)", "software.scheduler");
+  }
+  return out;
+}
+
+DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std::vector<DesiredFile> files,
+                             const Parts& parts) {
+  DesiredNode d;
+  const model::Profile& p = c.ProfileOf(n);
+  d.family = FamilyOf(c.software);
+  const bool gpus = NvidiaGpus(p);
+  if (parts.count(Part::kFiles)) {
+    d.files = std::move(files);
+  } else {
+    d.manage_removals = false;
+  }
+  for (const DesiredFile& f : d.files) {
+    if (f.path.starts_with("/etc/apt/sources.list.d/gpuforge-") || f.path.starts_with("/etc/yum.repos.d/gpuforge-")) {
+      d.repository_files.push_back(f.path);
+    }
+  }
+  if (parts.count(Part::kPackages)) d.packages = DesiredPackages(c, n, d.family);
+  // The same conditions render uses for modules-load.d, sysctl.d and the systemd preset.
+  if (parts.count(Part::kModules) && gpus && RdmaNics(p)) d.modules.push_back("nvidia-peermem");
+  if (parts.count(Part::kSysctl) && gpus) d.sysctls.push_back({"kernel.numa_balancing", "0"});
+  if (parts.count(Part::kServices)) {
+    if (gpus) {
+      d.services.push_back("nvidia-persistenced");
+      if (NvSwitch(p)) d.services.push_back("nvidia-fabricmanager");
+      if (!c.software.cuda_version.empty()) d.services.push_back("nvidia-dcgm");
+    }
+    const model::Scheduler& s = c.software.scheduler;
+    const bool controller = !s.controller.empty() && s.controller == n.name;
+    if (s.kind == model::SchedulerKind::kSlurm) d.services.push_back(controller ? "slurmctld" : "slurmd");
+    if (s.kind == model::SchedulerKind::kKubernetes) d.services.push_back("kubelet");
+  }
+  return d;
+}
+
+bool VersionMatches(std::string_view installed, std::string_view pin) {
+  if (pin.empty()) return !installed.empty();
+  if (installed == pin) return true;
+  // An epoch the pin does not state is not part of the comparison.
+  if (pin.find(':') == std::string_view::npos) {
+    if (std::size_t colon = installed.find(':'); colon != std::string_view::npos) installed.remove_prefix(colon + 1);
+  }
+  if (installed == pin) return true;
+  return installed.size() > pin.size() && installed.starts_with(pin) &&
+         std::string_view("-+~").find(installed[pin.size()]) != std::string_view::npos;
+}
+
+std::string InstallSpec(OsFamily f, const DesiredPackage& p) {
+  if (p.version.empty()) return p.name;
+  if (f == OsFamily::kRhel) return p.name + "-" + p.version;
+  // apt matches a version glob; a pin that already names the Debian revision is exact.
+  return p.name + "=" + p.version + (p.version.find('-') == std::string::npos ? "-*" : "");
+}
+
+std::optional<OsFamily> ReportedFamily(const ActualNode& a) {
+  auto has = [&](std::string_view word) {
+    if (a.os_id == word) return true;
+    std::size_t pos = 0;
+    while (pos < a.os_like.size()) {
+      std::size_t sp = a.os_like.find(' ', pos);
+      if (sp == std::string::npos) sp = a.os_like.size();
+      if (std::string_view(a.os_like).substr(pos, sp - pos) == word) return true;
+      pos = sp + 1;
+    }
+    return false;
+  };
+  if (has("debian") || has("ubuntu")) return OsFamily::kDebian;
+  for (std::string_view w : {"rhel", "rocky", "almalinux", "centos", "fedora"}) {
+    if (has(w)) return OsFamily::kRhel;
+  }
+  return std::nullopt;
+}
+
+Result<NodePlan> PlanNodeState(std::string_view node, const DesiredNode& d, const ActualNode& a) {
+  if (a.packages.size() != d.packages.size() || a.modules.size() != d.modules.size() ||
+      a.sysctls.size() != d.sysctls.size() || a.services.size() != d.services.size() ||
+      a.managed.size() != a.managed_files.size()) {
+    return Error{fmt::format("node {}: the node's state does not answer the desired state item for item", node)};
+  }
+  if (!d.packages.empty()) {
+    std::optional<OsFamily> f = ReportedFamily(a);
+    if (!f) {
+      return Error{fmt::format("node {}: OS '{}' (like '{}') is neither Debian- nor RHEL-like; gpuforge cannot manage "
+                               "its packages (use --only to leave packages out)",
+                               node, a.os_id, a.os_like)};
+    }
+    if (*f != d.family) {
+      return Error{fmt::format("node {}: the inventory says a {} family OS (software.os.distro) but the node runs '{}'",
+                               node, ToString(d.family), a.os_id)};
+    }
+  }
+  Result<NodePlan> files = PlanNode(node, d.files, a.files);
+  if (!files.ok()) return files.error();
+  NodePlan plan = std::move(*files);
+  plan.managed = a.managed;
+
+  if (d.manage_removals) {
+    for (std::size_t i = 0; i < a.managed.size(); ++i) {
+      const std::string& path = a.managed[i];
+      bool desired = std::any_of(d.files.begin(), d.files.end(), [&](const DesiredFile& f) { return f.path == path; });
+      if (desired || a.managed_files[i].kind != ActualFile::Kind::kRegular) continue;  // gone already, or not ours
+      const ImpactRule& rule = ImpactFor(path);
+      FileChange c;
+      c.path = path;
+      c.action = Action::kRemove;
+      c.mode_from = a.managed_files[i].mode;
+      c.owner_from = a.managed_files[i].owner;
+      c.impact = rule.impact;
+      c.handler = std::string(rule.handler);
+      c.note = std::string(rule.note);
+      plan.files.push_back(std::move(c));
+    }
+  }
+
+  for (std::size_t i = 0; i < d.packages.size(); ++i) {
+    const DesiredPackage& p = d.packages[i];
+    const std::string& have = a.packages[i];
+    ItemChange c{ItemChange::Kind::kPackage, p.name, Action::kNone, have,
+                 p.version.empty() ? "any version" : p.version, InstallSpec(d.family, p), p.impact, p.note};
+    if (have.empty()) {
+      c.action = Action::kCreate;
+    } else if (!VersionMatches(have, p.version)) {
+      c.action = Action::kChange;
+    }
+    plan.items.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < d.modules.size(); ++i) {
+    ItemChange c{ItemChange::Kind::kModule, d.modules[i], a.modules[i] ? Action::kNone : Action::kCreate,
+                 a.modules[i] ? "loaded" : "", "loaded", d.modules[i], Impact::kLive, "modprobe now; modules-load.d at boot"};
+    plan.items.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < d.sysctls.size(); ++i) {
+    const DesiredSysctl& s = d.sysctls[i];
+    const std::optional<std::string>& have = a.sysctls[i];
+    ItemChange c{ItemChange::Kind::kSysctl, s.key, Action::kNone, have ? NormalSpaces(*have) : "(no such key)", s.value,
+                 s.value, Impact::kLive, "sysctl -w now; sysctl.d at boot"};
+    if (!have || NormalSpaces(*have) != NormalSpaces(s.value)) c.action = Action::kChange;
+    plan.items.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < d.services.size(); ++i) {
+    const ServiceState& st = a.services[i];
+    const bool enabled = st.enabled == "enabled" || st.enabled == "enabled-runtime" || st.enabled == "static" ||
+                         st.enabled == "alias" || st.enabled == "indirect" || st.enabled == "generated";
+    const bool active = st.active == "active" || st.active == "reloading";
+    std::string want = std::string(enabled ? "" : "enable") + (enabled || active ? "" : " ") + (active ? "" : "start");
+    ItemChange c{ItemChange::Kind::kService, d.services[i], Action::kNone,
+                 st.enabled == "not-found" ? "" : st.enabled + ", " + st.active, "enabled, active", want, Impact::kLive,
+                 ""};
+    if (st.enabled == "not-found") {
+      c.action = Action::kCreate;
+      c.want = "enable start";
+      c.note = "its package installs the unit";
+    } else if (st.enabled == "masked") {
+      return Error{fmt::format("node {}: service {} is masked; gpuforge does not unmask what someone masked on purpose",
+                               node, d.services[i])};
+    } else if (!enabled || !active) {
+      c.action = Action::kChange;
+    }
+    plan.items.push_back(std::move(c));
+  }
+  return plan;
+}
+
+std::vector<std::string> NextManifest(const DesiredNode& d, std::span<const std::string> old_manifest,
+                                      std::span<const std::string> written, std::span<const std::string> removed,
+                                      bool succeeded) {
+  std::set<std::string> out;
+  if (succeeded && d.manage_removals) {
+    for (const DesiredFile& f : d.files) out.insert(f.path);
+  } else {
+    for (const std::string& p : old_manifest) {
+      if (!Contains(removed, p)) out.insert(p);
+    }
+    for (const std::string& p : written) out.insert(p);
+    if (succeeded) {
+      for (const DesiredFile& f : d.files) out.insert(f.path);
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace gpuforge::plan

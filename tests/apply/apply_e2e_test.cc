@@ -7,7 +7,9 @@
 #include <fstream>
 #include <optional>
 #include <regex>
+#include <sstream>
 
+#include "testbed/standins.h"
 #include "testbed/testbed.h"
 
 namespace gpuforge::apply {
@@ -41,8 +43,10 @@ class ApplyE2e : public ::testing::Test {
     return r.ok() ? r->output : "";
   }
 
+  // Files only: packages, modules and services have their own end-to-end tests
+  // (apply_packages_e2e_test.cc) with stand-ins and a local repository.
   testbed::CommandOutput Gpuforge(const std::string& args) {
-    std::string cmd = fmt::format("{} {} {} --known-hosts {} --ssh-config none --color never 2>&1 </dev/null",
+    std::string cmd = fmt::format("{} {} --only files {} --known-hosts {} --ssh-config none --color never 2>&1 </dev/null",
                                   GPUFORGE_BINARY, args, tb_->paths().inventory, tb_->paths().known_hosts);
     auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
     EXPECT_TRUE(r.ok()) << r.error().message;
@@ -72,7 +76,7 @@ TEST_F(ApplyE2e, PlanApplyConvergeAndSecondApplyChangesNothing) {
   EXPECT_NE(apply.output.find("tb[01-02] (2): applied: "), std::string::npos) << apply.output;
   EXPECT_NE(apply.output.find("ran sysctl --system"), std::string::npos) << apply.output;
   EXPECT_EQ(Ssh(0, "stat -c '%a %U' /etc/nccl.conf; ls /var/lib/gpuforge; cat /tmp/sysctl-calls"),
-            "644 root\njournal.jsonl\n--system\n");
+            "644 root\njournal.jsonl\nmanaged-files\n--system\n");
 
   testbed::CommandOutput again = Gpuforge("plan --detailed-exitcode");
   EXPECT_EQ(again.exit_code, 0) << again.output;
@@ -81,7 +85,8 @@ TEST_F(ApplyE2e, PlanApplyConvergeAndSecondApplyChangesNothing) {
   testbed::CommandOutput second = Gpuforge("apply --yes");
   EXPECT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("tb[01-02] (2): no changes"), std::string::npos) << second.output;
-  EXPECT_EQ(Ssh(1, "cat /tmp/sysctl-calls; wc -l < /var/lib/gpuforge/journal.jsonl"), "--system\n2\n");
+  // The journal records runs that changed something: still the first run's line only.
+  EXPECT_EQ(Ssh(1, "cat /tmp/sysctl-calls; wc -l < /var/lib/gpuforge/journal.jsonl"), "--system\n1\n");
 
   // A file changed by hand on one node: only that node changes, and the old bytes are kept.
   Ssh(0, "printf 'NCCL_DEBUG=TRACE\\n' >> /etc/nccl.conf; chmod 600 /etc/nccl.conf; cp -p /etc/nccl.conf /tmp/hand");
@@ -118,6 +123,55 @@ TEST_F(ApplyE2e, ASecondApplyOnALockedNodeRefusesAndTheOthersGoOn) {
             "absent\nrun 20261130T060000Z-00000001 by ops@admin at 06:00\n");
   // Our own lock was released on the node that applied.
   EXPECT_EQ(Ssh(0, "test -e /var/lib/gpuforge/lock && echo held || echo free"), "free\n");
+}
+
+}  // namespace
+}  // namespace gpuforge::apply
+
+namespace gpuforge::apply {
+namespace {
+
+// Slurm files: `scontrol reconfigure` talks to slurmctld for the whole cluster, so apply runs it
+// once (on the controller), not once per node whose slurm.conf changed; slurmd restarts stay per
+// node. STAND-INs: systemctl (standins.sh) and an scontrol that records its calls.
+TEST_F(ApplyE2e, ClusterHandlersRunOnceOnTheController) {
+  const auto& h = tb_->hosts();
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    ASSERT_TRUE(testbed::InstallStandins(*tb_, i).ok());
+    ASSERT_EQ(Ssh(i, "printf '#!/bin/sh\\necho \"$(hostname) $*\" >> /tmp/scontrol-calls\\n' > /usr/local/sbin/scontrol && "
+                     "chmod 755 /usr/local/sbin/scontrol && command -v scontrol"),
+              "/usr/local/sbin/scontrol\n");
+  }
+  std::ifstream in(tb_->paths().inventory);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string inv = ss.str();
+  const std::string anchor = "  nccl: {version: \"2.28.9\"}\n";
+  ASSERT_NE(inv.find(anchor), std::string::npos);
+  inv.replace(inv.find(anchor), anchor.size(),
+              anchor + fmt::format("  scheduler: {{kind: slurm, controller: {}}}\n", h[1].name));
+  const std::string path = tb_->paths().dir + "/slurm.yaml";
+  std::ofstream(path) << inv;
+  auto run = [&](const std::string& args) {
+    std::string cmd = fmt::format("{} {} --only files {} --known-hosts {} --ssh-config none --color never 2>&1 </dev/null",
+                                  GPUFORGE_BINARY, args, path, tb_->paths().known_hosts);
+    auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : testbed::CommandOutput{-1, ""};
+  };
+  testbed::CommandOutput plan = run("plan");
+  EXPECT_NE(plan.output.find("+ /etc/slurm/slurm.conf"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("reload: scontrol reconfigure"), std::string::npos) << plan.output;
+  testbed::CommandOutput apply = run("apply --yes");
+  EXPECT_EQ(apply.exit_code, 0) << apply.output;
+  EXPECT_NE(apply.output.find(fmt::format("ran `scontrol reconfigure` once, on {}", h[1].name)), std::string::npos)
+      << apply.output;
+  EXPECT_EQ(Ssh(0, "cat /tmp/scontrol-calls 2>/dev/null; echo -"), "-\n");
+  EXPECT_EQ(Ssh(1, "cat /tmp/scontrol-calls"), h[1].name + " reconfigure\n");
+  // gres.conf is read by slurmd at start only: each node restarted its own slurmd.
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    EXPECT_EQ(Ssh(i, "grep -c 'restart slurmd' /var/lib/gpuforge-testbed/systemctl.log"), "1\n") << h[i].name;
+  }
 }
 
 }  // namespace

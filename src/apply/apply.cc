@@ -475,7 +475,7 @@ NodeApply ApplyNode(remote::Session& s, const DesiredNode& desired, const ApplyO
         uo.mode = desired.files[i].mode;
         uo.owner = "root:root";
         uo.sudo = o.sudo;
-        if (Status st = s.Upload(desired.files[i].content, f.path, uo); !st.ok()) {
+        if (Status st = s.Upload(desired.files[i].Content(), f.path, uo); !st.ok()) {
           fail("upload " + f.path, st.error().message);
           return false;
         }
@@ -558,7 +558,7 @@ NodeApply ApplyNode(remote::Session& s, const DesiredNode& desired, const ApplyO
       if (!written && !removed) continue;
       nlohmann::ordered_json e = {{"path", f.path}, {"action", ToString(f.action)},
                                   {"backup", f.action == Action::kCreate ? "" : BackupPath(o.run_id, f.path)}};
-      if (written && i < desired.files.size()) e["sha256"] = Sha256Hex(desired.files[i].content);
+      if (written && i < desired.files.size()) e["sha256"] = desired.files[i].Sha256();
       files.push_back(std::move(e));
     }
     nlohmann::ordered_json items = nlohmann::ordered_json::array();

@@ -105,7 +105,7 @@ Command ApplyCommand() {
                 ->required();
             AddRemoteOptions(app, &o->remote);
             app.add_flag("-y,--yes", o->yes, "Apply without asking (required when stdin is not a terminal)");
-            app.add_option("--only", o->only, "Manage only these parts: files,packages,modules,sysctl,services");
+            app.add_option("--only", o->only, "Manage only these parts: files,packages,modules,sysctl,services,agent");
             app.add_option("--batch", o->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
             app.add_option("--max-fail", o->max_fail,
                            "Start no new nodes once this many have failed (default 0: never stop)")

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fmt/chrono.h>
+#include <sys/utsname.h>
 
 #include <chrono>
 #include <filesystem>
@@ -53,7 +54,7 @@ std::map<std::string, std::string> Diffs(remote::Session& s, const plan::Desired
       }
       before = std::move(r->out);
     }
-    if (f.action != plan::Action::kRemove && i < d.files.size()) after = d.files[i].content;
+    if (f.action != plan::Action::kRemove && i < d.files.size()) after = std::string(d.files[i].Content());
     if (plan::LooksBinary(before) || plan::LooksBinary(after)) {
       out[f.path] = "(binary content differs)";
       continue;
@@ -196,12 +197,41 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
     ctx.Error(out.error().message);
     return std::nullopt;
   }
+  std::optional<plan::AgentBinary> agent;
+  if (parts.count(plan::Part::kAgent)) {
+    Result<plan::AgentBinary> a = LoadAgent();
+    if (!a.ok()) {
+      ctx.Error(a.error().message);
+      return std::nullopt;
+    }
+    agent = std::move(*a);
+  }
   std::map<std::string, plan::DesiredNode> m;
   for (const remote::Target& t : targets) {
     const model::Node* n = cluster.FindNode(t.node);
-    m[t.node] = plan::DesiredNodeState(cluster, *n, plan::DesiredFiles(*out, t.node), parts);
+    m[t.node] = plan::DesiredNodeState(cluster, *n, plan::DesiredFiles(*out, t.node), parts, agent ? &*agent : nullptr);
   }
   return m;
+}
+
+Result<plan::AgentBinary> LoadAgent() {
+  // The build writes a copy without debug information beside the binary (CMakeLists.txt);
+  // an installed or copied binary without one pushes itself.
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Error{fmt::format("agent: cannot find this binary (/proc/self/exe): {}", ec.message())};
+  std::filesystem::path stripped = self.parent_path() / "gpuforge-agent";
+  std::filesystem::path source = std::filesystem::is_regular_file(stripped, ec) ? stripped : self;
+  std::ifstream in(source, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) return Error{fmt::format("agent: cannot read {}", source.string())};
+  auto blob = std::make_shared<plan::Blob>();
+  blob->bytes = ss.str();
+  blob->sha256 = plan::Sha256Hex(blob->bytes);
+  struct utsname u {};
+  if (::uname(&u) != 0) return Error{"agent: uname failed"};
+  return plan::AgentBinary{std::move(blob), u.machine};
 }
 
 std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only) {
@@ -246,7 +276,7 @@ Command PlanCommand() {
             app.add_flag("--diff", o->flags.diff, "Online: unified diffs of changed files (secrets masked)");
             app.add_option("--out", o->flags.out,
                            "Online: save the plan with the state it was made from; `apply FILE` carries it out");
-            app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services");
+            app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services,agent");
             AddRemoteOptions(app, &o->flags.remote);
             AddFormatOption(app, &o->flags.format);
             app.footer(

@@ -33,6 +33,8 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
                                                                         std::span<const remote::Target> targets,
                                                                         const std::string& inventory,
                                                                         const plan::Parts& parts);
+// The agent binary to push (Part::kAgent): gpuforge-agent beside this binary, else itself.
+Result<plan::AgentBinary> LoadAgent();
 // --only: "" is everything; prints the error and returns nullopt for an unknown part.
 std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only);
 std::optional<std::string> FileSha256(Context& ctx, const std::string& path);

@@ -20,6 +20,8 @@ std::vector<DesiredFile> DesiredFiles(const render::Output& rendered, std::strin
   return out;
 }
 
+std::string DesiredFile::Sha256() const { return blob ? blob->sha256 : Sha256Hex(content); }
+
 const char* ToString(Impact i) {
   switch (i) {
     case Impact::kLive: return "live";
@@ -57,6 +59,7 @@ std::span<const ImpactRule> ImpactTable() {
                  "drain first, restart slurmd"},
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
+      ImpactRule{"/usr/local/lib/gpuforge/", Impact::kLive, "", "validate runs it"},
       ImpactRule{"", Impact::kLive, "", "next use"},
   };
   return kTable;
@@ -135,7 +138,7 @@ Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> de
     } else {
       c.mode_from = a.mode;
       c.owner_from = a.owner;
-      c.content = a.size != d.content.size() || a.sha256 != Sha256Hex(d.content);
+      c.content = a.size != d.Content().size() || a.sha256 != d.Sha256();
       c.mode = a.mode != d.mode;
       c.owner = a.owner != "root";
       c.action = c.content || c.mode || c.owner ? Action::kChange : Action::kNone;

@@ -74,11 +74,12 @@ const char* ToString(Part p) {
     case Part::kModules: return "modules";
     case Part::kSysctl: return "sysctl";
     case Part::kServices: return "services";
+    case Part::kAgent: return "agent";
   }
   return "?";
 }
 
-Parts AllParts() { return {Part::kFiles, Part::kPackages, Part::kModules, Part::kSysctl, Part::kServices}; }
+Parts AllParts() { return {Part::kFiles, Part::kPackages, Part::kModules, Part::kSysctl, Part::kServices, Part::kAgent}; }
 
 Result<Parts> ParseParts(std::string_view list) {
   Parts out;
@@ -95,7 +96,7 @@ Result<Parts> ParseParts(std::string_view list) {
       }
     }
     if (!found) {
-      return Error{fmt::format("'{}' is not a part gpuforge manages; use files, packages, modules, sysctl, services",
+      return Error{fmt::format("'{}' is not a part gpuforge manages; use files, packages, modules, sysctl, services, agent",
                                word)};
     }
     pos = comma + 1;
@@ -152,7 +153,7 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
 }
 
 DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std::vector<DesiredFile> files,
-                             const Parts& parts) {
+                             const Parts& parts, const AgentBinary* agent) {
   DesiredNode d;
   const model::Profile& p = c.ProfileOf(n);
   d.family = FamilyOf(c.software);
@@ -161,6 +162,16 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
     d.files = std::move(files);
   } else {
     d.manage_removals = false;
+  }
+  if (parts.count(Part::kAgent) && agent != nullptr && agent->blob) {
+    DesiredFile f;
+    f.path = std::string(kAgentPath);
+    f.mode = 0755;
+    f.blob = agent->blob;
+    auto at = std::lower_bound(d.files.begin(), d.files.end(), f.path,
+                               [](const DesiredFile& x, const std::string& p) { return x.path < p; });
+    d.files.insert(at, std::move(f));
+    d.agent_arch = agent->arch;
   }
   for (const DesiredFile& f : d.files) {
     if (f.path.starts_with("/etc/apt/sources.list.d/gpuforge-") || f.path.starts_with("/etc/yum.repos.d/gpuforge-")) {
@@ -245,12 +256,18 @@ Result<NodePlan> PlanNodeState(std::string_view node, const DesiredNode& d, cons
   if (!files.ok()) return files.error();
   NodePlan plan = std::move(*files);
   plan.managed = a.managed;
+  for (FileChange& f : plan.files) {
+    if (f.path != kAgentPath || d.agent_arch.empty() || a.arch == d.agent_arch) continue;
+    f.action = Action::kNone;
+    f.note = fmt::format("not pushed: the node is {}, this build {}", a.arch, d.agent_arch);
+  }
 
   if (d.manage_removals) {
     for (std::size_t i = 0; i < a.managed.size(); ++i) {
       const std::string& path = a.managed[i];
       bool desired = std::any_of(d.files.begin(), d.files.end(), [&](const DesiredFile& f) { return f.path == path; });
       if (desired || a.managed_files[i].kind != ActualFile::Kind::kRegular) continue;  // gone already, or not ours
+      if (path == kAgentPath && d.agent_arch.empty()) continue;  // the agent is not managed in this run
       const ImpactRule& rule = ImpactFor(path);
       FileChange c;
       c.path = path;

@@ -487,6 +487,7 @@ TEST_F(ApplyFaults, MaxFailStopsTheRolloutAndTheNodesNotStartedAreNotTouched) {
               "untouched\nno nccl.conf\ninactive\n")
         << Name(i);
   }
+  EXPECT_GT(Logins(1), logins1) << "the login count does not see logins";
   std::vector<nlohmann::json> journal = Journal(0);
   ASSERT_EQ(journal.size(), 1u);
   EXPECT_EQ(journal[0]["failed_step"], "service nvidia-dcgm");
@@ -634,6 +635,7 @@ TEST_F(ApplyFaults, HostileInventoryValuesAreRefusedBeforeAnyConnection) {
     EXPECT_EQ(Out(i, fmt::format("test -e {} && echo touched; test -e {} && echo pwned; true", kStateDir, pwned)), "")
         << Name(i);
   }
+  EXPECT_GT(Logins(1), logins[1]) << "the login count does not see logins";
 }
 
 }  // namespace

@@ -104,7 +104,8 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
                            "+ package libnccl2 2.28.9", "+ package libnccl-dev 2.28.9",
                            "+ package datacenter-gpu-manager-4-cuda13", "~ sysctl kernel.numa_balancing 1 -> 0",
                            "+ service nvidia-persistenced (enable, start)", "+ service nvidia-dcgm (enable, start)",
-                           "tb[01-02] (2): ", "takes effect: reboot (drain first)"}) {
+                           "tb[01-02] (2): ", "takes effect: reboot (drain first)",
+                           "+ /usr/local/lib/gpuforge/gpuforge (mode 0755)"}) {
     EXPECT_NE(plan.output.find(line), std::string::npos) << line << "\n" << plan.output;
   }
   EXPECT_EQ(Ssh(0, "dpkg-query -W libnccl2 2>&1 | head -1; test -e /etc/nccl.conf && echo present || echo absent"),
@@ -127,6 +128,12 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
     EXPECT_EQ(Ssh(i, "cat /etc/apt/sources.list.d/gpuforge-local.list | grep -v '^#'"),
               "deb [trusted=yes] file:/srv/gpuforge-repo ./\n");
   }
+  // The agent: the build's copy without debug information, byte for byte, and it runs there.
+  auto local = testbed::RunCommand({"sha256sum", std::string(GPUFORGE_BINARY) + "-agent"});
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(Ssh(1, "sha256sum < /usr/local/lib/gpuforge/gpuforge | cut -d' ' -f1; stat -c '%a %U' "
+                   "/usr/local/lib/gpuforge/gpuforge; /usr/local/lib/gpuforge/gpuforge --version >/dev/null && echo runs"),
+            local->output.substr(0, 64) + "\n755 root\nruns\n");
   // apt-get update fetched gpuforge's repository (its index is in apt's lists) in one install
   // transaction.
   EXPECT_EQ(Ssh(0, "ls /var/lib/apt/lists | grep -c '_srv_gpuforge-repo_._Packages'; "

@@ -52,7 +52,7 @@ TEST(PlanParts, ParseAndRefuseUnknown) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (Parts{Part::kFiles, Part::kPackages}));
   EXPECT_EQ(ParseParts("files,pkgs").error().message,
-            "'pkgs' is not a part gpuforge manages; use files, packages, modules, sysctl, services");
+            "'pkgs' is not a part gpuforge manages; use files, packages, modules, sysctl, services, agent");
   EXPECT_FALSE(ParseParts("").ok());
 }
 
@@ -187,6 +187,39 @@ TEST(PlanNodeState, RefusesWhatItShouldNotTouch) {
   ActualNode short_answer = Converged();
   short_answer.packages.pop_back();
   EXPECT_FALSE(PlanNodeState("gpu01", Sample(), short_answer).ok());
+}
+
+TEST(PlanNodeState, TheAgentGoesOnlyToNodesOfTheBuildsArchitecture) {
+  AgentBinary agent{std::make_shared<Blob>(Blob{"\x7f" "ELF...", Sha256Hex("\x7f" "ELF...")}), "x86_64"};
+  model::Cluster c = Example("h200-ib-32gpu.yaml");
+  DesiredNode d = DesiredNodeState(c, *c.FindNode("gpu001"), {{"/etc/a", "a", 0644}, {"/var/z", "z", 0644}},
+                                   {Part::kFiles, Part::kAgent}, &agent);
+  ASSERT_EQ(d.files.size(), 3u);
+  EXPECT_EQ(d.files[1].path, kAgentPath);  // in path order
+  EXPECT_EQ(d.files[1].mode, 0755u);
+  EXPECT_EQ(d.files[1].Sha256(), agent.blob->sha256);
+  ActualNode a;
+  a.os_id = "ubuntu";
+  a.arch = "x86_64";
+  a.files = {Regular("a"), {}, Regular("z")};
+  Result<NodePlan> same = PlanNodeState("gpu001", d, a);
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(same->files[1].action, Action::kCreate);
+  a.arch = "aarch64";
+  Result<NodePlan> other = PlanNodeState("gpu001", d, a);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->files[1].action, Action::kNone);
+  EXPECT_EQ(other->files[1].note, "not pushed: the node is aarch64, this build x86_64");
+  // A run without the agent part never removes an agent an earlier run pushed.
+  DesiredNode files_only = DesiredNodeState(c, *c.FindNode("gpu001"), {{"/etc/a", "a", 0644}}, {Part::kFiles}, &agent);
+  ActualNode b;
+  b.os_id = "ubuntu";
+  b.files = {Regular("a")};
+  b.managed = {"/etc/a", std::string(kAgentPath)};
+  b.managed_files = {Regular("a"), Regular("\x7f" "ELF...", 0755)};
+  Result<NodePlan> kept = PlanNodeState("gpu001", files_only, b);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(kept->HasChanges());
 }
 
 TEST(PlanManifest, NextAfterSuccessAndFailure) {

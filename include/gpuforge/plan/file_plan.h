@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,11 +18,21 @@
 
 namespace gpuforge::plan {
 
+// Content shared by every node and too large to copy per node (the agent binary), with its
+// digest computed once.
+struct Blob {
+  std::string bytes;
+  std::string sha256;
+};
+
 // One file gpuforge manages on a node: always owned by root:root.
 struct DesiredFile {
   std::string path;  // absolute
   std::string content;
   unsigned mode = 0644;
+  std::shared_ptr<const Blob> blob = nullptr;  // when set, the content (and `content` is empty)
+  std::string_view Content() const { return blob ? std::string_view(blob->bytes) : std::string_view(content); }
+  std::string Sha256() const;
 };
 
 // The node's own files from a render. Cluster-wide files (node "", render's _cluster/) are

@@ -24,7 +24,7 @@ const char* ToString(OsFamily f);
 OsFamily FamilyOf(const model::Software& sw);
 
 // What `plan` and `apply` manage; --only picks a subset.
-enum class Part { kFiles, kPackages, kModules, kSysctl, kServices };
+enum class Part { kFiles, kPackages, kModules, kSysctl, kServices, kAgent };
 using Parts = std::set<Part>;
 const char* ToString(Part p);
 Parts AllParts();
@@ -46,6 +46,16 @@ struct DesiredSysctl {
   bool operator==(const DesiredSysctl&) const = default;
 };
 
+// Where apply puts this binary on a node, for `validate` to run there (`gpuforge agent`).
+inline constexpr std::string_view kAgentPath = "/usr/local/lib/gpuforge/gpuforge";
+
+// The binary pushed as the agent, read once on the controller, and the architecture it runs on
+// (uname -m).
+struct AgentBinary {
+  std::shared_ptr<const Blob> blob;
+  std::string arch;
+};
+
 struct DesiredNode {
   OsFamily family = OsFamily::kDebian;
   std::vector<DesiredFile> files;            // path order
@@ -55,14 +65,16 @@ struct DesiredNode {
   std::vector<std::string> services;         // units that must be enabled and running
   std::vector<std::string> repository_files; // the package lists among `files` (apt-get update reads only these)
   bool manage_removals = true;               // files are managed, so stale ones are removed
+  std::string agent_arch;                    // set when `files` holds the agent: the build's arch
 };
 
 // Packages for a node, by family, with NVIDIA's CUDA repository names (docs/plan-apply.md).
 std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model::Node& n, OsFamily family);
 
-// The node's full desired state; `files` is DesiredFiles(render output, node).
+// The node's full desired state; `files` is DesiredFiles(render output, node). With Part::kAgent
+// and an agent, the agent binary is one more file (kAgentPath, mode 0755).
 DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std::vector<DesiredFile> files,
-                             const Parts& parts);
+                             const Parts& parts, const AgentBinary* agent = nullptr);
 
 // What the node reported (apply::ParseNodeState), in the order of the DesiredNode it answers.
 struct ServiceState {
@@ -96,7 +108,8 @@ std::string InstallSpec(OsFamily f, const DesiredPackage& p);
 std::optional<OsFamily> ReportedFamily(const ActualNode& a);
 
 // Compares. Errors (naming the node): the node's OS family differs from the inventory's
-// while packages are managed; a desired file is a link or a directory on the node.
+// while packages are managed; a desired file is a link or a directory on the node. The agent
+// is left alone (no change, with a note) on a node of another architecture.
 Result<NodePlan> PlanNodeState(std::string_view node, const DesiredNode& d, const ActualNode& a);
 
 // The manifest an apply leaves: on success the desired paths; after a failure the old

@@ -4,6 +4,7 @@
 
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/saved_plan.h"
+#include "gpuforge/render/render.h"
 
 namespace gpuforge::plan {
 namespace {
@@ -291,6 +292,32 @@ software:
   model::Cluster c = Inline(yaml);
   ASSERT_EQ(c.software.repositories.size(), 2u);
   EXPECT_EQ(c.software.repositories[0].suite, "./");
+  auto body = [](const render::Output& out, const std::string& path) {
+    for (const render::RenderedFile& f : out.files) {
+      if (f.node == "n01" && f.path == path) return f.content.substr(f.content.find('\n') + 1);  // after the header
+    }
+    return std::string("(missing)");
+  };
+  Result<render::Output> apt = render::Render(c, {});
+  ASSERT_TRUE(apt.ok()) << apt.error().message;
+  EXPECT_NE(body(*apt, "/etc/apt/sources.list.d/gpuforge-local.list").find("\ndeb [trusted=yes] file:/srv/gpuforge-repo ./\n"),
+            std::string::npos)
+      << body(*apt, "/etc/apt/sources.list.d/gpuforge-local.list");
+  EXPECT_NE(body(*apt, "/etc/apt/sources.list.d/gpuforge-cuda.list")
+                .find("\ndeb [signed-by=/usr/share/keyrings/cuda.gpg] "
+                      "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ ./\n"),
+            std::string::npos)
+      << body(*apt, "/etc/apt/sources.list.d/gpuforge-cuda.list");
+  std::string rocky = yaml;
+  rocky.replace(rocky.find("distro: debian"), 14, "distro: rocky");
+  Result<render::Output> dnf = render::Render(Inline(rocky), {});
+  ASSERT_TRUE(dnf.ok());
+  const std::string repo = body(*dnf, "/etc/yum.repos.d/gpuforge-cuda.repo");
+  EXPECT_NE(repo.find("[gpuforge-cuda]\nname=gpuforge cuda\nbaseurl=https://developer.download.nvidia.com/compute/cuda/"
+                      "repos/debian12/x86_64/\nenabled=1\ngpgcheck=1\ngpgkey=file:///usr/share/keyrings/cuda.gpg\n"),
+            std::string::npos)
+      << repo;
+  EXPECT_NE(body(*dnf, "/etc/yum.repos.d/gpuforge-local.repo").find("gpgcheck=0\n"), std::string::npos);
   inventory::LoadOutcome bad = inventory::LoadString(
       R"Y(version: 1
 cluster: {name: t}

@@ -127,7 +127,7 @@ std::string UnlockScript() {
 }
 
 std::string PrepareScript(std::string_view run_id, std::span<const std::string> paths,
-                          std::span<const std::string> backups) {
+                          std::span<const std::string> backups, std::span<const std::string> handlers) {
   std::string s = "set -e\numask 022\n";
   std::set<std::string> dirs;
   for (const std::string& p : paths) dirs.insert(Parent(p));
@@ -139,6 +139,12 @@ std::string PrepareScript(std::string_view run_id, std::span<const std::string> 
       const std::string to = BackupPath(run_id, p);
       s += fmt::format("mkdir -p -- {}\ncp -p -- {} {}\n", ShellQuote(Parent(to)), ShellQuote(p), ShellQuote(to));
     }
+  }
+  if (!handlers.empty()) {
+    std::string lines;
+    for (const std::string& h : handlers) lines += h + "\n";
+    s += fmt::format("mkdir -p -- {}\nprintf '%s' {} > {}\n", ShellQuote(kStateDir), ShellQuote(lines),
+                     ShellQuote(kPendingHandlers));
   }
   return s;
 }
@@ -227,8 +233,10 @@ std::string NodeStateScript(const DesiredNode& d) {
   }
   for (const plan::DesiredSysctl& k : d.sysctls) keys.push_back(k.key);
   s += Loop("st", paths) + Loop("pkg", pkgs) + Loop("mod", mods) + Loop("sc", keys) + Loop("svc", d.services);
-  s += fmt::format("if [ -f {0} ]; then while IFS= read -r p; do echo \"G $p\"; st \"$p\"; done < {0}; fi\necho end\n",
+  s += fmt::format("if [ -f {0} ]; then while IFS= read -r p; do echo \"G $p\"; st \"$p\"; done < {0}; fi\n",
                    ShellQuote(kManifest));
+  s += fmt::format("if [ -f {0} ]; then while IFS= read -r h; do echo \"H $h\"; done < {0}; fi\necho end\n",
+                   ShellQuote(kPendingHandlers));
   return s;
 }
 
@@ -327,6 +335,12 @@ Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output
     if (Status st = file_state(&f); !st.ok()) return st.error();
     a.managed.emplace_back(path);
     a.managed_files.push_back(std::move(f));
+  }
+  while (i < lines.size() && lines[i].starts_with("H ")) {
+    std::string_view h = lines[i].substr(2);
+    if (!plan::IsHandler(h)) return bad(fmt::format("{} lists a command that is not a handler", kPendingHandlers));
+    a.pending.emplace_back(h);
+    ++i;
   }
   if (i >= lines.size() || lines[i] != "end") return bad("expected 'end'");
   if (++i != lines.size()) return bad("output after 'end'");
@@ -464,7 +478,8 @@ NodeApply ApplyNode(remote::Session& s, const DesiredNode& desired, const ApplyO
       if (f.action == Action::kChange || f.action == Action::kRemove) backups.push_back(f.path);
       if (f.action == Action::kRemove) removals.push_back(f.path);
     }
-    if (!run("backup", PrepareScript(o.run_id, touched, backups), eo)) return;
+    const std::vector<std::string> owed = out.plan.Handlers();
+    if (!run("backup", PrepareScript(o.run_id, touched, backups, owed), eo)) return;
     auto upload = [&](bool repositories) {
       for (std::size_t i = 0; i < desired.files.size(); ++i) {
         const FileChange& f = out.plan.files[i];
@@ -524,6 +539,7 @@ NodeApply ApplyNode(remote::Session& s, const DesiredNode& desired, const ApplyO
       if (!run("handler " + h, h, eo)) return;
       out.handlers.push_back(h);
     }
+    if (!owed.empty() && !run("handlers done", "rm -f -- " + ShellQuote(kPendingHandlers) + "\n", eo)) return;
     for (const FileChange& f : out.plan.files) {
       if (f.action != Action::kNone) out.reboot_needed = out.reboot_needed || f.impact == plan::Impact::kReboot;
     }

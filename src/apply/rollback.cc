@@ -14,12 +14,13 @@ using remote::ShellQuote;
 
 std::string JournalReadScript(std::string_view run_id) {
   // The journal is written by nlohmann's compact dump: "run":"ID" with no spaces.
-  return fmt::format("if [ -f {0} ]; then grep -F -- {1} {0} || true; fi\n", ShellQuote(kJournal),
-                     ShellQuote(fmt::format("\"run\":\"{}\"", run_id)));
+  return fmt::format("if [ -f {0} ]; then grep -F -e {1} -e {2} -- {0} || true; fi\n", ShellQuote(kJournal),
+                     ShellQuote(fmt::format("\"run\":\"{}\"", run_id)),
+                     ShellQuote(fmt::format("\"rollback_of\":\"{}\"", run_id)));
 }
 
-Result<std::vector<JournalFile>> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id) {
-  std::vector<JournalFile> out;
+Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id) {
+  JournalRun out;
   std::size_t pos = 0, line = 0;
   const std::string prefix = fmt::format("{}/backups/{}/", kStateDir, run_id);
   while (pos < output.size()) {
@@ -33,9 +34,15 @@ Result<std::vector<JournalFile>> ParseJournal(std::string_view node, std::string
     };
     nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return bad("not JSON");
+    if (j.contains("rollback_of") && j["rollback_of"] == run_id) {
+      // A rollback of this run; when it finished, the run is undone here already.
+      if (j.contains("result") && j["result"] == "applied" && j.contains("run") && j["run"].is_string()) {
+        out.rolled_back_by = Visible(j["run"].get<std::string>(), 40);
+      }
+      continue;
+    }
     if (!j.contains("run") || j["run"] != run_id) continue;  // grep matched elsewhere in the line
-    // A rollback journals itself as a run too; only applies are undone from the journal.
-    if (j.contains("rollback_of")) continue;
+    if (j.contains("rollback_of")) continue;                 // a rollback is not undone from here
     if (!j.contains("files") || !j["files"].is_array()) return bad("no files list");
     for (const nlohmann::json& f : j["files"]) {
       if (!f.is_object()) return bad("a file entry is not an object");
@@ -52,7 +59,7 @@ Result<std::vector<JournalFile>> ParseJournal(std::string_view node, std::string
           (jf.sha256.size() != 64 || jf.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)) {
         return bad("no SHA-256 of what the run wrote");
       }
-      out.push_back(std::move(jf));
+      out.files.push_back(std::move(jf));
     }
   }
   return out;
@@ -116,9 +123,14 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
   [&] {
     std::optional<std::string> journal = exec("read journal", JournalReadScript(o.target_run));
     if (!journal) return;
-    Result<std::vector<JournalFile>> parsed = ParseJournal(node, *journal, o.target_run);
+    Result<JournalRun> parsed = ParseJournal(node, *journal, o.target_run);
     if (!parsed.ok()) return fail("read journal", parsed.error().message);
-    files = std::move(*parsed);
+    files = std::move(parsed->files);
+    if (!parsed->rolled_back_by.empty()) {
+      out.state = NodeApply::State::kUnchanged;
+      out.detail = fmt::format("run {} was already rolled back here by {}", o.target_run, parsed->rolled_back_by);
+      return;
+    }
     if (files.empty()) {
       out.state = NodeApply::State::kUnchanged;
       out.detail = fmt::format("run {} changed no files here", o.target_run);

@@ -149,7 +149,9 @@ std::optional<std::string> CheckUrl(std::string_view s) {
     }
   }
   if (rest.empty()) return fmt::format("URL '{}' must start with https://, http:// or file:/ and name a place", s);
-  return CheckAlphabet(rest, "_.~:/%+@-", "URL");
+  // The whole URL, so that a reported position counts from its first character (every scheme
+  // character is in the alphabet).
+  return CheckAlphabet(s, "_.~:/%+@-", "URL");
 }
 
 std::optional<std::string> CheckEnvName(std::string_view s) {

@@ -50,10 +50,7 @@ std::string Outcome(const apply::NodeApply& a) {
 }
 
 std::string LocalHolder(const std::string& run_id, const std::string& time) {
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  const char* user = std::getenv("USER");
-  return fmt::format("run {} by {}@{} at {}", run_id, user != nullptr ? user : "?", host, time);
+  return fmt::format("run {} by {} at {}", run_id, LocalUserAtHost(), time);
 }
 
 // --batch: "8" nodes or "25%" of them, at least 1; "" = all at once.

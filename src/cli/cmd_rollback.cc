@@ -65,11 +65,8 @@ Command RollbackCommand() {
               const auto now = std::chrono::system_clock::now();
               const std::string run_id = apply::MakeRunId(now, std::random_device{}());
               const std::string time = NowUtc();
-              char host[256] = {};
-              if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-              const char* user = std::getenv("USER");
-              const std::string holder = fmt::format("rollback {} of {} by {}@{} at {}", run_id, o->run,
-                                                     user != nullptr ? user : "?", host, time);
+              const std::string holder =
+                  fmt::format("rollback {} of {} by {} at {}", run_id, o->run, LocalUserAtHost(), time);
 
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "rollback");

@@ -65,6 +65,13 @@ std::span<const ImpactRule> ImpactTable() {
   return kTable;
 }
 
+bool IsHandler(std::string_view command) {
+  for (const ImpactRule& r : ImpactTable()) {
+    if (!r.handler.empty() && r.handler == command) return true;
+  }
+  return false;
+}
+
 const ImpactRule& ImpactFor(std::string_view path) {
   for (const ImpactRule& r : ImpactTable()) {
     if (r.prefix.empty()) return r;
@@ -106,7 +113,8 @@ std::vector<std::string> NodePlan::Handlers() const {
     std::string h(r.handler);
     if (std::find(out.begin(), out.end(), h) != out.end()) continue;
     bool needed = std::any_of(files.begin(), files.end(),
-                              [&](const FileChange& f) { return f.action != Action::kNone && f.handler == h; });
+                              [&](const FileChange& f) { return f.action != Action::kNone && f.handler == h; }) ||
+                  std::find(pending.begin(), pending.end(), h) != pending.end();
     if (needed) out.push_back(std::move(h));
   }
   return out;

@@ -192,12 +192,17 @@ TEST(ApplyJournal, ParseTakesOnlyThisRunsFilesAndRefusesForeignPaths) {
                   run, bk, sha);
   const std::string other = R"({"run":"20261130T000000Z-00000001","note":"\"run\":\")" + run + R"(\"","files":[]})";
   const std::string rollback = R"({"run":")" + run + R"(","rollback_of":"x","files":[]})";
-  Result<std::vector<JournalFile>> f = ParseJournal("n", line + "\n" + other + "\n" + rollback + "\n", run);
-  ASSERT_TRUE(f.ok()) << f.error().message;
+  Result<JournalRun> r = ParseJournal("n", line + "\n" + other + "\n" + rollback + "\n", run);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::vector<JournalFile>* f = &r->files;
   ASSERT_EQ(f->size(), 3u);
   EXPECT_EQ((*f)[0].backup, bk + "/etc/a");
   EXPECT_EQ((*f)[1].action, "create");
   EXPECT_EQ((*f)[2].action, "remove");
+  EXPECT_EQ(r->rolled_back_by, "");
+  // A finished rollback of the run: it is undone here already.
+  const std::string done = R"({"run":"20261130T070000Z-00000002","rollback_of":")" + run + R"(","result":"applied"})";
+  EXPECT_EQ(ParseJournal("n", line + "\n" + done + "\n", run)->rolled_back_by, "20261130T070000Z-00000002");
   std::string foreign = line;
   foreign.replace(foreign.find(bk + "/etc/a"), bk.size() + 6, "/etc/shadow");
   EXPECT_NE(ParseJournal("n", foreign, run).error().message.find("backup is not this run's"), std::string::npos);
@@ -206,9 +211,9 @@ TEST(ApplyJournal, ParseTakesOnlyThisRunsFilesAndRefusesForeignPaths) {
   EXPECT_NE(ParseJournal("n", traversal, run).error().message.find("a path gpuforge would not have written"),
             std::string::npos);
   EXPECT_NE(ParseJournal("n", "garbage\n", run).error().message.find("not JSON"), std::string::npos);
-  Result<std::vector<JournalFile>> none = ParseJournal("n", "", run);
+  Result<JournalRun> none = ParseJournal("n", "", run);
   ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(none->files.empty());
 }
 
 using remote::testing::FakeConnector;

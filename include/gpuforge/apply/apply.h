@@ -32,6 +32,9 @@ inline constexpr std::string_view kJournal = "/var/lib/gpuforge/journal.jsonl";
 // The paths gpuforge wrote and has not removed, one per line: how plan finds files the
 // inventory no longer renders.
 inline constexpr std::string_view kManifest = "/var/lib/gpuforge/managed-files";
+// Handlers a run owes: written before its uploads, removed once they have run, so a run that
+// fails in between leaves them to the next one.
+inline constexpr std::string_view kPendingHandlers = "/var/lib/gpuforge/pending-handlers";
 inline constexpr int kLockHeldExit = 75;  // EX_TEMPFAIL
 
 // "20261130T064252Z-1a2b3c4d": UTC time of the run and 32 random bits.
@@ -50,7 +53,7 @@ Result<std::vector<ActualFile>> ParseState(std::string_view node, std::string_vi
 // One POSIX sh script, one round trip, read-only: the node's OS, architecture, then one line per
 // desired file (StateScript's format), package ("P VERSION" or "P -"), module ("M 1"/"M 0"),
 // sysctl ("S VALUE" or "S ?"), service ("U ENABLED ACTIVE"), then for each manifest entry
-// "G PATH" and its file state line, then "end".
+// "G PATH" and its file state line, then "H HANDLER" per pending handler, then "end".
 std::string NodeStateScript(const DesiredNode& d);
 // Strict, like ParseState; every value the node prints is checked against its alphabet.
 Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output, const DesiredNode& d);
@@ -72,9 +75,9 @@ std::string RemoveScript(std::span<const std::string> paths);
 std::string LockScript(std::string_view holder);
 std::string UnlockScript();
 // Creates the parent directories of `paths` and the backup tree, then `cp -p` each of
-// `backups` to BackupPath(run_id, path).
+// `backups` to BackupPath(run_id, path), then records `handlers` as pending (when any).
 std::string PrepareScript(std::string_view run_id, std::span<const std::string> paths,
-                          std::span<const std::string> backups);
+                          std::span<const std::string> backups, std::span<const std::string> handlers = {});
 std::string JournalScript(std::string_view json_line);
 
 struct ApplyOptions {
@@ -129,11 +132,15 @@ struct JournalFile {
   std::string sha256;  // what the run wrote; "" for remove
 };
 
-// Prints the journal lines of `run_id` (a run id, checked by the caller with IsRunId).
+// Prints the journal lines of `run_id` and of rollbacks of it (a run id, checked by the caller
+// with IsRunId).
 std::string JournalReadScript(std::string_view run_id);
-// The files of the run's journal lines on this node, in order (none when the run changed
-// nothing here); an error naming the node when a line is not the journal's JSON.
-Result<std::vector<JournalFile>> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id);
+struct JournalRun {
+  std::vector<JournalFile> files;  // in order; none when the run changed nothing here
+  std::string rolled_back_by;      // a rollback that already undid it here, "" if none
+};
+// An error naming the node when a line is not the journal's JSON or names a foreign path.
+Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id);
 // Copies the backup beside the path and renames it over the path (atomic), keeping its mode
 // and owner.
 std::string RestoreScript(std::string_view backup, std::string_view path);

@@ -60,6 +60,8 @@ struct ImpactRule {
   std::string_view note;     // for the plan: "scontrol reconfigure", "drain first, restart slurmd"
 };
 std::span<const ImpactRule> ImpactTable();
+// Whether `command` is one of the table's handlers (a pending list read from a node is checked).
+bool IsHandler(std::string_view command);
 // The first matching row; the last row (prefix "") matches everything: live, no handler.
 const ImpactRule& ImpactFor(std::string_view path);
 
@@ -109,12 +111,16 @@ struct NodePlan {
   std::vector<FileChange> files;
   std::vector<ItemChange> items;  // packages, modules, sysctl, services, in apply order
   std::vector<std::string> managed;  // the manifest the node had (paths earlier applies wrote)
+  // Handlers an earlier run changed files for but did not get to run (it failed after its
+  // uploads): they run this time even if no file changes.
+  std::vector<std::string> pending;
   std::size_t Count(Action a) const;  // files and items
   bool HasChanges() const {
-    return Count(Action::kCreate) + Count(Action::kChange) + Count(Action::kRemove) > 0;
+    return Count(Action::kCreate) + Count(Action::kChange) + Count(Action::kRemove) > 0 || !pending.empty();
   }
   Impact WorstImpact() const;  // of the changes; kLive when there are none
-  // Handlers to run, once each, in impact-table order, for the files that change.
+  // Handlers to run, once each, in impact-table order, for the files that change and the
+  // pending ones.
   std::vector<std::string> Handlers() const;
 };
 

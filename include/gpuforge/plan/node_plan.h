@@ -93,6 +93,7 @@ struct ActualNode {
   std::vector<ServiceState> services;
   std::vector<std::string> managed;               // paths earlier applies wrote (the manifest)
   std::vector<ActualFile> managed_files;          // their state now, same order
+  std::vector<std::string> pending;               // handlers a failed run left to run
   bool operator==(const ActualNode&) const = default;
 };
 

@@ -2,7 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fmt/chrono.h>
+#include <pwd.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -253,6 +255,20 @@ std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
     return std::nullopt;
   }
   return plan::Sha256Hex(ss.str());
+}
+
+std::string LocalUserAtHost() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::string user;
+  if (const char* env = std::getenv("USER"); env != nullptr && *env != '\0') {
+    user = env;
+  } else if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
+    user = pw->pw_name;  // cron and systemd units often run without USER
+  } else {
+    user = fmt::format("uid{}", ::geteuid());
+  }
+  return user + "@" + host;
 }
 
 std::string NowUtc() {

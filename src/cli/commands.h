@@ -24,6 +24,8 @@ Command RunCommand();
 Command FactsCommand();
 Command ApplyCommand();
 Command RollbackCommand();
+Command AgentCommand();
+Command ValidateCommand();
 
 // Shared by `plan`, `apply` and `rollback` (cmd_plan.cc): each target's desired state, files
 // rendered with the inventory's file name as the header label so that the content does not
@@ -39,5 +41,7 @@ Result<plan::AgentBinary> LoadAgent();
 std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only);
 std::optional<std::string> FileSha256(Context& ctx, const std::string& path);
 std::string NowUtc();
+// "user@host" for lock holders: $USER, else the effective user's name.
+std::string LocalUserAtHost();
 
 }  // namespace gpuforge::cli

@@ -23,7 +23,7 @@ void Context::Error(std::string_view message) const {
 
 std::span<const Command> Commands() {
   static const std::array kCommands = {
-      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), InventoryCommand(), HostlistCommand(),
+      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(),
   };
   return kCommands;
 }

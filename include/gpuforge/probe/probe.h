@@ -1,0 +1,112 @@
+#pragma once
+
+// Probes: the measurements `gpuforge agent` takes on a node and `gpuforge validate` judges.
+// A probe has a stable key ("storage.read", "gpu.copy"), a description, parameters with
+// defaults, and returns its result per entity (the node, a GPU, an HCA, a path, a peer) with
+// the measured value, its unit and the raw samples. A probe that cannot run here says SKIP
+// with the reason; it never pretends. Judging against thresholds is validate's job, not the
+// probe's.
+//
+// The agent prints one JSON line per result (ToJsonLine); the controller parses them strictly
+// (ParseJsonLine), since a node's output is hostile until checked.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuforge/base/result.h"
+
+namespace gpuforge::probe {
+
+inline constexpr std::string_view kSchema = "gpuforge.probe/v1";
+
+// One measured quantity for one entity.
+struct Measurement {
+  std::string entity;  // "node", "gpu0", "mlx5_0", "/mnt/data", "peer 198.18.0.3"
+  std::string metric;  // "read_bandwidth", "busbw", "p99_latency"
+  double value = 0;    // the figure judged (a median, a rate, a count)
+  std::string unit;    // "GB/s" (10^9 bytes), "Gb/s" (10^9 bits), "s", "ops/s", "count", "B", "C", "W"
+  std::vector<double> samples;  // the raw figures value came from, in order taken
+  std::map<std::string, std::string> info;  // context: "size": "8589934592", "model": "H200"
+  bool operator==(const Measurement&) const = default;
+};
+
+enum class Outcome {
+  kOk,     // measured; the measurements say what
+  kSkip,   // cannot run here (no GPU, no library, no device, not applicable); reason says why
+  kError,  // tried and failed (an API error, a timeout, wrong data); reason says what
+};
+const char* ToString(Outcome o);
+
+struct ProbeResult {
+  std::string probe;  // key
+  Outcome outcome = Outcome::kOk;
+  std::string code;    // stable reason code for kSkip/kError: "no_cuda_driver", "io_error"
+  std::string reason;  // for people: what happened, naming the library, device or call
+  std::vector<Measurement> measurements;
+  std::map<std::string, std::string> params;  // the parameters it ran with, defaults filled in
+  double seconds = 0;                         // wall time of the probe
+  std::vector<std::string> log;               // captured lines worth keeping (NCCL's own log)
+  bool operator==(const ProbeResult&) const = default;
+};
+
+struct Param {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+
+// What a probe gets when it runs: its parameters (defaults filled in) and a flag that turns
+// true when it must stop (timeout, Ctrl-C).
+struct Context {
+  std::map<std::string, std::string> params;
+  const std::atomic<bool>* cancel = nullptr;
+  bool Cancelled() const { return cancel != nullptr && cancel->load(); }
+  // Typed access; a malformed value is an error naming the parameter.
+  gpuforge::Result<double> Number(const std::string& name) const;
+  gpuforge::Result<std::string> Text(const std::string& name) const;
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual std::string key() const = 0;
+  virtual std::string description() const = 0;
+  virtual std::vector<Param> params() const = 0;
+  // Runs on this machine. Never throws; SKIP and ERROR are results.
+  virtual ProbeResult Run(const Context& ctx) = 0;
+};
+
+// Every probe this build has, in a stable order.
+std::vector<std::unique_ptr<Probe>> AllProbes();
+// nullptr when no probe has that key.
+std::unique_ptr<Probe> FindProbe(std::string_view key);
+
+// Fills defaults, refuses unknown parameter names (naming them) and values outside the safe
+// alphabet ([A-Za-z0-9_.,:/=+-]).
+gpuforge::Result<std::map<std::string, std::string>> ResolveParams(const Probe& p,
+                                                                   const std::map<std::string, std::string>& given);
+
+// Runs a probe with its defaults filled in and its wall time recorded.
+ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel);
+
+// Helpers for probes.
+ProbeResult Skip(std::string probe, std::string code, std::string reason);
+ProbeResult Fail(std::string probe, std::string code, std::string reason);
+double Median(std::vector<double> v);
+double Percentile(std::vector<double> v, double p);  // nearest rank, p in [0, 100]
+
+// One JSON line, without a newline: {"schema", "probe", "outcome", "code", "reason",
+// "params", "seconds", "measurements": [{"entity", "metric", "value", "unit", "samples",
+// "info"}], "log"}.
+std::string ToJsonLine(const ProbeResult& r);
+// Strict: the schema, every field's type, keys and metrics in [A-Za-z0-9_.:/ +,=()-], finite numbers,
+// bounded sizes (64 KiB per line). Errors name `source` ("node gpu01, agent run storage.read").
+gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string_view line);
+
+}  // namespace gpuforge::probe

@@ -1,0 +1,22 @@
+#pragma once
+
+// How validate's verdicts read: one line per check and entity, identical lines folded across
+// nodes ("tb[01-32]"), every non-PASS with its code, measured value, threshold and next step,
+// then a verdict line; and the versioned JSON (gpuforge.validate/v1).
+
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuforge/report/style.h"
+#include "gpuforge/validate/validate.h"
+
+namespace gpuforge::report {
+
+std::string ValidateText(std::span<const validate::Verdict> verdicts, const Style& s, bool strict);
+nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const validate::Verdict> verdicts, bool strict);
+// "FAIL (12 passed, 0 warned, 1 failed, 3 skipped, 0 errors)".
+std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool strict);
+
+}  // namespace gpuforge::report

@@ -1,0 +1,157 @@
+#pragma once
+
+// Factories for the storage and TCP probes (registry.cc lists them), the test hooks their
+// tests reach, and the few helpers storage.cc and tcp.cc share: a file descriptor owner,
+// typed parameters whose errors name the parameter, and failures that name the call.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "gpuforge/base/quantity.h"
+#include "gpuforge/base/result.h"
+#include "gpuforge/probe/probe.h"
+
+namespace gpuforge::probe::internal {
+
+// storage.read: sequential read bandwidth of a directory's file system.
+std::unique_ptr<Probe> MakeStorageReadProbe();
+// storage.checkpoint: time to write and fsync a checkpoint-sized file.
+std::unique_ptr<Probe> MakeStorageCheckpointProbe();
+// storage.metadata: create/stat/unlink rates and small synced-write latency.
+std::unique_ptr<Probe> MakeStorageMetadataProbe();
+// tcp.bandwidth: iperf-style TCP bandwidth to a peer agent (or over loopback).
+std::unique_ptr<Probe> MakeTcpBandwidthProbe();
+
+// TESTS ONLY. The registry never builds a probe with hooks, so nothing the agent's command
+// line accepts can reach them.
+struct StorageReadTestHooks {
+  // Behave as if open(O_DIRECT) failed with EINVAL (file systems that refuse direct I/O;
+  // tmpfs accepts it since Linux 6.6, so a test cannot count on one).
+  bool refuse_direct = false;
+  // Called with the test file's path once it is written and synced, before the first timed
+  // read: a test may corrupt the file or cancel the probe here.
+  std::function<void(const std::string& file)> after_write;
+};
+std::unique_ptr<Probe> MakeStorageReadProbeForTest(StorageReadTestHooks hooks);
+
+// The file size storage.read uses for size=auto: twice physical memory so the page cache
+// cannot hold it (fio/IOR practice), capped to 90% of the free space and rounded down to
+// whole blocks. An error when that leaves less than `min_size`. `why` says which rule won.
+Result<std::uint64_t> AutoReadSize(std::uint64_t ram, std::uint64_t free_space,
+                                   std::uint64_t min_size, std::uint64_t block, std::string* why);
+
+// Owns a file descriptor; closes it once.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+  // Gives up ownership, for a caller that closes the descriptor itself and checks the result.
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Why a probe stopped: a stable code and words for people.
+struct Failure {
+  std::string code;
+  std::string reason;
+};
+
+// A failed system call: code "<call>_failed", reason "<call>(<what>): <strerror>".
+inline Failure SysFailure(std::string_view call, std::string_view what, int err) {
+  return {fmt::format("{}_failed", call),
+          fmt::format("{}({}): {}", call, what, std::generic_category().message(err))};
+}
+
+// The first failure among worker threads; the others stop when they see one.
+class FirstFailure {
+ public:
+  void Set(Failure f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_) failure_ = std::move(f);
+    failed_ = true;
+  }
+  bool failed() const { return failed_.load(); }
+  std::optional<Failure> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(failure_, std::nullopt);
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<Failure> failure_;
+  std::atomic<bool> failed_{false};
+};
+
+inline ProbeResult FailWith(const std::string& probe, Failure f) {
+  return Fail(probe, std::move(f.code), std::move(f.reason));
+}
+
+// A whole-number parameter in [lo, hi].
+inline Result<std::int64_t> WholeParam(const Context& ctx, const std::string& name, std::int64_t lo,
+                                       std::int64_t hi) {
+  Result<double> d = ctx.Number(name);
+  if (!d.ok()) return d.error();
+  if (*d != std::floor(*d) || *d < static_cast<double>(lo) || *d > static_cast<double>(hi)) {
+    return Error{fmt::format("parameter {}: '{}' is not a whole number from {} to {}", name,
+                             ctx.params.at(name), lo, hi)};
+  }
+  return static_cast<std::int64_t>(*d);
+}
+
+// A size parameter written with its unit ("8MiB", "1GiB", "4096B"), in [lo, hi] bytes.
+inline Result<std::uint64_t> BytesParam(const Context& ctx, const std::string& name,
+                                        std::uint64_t lo, std::uint64_t hi) {
+  Result<std::string> text = ctx.Text(name);
+  if (!text.ok()) return text.error();
+  Result<double> v = quantity::Parse(*text, quantity::Dimension::kSize);
+  if (!v.ok()) return Error{fmt::format("parameter {}: {}", name, v.error().message)};
+  if (*v != std::floor(*v) || *v < static_cast<double>(lo) || *v > static_cast<double>(hi)) {
+    return Error{fmt::format("parameter {}: '{}' is not a whole number of bytes from {} to {}",
+                             name, *text, lo, hi)};
+  }
+  return static_cast<std::uint64_t>(*v);
+}
+
+// A duration parameter in seconds, in (0, hi].
+inline Result<double> SecondsParam(const Context& ctx, const std::string& name, double hi) {
+  Result<double> d = ctx.Number(name);
+  if (!d.ok()) return d.error();
+  if (*d <= 0 || *d > hi) {
+    return Error{fmt::format("parameter {}: '{}' is not a number of seconds above 0 and at most {}",
+                             name, ctx.params.at(name), hi)};
+  }
+  return *d;
+}
+
+}  // namespace gpuforge::probe::internal

@@ -1,0 +1,364 @@
+#include "gpuforge/validate/validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "gpuforge/model/gpu_catalog.h"
+
+namespace gpuforge::validate {
+namespace {
+
+bool NvidiaGpus(const model::Profile& p) {
+  if (p.gpu_count() == 0) return false;
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
+    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+    return info == nullptr || info->vendor == "nvidia";
+  });
+}
+
+std::string GpuModel(const model::Profile& p) { return p.gpus.empty() ? std::string() : p.gpus.front().model; }
+
+std::string Fixed(double v) {
+  if (v != 0 && std::fabs(v) < 0.01) return fmt::format("{:.3g}", v);
+  if (std::fabs(v) >= 100) return fmt::format("{:.0f}", v);
+  if (std::fabs(v) >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity = "") {
+  for (const probe::Measurement& m : r.measurements) {
+    if (m.metric == metric && (entity.empty() || m.entity == entity)) return &m;
+  }
+  return nullptr;
+}
+
+Verdict Base(const PlannedRun& run, std::string entity) {
+  Verdict v;
+  v.check = run.check;
+  v.node = run.node;
+  v.entity = std::move(entity);
+  return v;
+}
+
+// measured >= mark passes; otherwise FAIL below_threshold.
+Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+                std::string mark_text, std::string next_step) {
+  Verdict v = Base(run, std::move(entity));
+  v.measured = measured;
+  v.unit = std::move(unit);
+  v.threshold = ">= " + std::move(mark_text);
+  if (measured >= mark) {
+    v.state = State::kPass;
+  } else {
+    v.state = State::kFail;
+    v.code = "below_threshold";
+    v.next_step = std::move(next_step);
+  }
+  return v;
+}
+
+Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+               std::string mark_text, std::string next_step) {
+  Verdict v = Base(run, std::move(entity));
+  v.measured = measured;
+  v.unit = std::move(unit);
+  v.threshold = "<= " + std::move(mark_text);
+  if (measured <= mark) {
+    v.state = State::kPass;
+  } else {
+    v.state = State::kFail;
+    v.code = "above_threshold";
+    v.next_step = std::move(next_step);
+  }
+  return v;
+}
+
+Verdict Missing(const PlannedRun& run, std::string_view metric) {
+  Verdict v = Base(run, run.entity);
+  v.state = State::kError;
+  v.code = "no_measurement";
+  v.detail = fmt::format("the probe {} reported no '{}' measurement", run.probe, metric);
+  v.next_step = fmt::format("run `gpuforge agent run {}` on {} and read its output", run.probe, run.node);
+  return v;
+}
+
+}  // namespace
+
+const char* ToString(State s) {
+  switch (s) {
+    case State::kPass: return "PASS";
+    case State::kWarn: return "WARN";
+    case State::kFail: return "FAIL";
+    case State::kSkip: return "SKIP";
+    case State::kError: return "ERROR";
+  }
+  return "?";
+}
+
+std::span<const CheckInfo> Checks() {
+  static constexpr std::array kChecks = {
+      CheckInfo{"facts", "", "hardware and software facts against the inventory (drift codes, docs/facts.md)", false,
+                false, 120},
+      CheckInfo{"storage.read", "storage.read", "sequential read bandwidth of each storage tier's mount", true, false,
+                1800},
+      CheckInfo{"storage.checkpoint", "storage.checkpoint",
+                "checkpoint write (write + fsync) turned into time for this node's share of the workload's checkpoint",
+                true, false, 1800},
+      CheckInfo{"storage.metadata", "storage.metadata", "metadata operations per second and 4 KiB write latency", true,
+                false, 600},
+      CheckInfo{"tcp.bandwidth", "tcp.bandwidth", "TCP bandwidth between neighbouring nodes on storage and control networks",
+                true, true, 120},
+  };
+  return kChecks;
+}
+
+const CheckInfo* FindCheck(std::string_view key) {
+  for (const CheckInfo& c : Checks()) {
+    if (c.key == key) return &c;
+  }
+  return nullptr;
+}
+
+Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filter) {
+  std::vector<std::string> out;
+  for (const CheckInfo& c : Checks()) {
+    const bool chosen = filter.empty() || std::any_of(filter.begin(), filter.end(), [&](const std::string& f) {
+                          return c.key == f || (c.key.starts_with(f) && c.key.size() > f.size() && c.key[f.size()] == '.');
+                        });
+    if (chosen) out.emplace_back(c.key);
+  }
+  for (const std::string& f : filter) {
+    const bool hit = std::any_of(Checks().begin(), Checks().end(), [&](const CheckInfo& c) {
+      return c.key == f || (c.key.starts_with(f) && c.key.size() > f.size() && c.key[f.size()] == '.');
+    });
+    if (!hit) {
+      std::string keys;
+      for (const CheckInfo& c : Checks()) keys += (keys.empty() ? "" : ", ") + std::string(c.key);
+      return Error{fmt::format("--checks: '{}' names no check (checks: {})", f, keys)};
+    }
+  }
+  return out;
+}
+
+ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks) {
+  ValidatePlan plan;
+  auto chosen = [&](std::string_view key) { return std::find(checks.begin(), checks.end(), key) != checks.end(); };
+  auto run_for = [&](std::string_view key, const model::Node& n) {
+    const CheckInfo* info = FindCheck(key);
+    PlannedRun r;
+    r.check = std::string(key);
+    r.probe = std::string(info->probe);
+    r.node = n.name;
+    r.entity = "node";
+    r.performance = info->performance;
+    r.timeout_s = info->timeout_s;
+    return r;
+  };
+  auto not_applicable = [&](std::string_view key, const std::string& node, std::string code, std::string why) {
+    Verdict v;
+    v.check = std::string(key);
+    v.node = node;
+    v.entity = "node";
+    v.state = State::kSkip;
+    v.code = std::move(code);
+    v.detail = std::move(why);
+    plan.not_applicable.push_back(std::move(v));
+  };
+  for (const std::string& name : nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) continue;
+    if (chosen("facts")) plan.runs.push_back(run_for("facts", *n));
+    for (std::string_view key : {"storage.read", "storage.checkpoint", "storage.metadata"}) {
+      if (!chosen(key)) continue;
+      bool any = false;
+      for (const model::StorageTier& t : c.storage.tiers) {
+        if (t.mount.empty()) continue;
+        if (key == "storage.checkpoint" && !t.checkpoints) continue;
+        PlannedRun r = run_for(key, *n);
+        r.entity = t.mount;
+        r.params["path"] = t.mount;
+        plan.runs.push_back(std::move(r));
+        any = true;
+      }
+      if (!any) {
+        not_applicable(key, n->name, "no_storage_mount",
+                       key == "storage.checkpoint" ? "no storage tier with checkpoints: true names a mount"
+                                                   : "no storage tier in the inventory names a mount");
+      }
+    }
+  }
+  if (chosen("tcp.bandwidth")) {
+    // Each node against the next one in inventory order (a ring), per storage or control
+    // network the nodes share; the server side is the peer.
+    for (const model::Network& net : c.networks) {
+      if (net.role != model::NetRole::kStorage && net.role != model::NetRole::kControl) continue;
+      std::vector<const model::Node*> on;
+      for (const std::string& name : nodes) {
+        const model::Node* n = c.FindNode(name);
+        if (n == nullptr) continue;
+        const model::Profile& p = c.ProfileOf(*n);
+        if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == net.name; })) {
+          on.push_back(n);
+        }
+      }
+      if (on.size() < 2) continue;
+      for (std::size_t i = 0; i < on.size(); ++i) {
+        const model::Node* peer = on[(i + 1) % on.size()];
+        if (on.size() == 2 && i == 1) break;  // two nodes: one pair
+        PlannedRun r = run_for("tcp.bandwidth", *on[i]);
+        r.peer = peer->name;
+        r.peer_address = peer->address.empty() ? peer->name : peer->address;
+        r.entity = "peer " + peer->name + " (" + net.name + ")";
+        r.params["role"] = "client";
+        r.params["peer"] = r.peer_address;
+        r.params["network"] = net.name;
+        plan.runs.push_back(std::move(r));
+      }
+    }
+  }
+  (void)NvidiaGpus;
+  (void)GpuModel;
+  return plan;
+}
+
+std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                           const probe::ProbeResult& r) {
+  std::vector<Verdict> out;
+  if (r.outcome != probe::Outcome::kOk) {
+    Verdict v = Base(run, run.entity);
+    v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;
+    v.code = r.code.empty() ? (v.state == State::kSkip ? "skipped" : "probe_error") : r.code;
+    v.detail = r.reason;
+    if (v.state == State::kError) {
+      v.next_step = fmt::format("run `gpuforge agent run {}` on {} by hand and read the reason", run.probe, run.node);
+    }
+    out.push_back(std::move(v));
+    return out;
+  }
+  const model::Node* node = c.FindNode(run.node);
+  const model::Profile* prof = node != nullptr ? &c.ProfileOf(*node) : nullptr;
+  const int gpus = prof != nullptr ? std::max(1, prof->gpu_count()) : 1;
+
+  if (run.check == "storage.read") {
+    const probe::Measurement* m = Find(r, "read_bandwidth");
+    if (m == nullptr) return {Missing(run, "read_bandwidth")};
+    const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");
+    double need = per_gpu * gpus;
+    if (c.workload.read_bytes_per_s_per_gpu > 0) need = c.workload.read_bytes_per_s_per_gpu / 1e9 * gpus;
+    out.push_back(AtLeast(run, run.entity, m->value, "GB/s", need,
+                          fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus, gpus == 1 ? "" : "s",
+                                      Fixed(need / gpus), t.SourceOf("storage.read.min_gbs_per_gpu")),
+                          "check the mount options, the client's network path to the storage and the tier's load"));
+  } else if (run.check == "storage.checkpoint") {
+    const probe::Measurement* m = Find(r, "write_bandwidth");
+    if (m == nullptr) return {Missing(run, "write_bandwidth")};
+    const double limit = t.Get("storage.checkpoint.max_seconds");
+    if (!c.workload.present || c.workload.params <= 0) {
+      Verdict v = Base(run, run.entity);
+      v.state = State::kSkip;
+      v.code = "no_workload";
+      v.measured = m->value;
+      v.unit = "GB/s";
+      v.detail = fmt::format("measured {} GB/s; the inventory has no workload, so there is no checkpoint size to time",
+                             Fixed(m->value));
+      out.push_back(std::move(v));
+      return out;
+    }
+    const std::size_t compute_nodes = std::max<std::size_t>(1, c.ComputeNodes().size());
+    const double share = c.workload.params * c.workload.checkpoint_bytes_per_param() / static_cast<double>(compute_nodes);
+    const double seconds = m->value > 0 ? share / (m->value * 1e9) : std::numeric_limits<double>::infinity();
+    Verdict v = AtMost(run, run.entity, seconds, "s", limit,
+                       fmt::format("{} s ({})", Fixed(limit), t.SourceOf("storage.checkpoint.max_seconds")),
+                       "write checkpoints to a faster tier, shard them across more nodes, or checkpoint asynchronously");
+    v.detail = fmt::format("{:.1f} GB per node ({} nodes share the checkpoint) at {} GB/s", share / 1e9, compute_nodes,
+                           Fixed(m->value));
+    out.push_back(std::move(v));
+  } else if (run.check == "storage.metadata") {
+    const probe::Measurement* m = Find(r, "p99_latency");
+    if (m == nullptr) return {Missing(run, "p99_latency")};
+    const double limit_ms = t.Get("storage.metadata.max_p99_latency_ms");
+    out.push_back(AtMost(run, run.entity, m->value * 1e3, "ms", limit_ms,
+                         fmt::format("{} ms ({})", Fixed(limit_ms), t.SourceOf("storage.metadata.max_p99_latency_ms")),
+                         "look for a saturated metadata server, a congested storage network or sync mount options"));
+  } else if (run.check == "tcp.bandwidth") {
+    const probe::Measurement* m = Find(r, "bandwidth");
+    if (m == nullptr) return {Missing(run, "bandwidth")};
+    const model::Network* net = c.FindNetwork(run.params.count("network") ? run.params.at("network") : "");
+    const double line_gbits = net != nullptr ? net->rate_bytes_per_s * 8 / 1e9 : 0;
+    const double fraction = t.Get("tcp.bandwidth.min_fraction");
+    if (line_gbits <= 0) {
+      Verdict v = Base(run, run.entity);
+      v.state = State::kWarn;
+      v.code = "no_line_rate";
+      v.measured = m->value;
+      v.unit = "Gb/s";
+      v.detail = "the network has no rate in the inventory, so there is nothing to hold the figure against";
+      v.next_step = "give the network a rate in the inventory";
+      out.push_back(std::move(v));
+      return out;
+    }
+    out.push_back(AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
+                          fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
+                                      Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),
+                          "test the pair again with a known-good peer to tell a bad node from a bad link; check MTU, "
+                          "NIC firmware, cabling and the switch port"));
+  } else {
+    Verdict v = Base(run, run.entity);
+    v.state = State::kError;
+    v.code = "no_judge";
+    v.detail = fmt::format("gpuforge has no rule to judge {}", run.check);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes) {
+  std::vector<Verdict> out;
+  for (const std::string& node : nodes) {
+    bool any = false;
+    for (const facts::Drift& d : drift) {
+      if (d.node != node) continue;
+      any = true;
+      Verdict v;
+      v.check = "facts";
+      v.node = node;
+      v.entity = d.subject.empty() ? "node" : d.subject;
+      v.state = State::kFail;
+      v.code = d.code;
+      v.threshold = d.expected;
+      v.detail = d.message;
+      for (const facts::DriftCode& code : facts::DriftCodes()) {
+        if (code.code == d.code) v.next_step = std::string(code.next_step);
+      }
+      out.push_back(std::move(v));
+    }
+    if (!any) {
+      Verdict v;
+      v.check = "facts";
+      v.node = node;
+      v.entity = "node";
+      v.state = State::kPass;
+      v.detail = "no drift from the inventory";
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+bool Good(std::span<const Verdict> v) {
+  return std::none_of(v.begin(), v.end(), [](const Verdict& x) { return x.state == State::kFail || x.state == State::kError; });
+}
+
+int ExitCode(std::span<const Verdict> v, bool strict) {
+  bool error = false, fail = false;
+  for (const Verdict& x : v) {
+    error = error || x.state == State::kError;
+    fail = fail || x.state == State::kFail || (strict && x.state == State::kWarn);
+  }
+  return error ? 2 : fail ? 1 : 0;
+}
+
+}  // namespace gpuforge::validate

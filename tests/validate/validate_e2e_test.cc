@@ -1,0 +1,143 @@
+// gpuforge validate as a user runs it, against local test hosts (tests/testbed, loopback
+// addresses, so that the hosts reach each other for the TCP pairs): real sshd, the agent pushed
+// by validate itself and run there, real storage and TCP probes, facts from a stand-in
+// nvidia-smi. Thresholds are set in the inventory so that PASS and FAIL do not depend on this
+// machine's speed.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "testbed/testbed.h"
+
+namespace gpuforge::validate {
+namespace {
+
+class ValidateE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!testbed::Available(&why)) GTEST_SKIP() << why;
+    testbed::Options o;
+    o.hosts = 2;
+    o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
+    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+    ASSERT_TRUE(tb.ok()) << tb.error().message;
+    tb_.emplace(std::move(*tb));
+    for (std::size_t i = 0; i < 2; ++i) {
+      auto r = testbed::RunCommand(tb_->SshArgv(i, "root", "mkdir -p /var/tmp/gpuforge-validate"));
+      ASSERT_TRUE(r.ok() && r->exit_code == 0);
+    }
+    std::ifstream in(tb_->paths().inventory);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    base_ = ss.str();
+    // The hosts' network carries control traffic (so tcp.bandwidth pairs them), a storage tier
+    // lives on each host's disk, and a small workload gives the checkpoint a size.
+    const std::string net = "testbed: {role: compute,";
+    ASSERT_NE(base_.find(net), std::string::npos) << base_;
+    base_.replace(base_.find(net), net.size(), "testbed: {role: control,");
+    base_ += R"Y(
+storage:
+  tiers:
+    - {name: scratch, kind: local-nvme, role: hot, read_bandwidth: 1GB/s, mount: /var/tmp/gpuforge-validate, checkpoints: true}
+
+workload: {params: 100M, precision: bf16, optimizer: adam, parallelism: {data: 2}}
+)Y";
+  }
+
+  testbed::CommandOutput Validate(const std::string& thresholds, const std::string& args) {
+    const std::string path = tb_->paths().dir + "/validate.yaml";
+    std::ofstream(path, std::ios::trunc) << base_ << thresholds;
+    // Small sizes: the storage checks measure a few MiB here, not the page-cache-proof default.
+    std::string cmd = fmt::format(
+        "{} validate {} --known-hosts {} --ssh-config none --color never --retries 1 "
+        "--param storage.read.size=8MiB --param storage.read.threads=2 --param storage.checkpoint.size=8MiB "
+        "--param storage.metadata.files=50 --param storage.metadata.latency_ops=20 --param tcp.bandwidth.bytes=32MiB {} "
+        "2>&1 </dev/null",
+        GPUFORGE_BINARY, path, tb_->paths().known_hosts, args);
+    auto r = testbed::RunCommand({"/bin/sh", "-c", cmd}, std::chrono::seconds(600));
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : testbed::CommandOutput{-1, ""};
+  }
+
+  std::optional<testbed::Testbed> tb_;
+  std::string base_;
+};
+
+TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
+  const std::string easy =
+      "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n";
+  testbed::CommandOutput out = Validate(easy, "--checks storage,tcp");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  for (const char* line : {"PASS  storage.read        /var/tmp/gpuforge-validate",
+                           "PASS  storage.checkpoint  /var/tmp/gpuforge-validate", "PASS  storage.metadata",
+                           "PASS  tcp.bandwidth       peer tb02 (testbed)", "Verdict: PASS"}) {
+    EXPECT_NE(out.output.find(line), std::string::npos) << line << "\n" << out.output;
+  }
+  // validate pushed the agent itself (no apply ran), under the login user's /var/tmp.
+  auto r = testbed::RunCommand(tb_->SshArgv(0, "root", "ls /var/tmp | grep -c '^gpuforge-agent-'"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->output, "1\n");
+  // The storage probes cleaned up after themselves.
+  auto left = testbed::RunCommand(tb_->SshArgv(1, "root", "ls -A /var/tmp/gpuforge-validate | wc -l"));
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(left->output, "0\n");
+}
+
+// The test hosts really differ from the inventory: no NCCL installed, an 8 MiB memlock limit
+// for logins. facts reports that, per node, with the drift codes.
+TEST_F(ValidateE2e, FactsDriftFailsWithItsCodes) {
+  testbed::CommandOutput out = Validate("", "--checks facts");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_NE(out.output.find("tb[01-02]        FAIL  facts"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[version.nccl]"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("nccl 2.28.9 is in the inventory; none was found on the node"), std::string::npos)
+      << out.output;
+  // The GPU the stand-in nvidia-smi reports is the inventory's: no gpu.* drift.
+  EXPECT_EQ(out.output.find("[gpu.count]"), std::string::npos) << out.output;
+  EXPECT_EQ(out.output.find("[gpu.model]"), std::string::npos) << out.output;
+}
+
+TEST_F(ValidateE2e, AMarkNoMachineMeetsFailsWithItsCodeValueAndNextStep) {
+  const std::string hard = "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 1000000\n";
+  testbed::CommandOutput out = Validate(hard, "--checks storage.read --format json");
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  nlohmann::json j = nlohmann::json::parse(out.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out.output;
+  EXPECT_EQ(j["schema"], "gpuforge.validate/v1");
+  ASSERT_EQ(j["results"].size(), 2u) << out.output;
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["check"], "storage.read");
+    EXPECT_EQ(r["state"], "FAIL");
+    EXPECT_EQ(r["code"], "below_threshold");
+    EXPECT_GT(r["value"].get<double>(), 0);
+    EXPECT_EQ(r["unit"], "GB/s");
+    EXPECT_NE(r["threshold"].get<std::string>().find(">= 1000000 GB/s"), std::string::npos) << r;
+    EXPECT_FALSE(r["next_step"].get<std::string>().empty());
+    EXPECT_EQ(r["attempts"], 1);
+  }
+}
+
+TEST_F(ValidateE2e, AnUnreachableNodeIsAnErrorAndTheOthersAreStillJudged) {
+  ASSERT_TRUE(tb_->StopHost(1).ok());
+  testbed::CommandOutput out = Validate("", "--checks facts");
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("tb01             FAIL  facts"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("tb02             ERROR ssh"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[unreachable]"), std::string::npos) << out.output;
+  // Usage errors are 2 before any connection.
+  testbed::CommandOutput bad = Validate("", "--checks nosuch");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--checks: 'nosuch' names no check"), std::string::npos) << bad.output;
+  testbed::CommandOutput param = Validate("", "--param storage.read.bogus=1");
+  EXPECT_EQ(param.exit_code, 2);
+  EXPECT_NE(param.output.find("has no parameter 'bogus'"), std::string::npos) << param.output;
+}
+
+}  // namespace
+}  // namespace gpuforge::validate

@@ -1,0 +1,300 @@
+// validate's pure parts: thresholds and their sources, the per-model data file, which checks
+// apply where, how each probe result is judged, exit codes and the report; and the runner on
+// the recording fake (agent lookup and push, retries, timeouts, hostile agent output).
+
+#include "gpuforge/validate/validate.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpuforge/inventory/loader.h"
+#include "gpuforge/report/validate_report.h"
+#include "gpuforge/validate/runner.h"
+#include "remote/fake_session.h"
+
+namespace gpuforge::validate {
+namespace {
+
+const char* const kInventory = R"Y(version: 1
+cluster: {name: vt}
+profiles:
+  gpu: {gpus: {model: H200, count: 8}, cpu: {sockets: 2, cores_per_socket: 32},
+        nics: [{name: eth0, kind: ethernet, rate: 100Gb/s, network: storage, netdev: eth0}]}
+networks:
+  storage: {role: storage, kind: ethernet, rate: 100Gb/s}
+storage:
+  tiers:
+    - {name: shared, kind: nfs, role: hot, read_bandwidth: 20GB/s, capacity: 100TB, mount: /mnt/shared, checkpoints: true, network: storage}
+software:
+  os: {distro: debian}
+workload: {params: 70B, precision: bf16, optimizer: adam, parallelism: {data: 2, tensor: 8}}
+nodes:
+  - {name: n01, profile: gpu, address: 198.18.0.1}
+  - {name: n02, profile: gpu, address: 198.18.0.3}
+  - {name: n03, profile: gpu, address: 198.18.0.5}
+)Y";
+
+model::Cluster Load(const std::string& text) {
+  inventory::LoadOutcome out = inventory::LoadString(text, "vt.yaml");
+  EXPECT_TRUE(out.ok()) << out.FormatDiagnostics();
+  return out.ok() ? std::move(*out.cluster) : model::Cluster{};
+}
+
+ModelTable Table() {
+  Result<ModelTable> t = LoadModelTable(DefaultModelTablePath());
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  return t.ok() ? *t : ModelTable{};
+}
+
+probe::ProbeResult Ok(std::string probe, std::string metric, double value, std::string unit) {
+  probe::ProbeResult r;
+  r.probe = std::move(probe);
+  r.measurements.push_back({"x", std::move(metric), value, std::move(unit), {value}, {}});
+  return r;
+}
+
+TEST(ValidateThresholds, DefaultsOverridesAndTheDataFile) {
+  model::Cluster c = Load(kInventory);
+  Result<Thresholds> t = Thresholds::For(c, Table());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->Get("storage.read.min_gbs_per_gpu"), 1.0);
+  EXPECT_NE(t->SourceOf("storage.read.min_gbs_per_gpu").find("guide 000"), std::string::npos);
+  ASSERT_TRUE(t->ForModel("H200-141GB", "h2d_gbs").has_value());  // catalogue spelling rules apply
+  EXPECT_EQ(t->ForModel("H200", "h2d_gbs")->value, 48);
+  EXPECT_FALSE(t->ForModel("H200", "nonsense").has_value());
+  EXPECT_FALSE(t->ForModel("MI300X", "h2d_gbs").has_value());
+
+  std::string over = std::string(kInventory) + "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 2.5\n";
+  Result<Thresholds> o = Thresholds::For(Load(over), Table());
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->Get("storage.read.min_gbs_per_gpu"), 2.5);
+  EXPECT_EQ(o->SourceOf("storage.read.min_gbs_per_gpu"), "inventory vt.yaml:20:5");
+  std::string typo = std::string(kInventory) + "validation:\n  thresholds:\n    storage.red.min_gbs_per_gpu: 2.5\n";
+  Result<Thresholds> bad = Thresholds::For(Load(typo), Table());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().message.starts_with("vt.yaml:20:5: validation.thresholds: 'storage.red.min_gbs_per_gpu' is "
+                                              "not a validate threshold"))
+      << bad.error().message;
+}
+
+TEST(ValidateThresholds, ModelTableIsStrict) {
+  EXPECT_TRUE(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}}\n").ok());
+  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H999: {h2d_gbs: {value: 48, source: x}}\n").error().message,
+            "m.yaml:3:3: 'H999' is not a GPU model of the catalogue");
+  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d: {value: 48, source: x}}\n").error().message,
+            "m.yaml:3:10: 'h2d' is not a figure name");
+  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: -1, source: x}}\n").error().message,
+            "m.yaml:3:27: H100.h2d_gbs must be positive");
+  EXPECT_FALSE(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48}}\n").ok());
+  EXPECT_FALSE(ParseModelTable("m.yaml", "version: 2\nmodels: {}\n").ok());
+  EXPECT_FALSE(ParseModelTable("m.yaml", "[").ok());
+}
+
+TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
+  model::Cluster c = Load(kInventory);
+  Result<std::vector<std::string>> all = SelectChecks({});
+  ASSERT_TRUE(all.ok());
+  std::vector<std::string> nodes = {"n01", "n02", "n03"};
+  ValidatePlan p = PlanChecks(c, nodes, *all);
+  std::vector<std::string> got;
+  for (const PlannedRun& r : p.runs) got.push_back(r.check + "@" + r.node + (r.peer.empty() ? "" : ">" + r.peer));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "facts@n01", "storage.read@n01", "storage.checkpoint@n01", "storage.metadata@n01",
+                     "facts@n02", "storage.read@n02", "storage.checkpoint@n02", "storage.metadata@n02",
+                     "facts@n03", "storage.read@n03", "storage.checkpoint@n03", "storage.metadata@n03",
+                     "tcp.bandwidth@n01>n02", "tcp.bandwidth@n02>n03", "tcp.bandwidth@n03>n01"}));
+  EXPECT_EQ(p.runs[1].params.at("path"), "/mnt/shared");
+  EXPECT_EQ(p.runs[12].params.at("peer"), "198.18.0.3");
+  EXPECT_TRUE(p.not_applicable.empty());
+
+  Result<std::vector<std::string>> storage = SelectChecks(std::vector<std::string>{"storage"});
+  ASSERT_TRUE(storage.ok());
+  EXPECT_EQ(*storage, (std::vector<std::string>{"storage.read", "storage.checkpoint", "storage.metadata"}));
+  EXPECT_EQ(SelectChecks(std::vector<std::string>{"stor"}).error().message.substr(0, 30), "--checks: 'stor' names no chec");
+  // Without storage mounts, the storage checks say why they do not apply.
+  std::string bare = kInventory;
+  bare.replace(bare.find(", mount: /mnt/shared"), 20, "");
+  ValidatePlan q = PlanChecks(Load(bare), std::vector<std::string>{"n01"}, *storage);
+  EXPECT_TRUE(q.runs.empty());
+  ASSERT_EQ(q.not_applicable.size(), 3u);
+  EXPECT_EQ(q.not_applicable[0].state, State::kSkip);
+  EXPECT_EQ(q.not_applicable[0].code, "no_storage_mount");
+}
+
+TEST(ValidateJudge, EachCheckAgainstItsMark) {
+  model::Cluster c = Load(kInventory);
+  Thresholds t = *Thresholds::For(c, Table());
+  ValidatePlan p = PlanChecks(c, std::vector<std::string>{"n01", "n02"}, *SelectChecks({}));
+  auto run = [&](std::string_view check) {
+    for (const PlannedRun& r : p.runs) {
+      if (r.check == check) return r;
+    }
+    return PlannedRun{};
+  };
+  // 8 GPUs x 1 GB/s.
+  std::vector<Verdict> fast = Judge(c, t, run("storage.read"), Ok("storage.read", "read_bandwidth", 9.5, "GB/s"));
+  ASSERT_EQ(fast.size(), 1u);
+  EXPECT_EQ(fast[0].state, State::kPass);
+  EXPECT_EQ(fast[0].threshold.substr(0, 34), ">= 8.00 GB/s (8 GPUs x 1.00 GB/s; ");
+  std::vector<Verdict> slow = Judge(c, t, run("storage.read"), Ok("storage.read", "read_bandwidth", 3.2, "GB/s"));
+  EXPECT_EQ(slow[0].state, State::kFail);
+  EXPECT_EQ(slow[0].code, "below_threshold");
+  EXPECT_FALSE(slow[0].next_step.empty());
+  EXPECT_EQ(slow[0].measured, 3.2);
+  // 70B params x 16 bytes (bf16 + adam) = 1120 GB over 2 compute nodes... of 3 in the
+  // inventory: 373 GB per node; at 5 GB/s that is 75 s.
+  std::vector<Verdict> ckpt = Judge(c, t, run("storage.checkpoint"), Ok("storage.checkpoint", "write_bandwidth", 5, "GB/s"));
+  EXPECT_EQ(ckpt[0].state, State::kPass) << ckpt[0].detail;
+  EXPECT_NEAR(ckpt[0].measured, 70e9 * c.workload.checkpoint_bytes_per_param() / 3 / 5e9, 0.01);
+  EXPECT_EQ(Judge(c, t, run("storage.checkpoint"), Ok("storage.checkpoint", "write_bandwidth", 1, "GB/s"))[0].state,
+            State::kFail);
+  EXPECT_EQ(Judge(c, t, run("storage.metadata"), Ok("storage.metadata", "p99_latency", 0.012, "s"))[0].code,
+            "above_threshold");
+  EXPECT_EQ(Judge(c, t, run("storage.metadata"), Ok("storage.metadata", "p99_latency", 0.002, "s"))[0].state, State::kPass);
+  // 80% of 100 Gb/s.
+  EXPECT_EQ(Judge(c, t, run("tcp.bandwidth"), Ok("tcp.bandwidth", "bandwidth", 81, "Gb/s"))[0].state, State::kPass);
+  std::vector<Verdict> tcp = Judge(c, t, run("tcp.bandwidth"), Ok("tcp.bandwidth", "bandwidth", 40, "Gb/s"));
+  EXPECT_EQ(tcp[0].state, State::kFail);
+  EXPECT_EQ(tcp[0].entity, "peer n02 (storage)");
+  // SKIP and ERROR stay what they are, with the probe's code; a missing measurement is an error.
+  EXPECT_EQ(Judge(c, t, run("storage.read"), probe::Skip("storage.read", "no_path", "no path"))[0].state, State::kSkip);
+  std::vector<Verdict> err = Judge(c, t, run("storage.read"), probe::Fail("storage.read", "open_failed", "open(x): EACCES"));
+  EXPECT_EQ(err[0].state, State::kError);
+  EXPECT_EQ(err[0].code, "open_failed");
+  EXPECT_EQ(Judge(c, t, run("storage.read"), Ok("storage.read", "other", 1, "GB/s"))[0].code, "no_measurement");
+}
+
+TEST(ValidateJudge, DriftBecomesFailsAndCleanNodesPass) {
+  std::vector<facts::Drift> drift = {{"gpu.count", "n02", "node", "8", "7", "n02 has 7 GPUs, the profile 8"}};
+  std::vector<Verdict> v = JudgeDrift(drift, std::vector<std::string>{"n01", "n02"});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].state, State::kPass);
+  EXPECT_EQ(v[1].state, State::kFail);
+  EXPECT_EQ(v[1].code, "gpu.count");
+  EXPECT_FALSE(v[1].next_step.empty());
+}
+
+TEST(ValidateReport, ExitCodesFoldingAndJson) {
+  auto verdict = [](std::string node, State s, std::string code = "") {
+    Verdict v;
+    v.check = "storage.read";
+    v.node = std::move(node);
+    v.entity = "/mnt/shared";
+    v.state = s;
+    v.code = std::move(code);
+    return v;
+  };
+  std::vector<Verdict> pass = {verdict("n01", State::kPass), verdict("n02", State::kPass)};
+  EXPECT_EQ(ExitCode(pass, false), 0);
+  std::vector<Verdict> warn = {verdict("n01", State::kPass), verdict("n02", State::kWarn, "no_reference")};
+  EXPECT_EQ(ExitCode(warn, false), 0);
+  EXPECT_EQ(ExitCode(warn, true), 1);
+  std::vector<Verdict> fail = {verdict("n01", State::kFail, "below_threshold"), verdict("n02", State::kSkip, "x")};
+  EXPECT_EQ(ExitCode(fail, false), 1);
+  fail.push_back(verdict("n03", State::kError, "unreachable"));
+  EXPECT_EQ(ExitCode(fail, false), 2);
+  // Identical lines fold under one hostlist.
+  std::string text = report::ValidateText(pass, report::Style{}, false);
+  EXPECT_NE(text.find("n[01-02]"), std::string::npos) << text;
+  EXPECT_NE(text.find("Verdict: PASS (2 passed, 0 warned, 0 failed, 0 skipped, 0 errors)"), std::string::npos) << text;
+  nlohmann::ordered_json j = report::ValidateJson("vt", fail, false);
+  EXPECT_EQ(j["schema"], "gpuforge.validate/v1");
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["results"][2]["state"], "ERROR");
+  EXPECT_TRUE(j["results"][0]["value"].is_null());
+}
+
+using remote::testing::FakeConnector;
+
+remote::ExecResult Exited(int status, std::string out = "") {
+  remote::ExecResult r;
+  r.exit_status = status;
+  r.out = std::move(out);
+  return r;
+}
+
+plan::AgentBinary Agent() {
+  auto blob = std::make_shared<plan::Blob>();
+  blob->bytes = "agent bytes";
+  blob->sha256 = plan::Sha256Hex(blob->bytes);
+  return {blob, "x86_64"};
+}
+
+std::unique_ptr<remote::Session> Connect(FakeConnector& c, const std::string& node) {
+  remote::Target t;
+  t.node = node;
+  return std::move(c.Connect(t)).value();
+}
+
+TEST(ValidateRunner, FindsOrPushesTheAgent) {
+  plan::AgentBinary a = Agent();
+  FakeConnector c;
+  c.nodes["n01"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+    return Exited(0, "x86_64\n" + a.blob->sha256 + "\n-\n");
+  };
+  EXPECT_EQ(*EnsureAgent(*Connect(c, "n01"), a), std::string(plan::kAgentPath));
+  c.nodes["n02"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "x86_64\n-\n-\n"); };
+  EXPECT_EQ(*EnsureAgent(*Connect(c, "n02"), a), TemporaryAgentPath(a.blob->sha256));
+  EXPECT_EQ(c.log["n02"].back(), "upload: " + TemporaryAgentPath(a.blob->sha256) + " (755)");
+  EXPECT_EQ(c.nodes["n02"].files[TemporaryAgentPath(a.blob->sha256)], "agent bytes");
+  c.nodes["n03"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "aarch64\n-\n-\n"); };
+  Result<std::string> other = EnsureAgent(*Connect(c, "n03"), a);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("this build (x86_64) cannot run on the node (aarch64)"), std::string::npos);
+  c.nodes["n04"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "x86_64\n$(reboot)\n"); };
+  EXPECT_FALSE(EnsureAgent(*Connect(c, "n04"), a).ok());
+}
+
+TEST(ValidateRunner, RetriesAPerformanceCheckUntilItPassesAndStopsOnErrors) {
+  model::Cluster cl = Load(kInventory);
+  Thresholds t = *Thresholds::For(cl, Table());
+  ValidatePlan p = PlanChecks(cl, std::vector<std::string>{"n01"}, std::vector<std::string>{"storage.read"});
+  ASSERT_EQ(p.runs.size(), 1u);
+  FakeConnector c;
+  int calls = 0;
+  c.nodes["n01"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
+    ++calls;
+    EXPECT_EQ(cmd, "'/a' agent run 'storage.read' --param 'path=/mnt/shared' --timeout 1800");
+    probe::ProbeResult r = Ok("storage.read", "read_bandwidth", calls < 2 ? 3.0 : 9.0, "GB/s");
+    return Exited(0, probe::ToJsonLine(r) + "\n");
+  };
+  std::vector<Verdict> v = RunCheck(*Connect(c, "n01"), "/a", cl, t, p.runs[0], RunOptions{});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].state, State::kPass);
+  EXPECT_EQ(v[0].attempts, 2);
+
+  FakeConnector hostile;
+  hostile.nodes["n01"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+    return Exited(0, "{\"schema\":\"gpuforge.probe/v1\",\"probe\":\"storage.read;reboot\"}\n");
+  };
+  std::vector<Verdict> h = RunCheck(*Connect(hostile, "n01"), "/a", cl, t, p.runs[0], RunOptions{});
+  EXPECT_EQ(h[0].state, State::kError);
+  EXPECT_EQ(h[0].code, "agent_output");
+  EXPECT_EQ(hostile.log["n01"].size(), 1u);  // an error is not retried
+
+  FakeConnector hung;
+  hung.nodes["n01"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+    remote::ExecResult r;
+    r.end = remote::ExecEnd::kTimedOut;
+    return r;
+  };
+  RunOptions quick;
+  quick.timeout_s = 5;
+  std::vector<Verdict> to = RunCheck(*Connect(hung, "n01"), "/a", cl, t, p.runs[0], quick);
+  EXPECT_EQ(to[0].code, "timeout");
+  EXPECT_EQ(to[0].detail, "storage.read on n01 did not answer within 35 s");
+}
+
+TEST(ValidateRunner, AgentCommandQuotesEveryWord) {
+  PlannedRun r;
+  r.probe = "tcp.bandwidth";
+  r.params = {{"peer", "x'; reboot; '"}, {"network", "storage"}};
+  EXPECT_EQ(AgentCommand("/usr/local/lib/gpuforge/gpuforge", r, 60),
+            "'/usr/local/lib/gpuforge/gpuforge' agent run 'tcp.bandwidth' --param 'peer=x'\\''; reboot; '\\''' "
+            "--timeout 60");
+}
+
+}  // namespace
+}  // namespace gpuforge::validate

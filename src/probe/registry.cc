@@ -1,5 +1,6 @@
 #include "probe/registry.h"
 
+#include "probe/gpu/probes.h"
 #include "probe/probes.h"
 
 namespace gpuforge::probe::internal {
@@ -10,6 +11,12 @@ std::vector<std::unique_ptr<Probe>> MakeAll() {
   out.push_back(MakeStorageCheckpointProbe());
   out.push_back(MakeStorageMetadataProbe());
   out.push_back(MakeTcpBandwidthProbe());
+  out.push_back(MakeGpuHealthProbe());
+  out.push_back(MakeGpuCopyProbe());
+  out.push_back(MakeGpuH2dProbe());
+  out.push_back(MakeGpuD2hProbe());
+  out.push_back(MakeGpuComputeProbe());
+  out.push_back(MakeGpuGemmProbe());
   return out;
 }
 

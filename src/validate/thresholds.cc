@@ -57,8 +57,9 @@ std::span<const ThresholdDefault> DefaultThresholds() {
 }
 
 std::span<const std::string_view> ModelFigureNames() {
-  static constexpr std::array<std::string_view, 6> kNames = {"h2d_gbs", "d2h_gbs", "hbm_copy_gbs",
-                                                             "bf16_tflops", "allreduce_busbw_gbs", "ib_write_gbits"};
+  static constexpr std::array<std::string_view, 7> kNames = {"h2d_gbs",     "d2h_gbs",     "hbm_copy_gbs",
+                                                             "bf16_tflops", "fp32_tflops", "allreduce_busbw_gbs",
+                                                             "ib_write_gbits"};
   return kNames;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "gpuforge/model/gpu_catalog.h"
 
@@ -85,6 +86,184 @@ Verdict Missing(const PlannedRun& run, std::string_view metric) {
   return v;
 }
 
+// One verdict per GPU entity the probe reported: the first problem found, or PASS.
+std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                    const probe::ProbeResult& r, const model::Profile* prof) {
+  (void)c;
+  std::vector<Verdict> out;
+  // Node: the GPU count against the inventory, Xid events.
+  if (const probe::Measurement* m = Find(r, "gpu_count", "node"); m != nullptr && prof != nullptr) {
+    Verdict v = Base(run, "node");
+    v.measured = m->value;
+    v.unit = "GPUs";
+    v.threshold = fmt::format("== {} (inventory)", prof->gpu_count());
+    v.state = static_cast<int>(m->value) == prof->gpu_count() ? State::kPass : State::kFail;
+    if (v.state == State::kFail) {
+      v.code = "gpu_count";
+      v.detail = fmt::format("NVML sees {} GPUs, the profile has {}", m->value, prof->gpu_count());
+      v.next_step = "nvidia-smi -L; look for a GPU fallen off the bus (Xid 79) and reseat or replace it";
+    }
+    out.push_back(std::move(v));
+  }
+  if (const probe::Measurement* m = Find(r, "xid_count", "node"); m != nullptr && m->value > 0) {
+    Verdict v = Base(run, "node");
+    v.state = State::kFail;
+    v.code = "xid";
+    v.measured = m->value;
+    v.unit = "events";
+    v.threshold = "== 0";
+    auto codes = m->info.find("codes");
+    v.detail = fmt::format("{} Xid event(s) in the kernel log{}", m->value,
+                           codes != m->info.end() ? " (codes " + codes->second + ")" : std::string());
+    v.next_step = "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link";
+    out.push_back(std::move(v));
+  }
+  std::vector<std::string> gpus;
+  for (const probe::Measurement& m : r.measurements) {
+    if (m.entity != "node" && std::find(gpus.begin(), gpus.end(), m.entity) == gpus.end()) gpus.push_back(m.entity);
+  }
+  for (const std::string& gpu : gpus) {
+    auto value = [&](std::string_view metric) -> std::optional<double> {
+      const probe::Measurement* m = Find(r, metric, gpu);
+      return m != nullptr ? std::optional<double>(m->value) : std::nullopt;
+    };
+    std::vector<Verdict> problems;
+    auto problem = [&](State st, std::string code, double measured, std::string unit, std::string threshold,
+                       std::string detail, std::string next) {
+      Verdict v = Base(run, gpu);
+      v.state = st;
+      v.code = std::move(code);
+      v.measured = measured;
+      v.unit = std::move(unit);
+      v.threshold = std::move(threshold);
+      v.detail = std::move(detail);
+      v.next_step = std::move(next);
+      problems.push_back(std::move(v));
+    };
+    const std::string replace = "drain the node and open an RMA for the GPU";
+    for (const char* m : {"ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"}) {
+      if (auto v = value(m); v && *v > 0) {
+        problem(State::kFail, "ecc_uncorrected", *v, "errors", "== 0 (anchors.md: any uncorrectable fails)",
+                std::string(m) + " is not zero", replace);
+      }
+    }
+    if (auto v = value("ecc_corrected_sram_aggregate"); v && *v > t.Get("gpu.health.max_sram_correctable")) {
+      problem(State::kFail, "ecc_sram_correctable", *v, "errors",
+              fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_sram_correctable"),
+                          t.SourceOf("gpu.health.max_sram_correctable")),
+              "correctable SRAM errors past the mark", replace);
+    }
+    if (auto v = value("ecc_corrected_dram_aggregate"); v && *v > t.Get("gpu.health.max_dram_correctable")) {
+      problem(State::kFail, "ecc_dram_correctable", *v, "errors",
+              fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_dram_correctable"),
+                          t.SourceOf("gpu.health.max_dram_correctable")),
+              "correctable DRAM errors past the mark", replace);
+    }
+    if (auto v = value("retired_pages_pending"); v && *v > 0) {
+      problem(State::kFail, "retired_pages_pending", 1, "", "none pending", "a page retirement waits for a reset",
+              "drain the node and reset the GPU (or reboot)");
+    }
+    if (auto v = value("remap_pending"); v && *v > 0) {
+      problem(State::kFail, "remap_pending", 1, "", "none pending (anchors.md)", "a row remap waits for a reset",
+              "drain the node and reset the GPU (or reboot)");
+    }
+    if (auto v = value("remap_failure"); v && *v > 0) {
+      problem(State::kFail, "remap_failure", 1, "", "no failure (anchors.md)", "row remapping failed: no spare rows left",
+              replace);
+    }
+    if (auto v = value("throttle_slowdown"); v && *v > 0) {
+      const probe::Measurement* m = Find(r, "throttle_slowdown", gpu);
+      auto reasons = m->info.find("reasons");
+      problem(State::kFail, "clock_throttle", 1, "",
+              "no HW slowdown, thermal or power brake (anchors.md: IBM Autopilot, Azure)",
+              "clocks held down: " + (reasons != m->info.end() ? reasons->second : std::string("?")),
+              "check inlet temperature, fans or coolant flow and the PSUs; idle and SW power cap are allowed");
+    }
+    if (auto cur = value("pcie_width_current"), max = value("pcie_width_max"); cur && max && *cur < *max) {
+      problem(State::kFail, "pcie_width", *cur, "lanes", fmt::format("== x{:.0f} (DCGM)", *max),
+              fmt::format("the link trained at x{:.0f} of x{:.0f}", *cur, *max), "reseat the GPU or its riser; check the slot");
+    }
+    if (auto cur = value("pcie_gen_current"), max = value("pcie_gen_max"); cur && max && *cur < *max) {
+      problem(State::kWarn, "pcie_gen", *cur, "gen", fmt::format("== Gen{:.0f} under load", *max),
+              fmt::format("Gen{:.0f} of Gen{:.0f}; idle GPUs lower the link generation, so this matters only under load",
+                          *cur, *max),
+              "run gpu.h2d: if it passes, the link rises under load");
+    }
+    if (auto up = value("nvlink_up"), total = value("nvlink_total"); up && total && *up < *total) {
+      problem(State::kFail, "nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
+              fmt::format("{:.0f} of {:.0f} NVLinks are up", *up, *total), "reseat the GPU tray; check fabric manager's log");
+    }
+    if (auto v = value("xid_count"); v && *v > 0) {
+      const probe::Measurement* m = Find(r, "xid_count", gpu);
+      auto codes = m->info.find("codes");
+      problem(State::kFail, "xid", *v, "events", "== 0",
+              "Xid events for this GPU: " + (codes != m->info.end() ? codes->second : std::string("?")),
+              "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link");
+    }
+    if (auto v = value("persistence"); v && *v == 0) {
+      problem(State::kWarn, "persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "
+              "driver load", "systemctl enable --now nvidia-persistenced (gpuforge apply does)");
+    }
+    if (problems.empty()) {
+      Verdict v = Base(run, gpu);
+      v.state = State::kPass;
+      if (auto temp = value("temperature")) {
+        v.measured = *temp;
+        v.unit = "C";
+      }
+      out.push_back(std::move(v));
+    } else {
+      out.insert(out.end(), problems.begin(), problems.end());
+    }
+  }
+  return out;
+}
+
+// Per-GPU rates against the model's figure in the data file.
+std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, const probe::ProbeResult& r,
+                                  const model::Profile* prof) {
+  struct Rule {
+    std::string_view check, metric, figure, fraction_key, unit;
+  };
+  static constexpr std::array kRules = {
+      Rule{"gpu.copy", "bandwidth", "hbm_copy_gbs", "gpu.copy.reference_fraction", "GB/s"},
+      Rule{"gpu.h2d", "bandwidth", "h2d_gbs", "gpu.h2d.reference_fraction", "GB/s"},
+      Rule{"gpu.d2h", "bandwidth", "d2h_gbs", "gpu.d2h.reference_fraction", "GB/s"},
+      Rule{"gpu.compute", "fp32_tflops", "fp32_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
+      Rule{"gpu.gemm", "bf16_tflops", "bf16_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
+  };
+  const Rule* rule = nullptr;
+  for (const Rule& x : kRules) {
+    if (x.check == run.check) rule = &x;
+  }
+  std::vector<Verdict> out;
+  const std::string model = prof != nullptr ? GpuModel(*prof) : "";
+  const std::optional<ModelFigure> figure = t.ForModel(model, rule->figure);
+  const double fraction = t.Get(rule->fraction_key);
+  for (const probe::Measurement& m : r.measurements) {
+    if (m.metric != rule->metric) continue;
+    if (!figure) {
+      Verdict v = Base(run, m.entity);
+      v.state = State::kWarn;
+      v.code = "no_reference";
+      v.measured = m.value;
+      v.unit = std::string(rule->unit);
+      v.detail = fmt::format("no {} figure for {} in the GPU model data file", rule->figure, model.empty() ? "?" : model);
+      v.next_step = fmt::format("add {}.{} to {} from a known-good node", model, rule->figure, DefaultModelTablePath());
+      out.push_back(std::move(v));
+      continue;
+    }
+    const double mark = figure->value * fraction;
+    out.push_back(AtLeast(run, m.entity, m.value, std::string(rule->unit), mark,
+                          fmt::format("{} {} ({:.0f}% of {} {}; {})", Fixed(mark), rule->unit, fraction * 100,
+                                      Fixed(figure->value), rule->unit, figure->source),
+                          "compare with another GPU of the node; check clocks (gpu.health), the PCIe link and NUMA "
+                          "placement"));
+  }
+  if (out.empty()) return {Missing(run, rule->metric)};
+  return out;
+}
+
 }  // namespace
 
 const char* ToString(State s) {
@@ -102,6 +281,16 @@ std::span<const CheckInfo> Checks() {
   static constexpr std::array kChecks = {
       CheckInfo{"facts", "", "hardware and software facts against the inventory (drift codes, docs/facts.md)", false,
                 false, 120},
+      CheckInfo{"gpu.health", "gpu.health",
+                "NVML: GPU count, ECC, retired pages, row remapping, clock throttling, PCIe link, NVLink, persistence, "
+                "Xid events",
+                false, false, 120},
+      CheckInfo{"gpu.copy", "gpu.copy", "device-to-device copy bandwidth (HBM) per GPU", true, false, 600},
+      CheckInfo{"gpu.h2d", "gpu.h2d", "pinned host-to-device copy bandwidth (PCIe) per GPU", true, false, 600},
+      CheckInfo{"gpu.d2h", "gpu.d2h", "device-to-host copy bandwidth into pinned memory (PCIe) per GPU", true, false,
+                600},
+      CheckInfo{"gpu.compute", "gpu.compute", "fp32 FMA throughput of gpuforge's own kernel per GPU", true, false, 600},
+      CheckInfo{"gpu.gemm", "gpu.gemm", "bf16 GEMM throughput through cuBLASLt per GPU", true, false, 900},
       CheckInfo{"storage.read", "storage.read", "sequential read bandwidth of each storage tier's mount", true, false,
                 1800},
       CheckInfo{"storage.checkpoint", "storage.checkpoint",
@@ -171,6 +360,14 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
     const model::Node* n = c.FindNode(name);
     if (n == nullptr) continue;
     if (chosen("facts")) plan.runs.push_back(run_for("facts", *n));
+    for (std::string_view key : {"gpu.health", "gpu.copy", "gpu.h2d", "gpu.d2h", "gpu.compute", "gpu.gemm"}) {
+      if (!chosen(key)) continue;
+      if (NvidiaGpus(c.ProfileOf(*n))) {
+        plan.runs.push_back(run_for(key, *n));
+      } else {
+        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
+      }
+    }
     for (std::string_view key : {"storage.read", "storage.checkpoint", "storage.metadata"}) {
       if (!chosen(key)) continue;
       bool any = false;
@@ -219,8 +416,6 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
       }
     }
   }
-  (void)NvidiaGpus;
-  (void)GpuModel;
   return plan;
 }
 
@@ -242,7 +437,12 @@ std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const P
   const model::Profile* prof = node != nullptr ? &c.ProfileOf(*node) : nullptr;
   const int gpus = prof != nullptr ? std::max(1, prof->gpu_count()) : 1;
 
-  if (run.check == "storage.read") {
+  if (run.check == "gpu.health") {
+    return JudgeGpuHealth(c, t, run, r, prof);
+  } else if (run.check == "gpu.copy" || run.check == "gpu.h2d" || run.check == "gpu.d2h" || run.check == "gpu.compute" ||
+             run.check == "gpu.gemm") {
+    return JudgeGpuRate(t, run, r, prof);
+  } else if (run.check == "storage.read") {
     const probe::Measurement* m = Find(r, "read_bandwidth");
     if (m == nullptr) return {Missing(run, "read_bandwidth")};
     const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");

@@ -160,6 +160,9 @@ build_template() {
   mkdir -p "$T/root/.ssh" "$T/home/$GPU_USER/.ssh"
   chmod 0755 "$T/home/$GPU_USER"
   chmod 0700 "$T/root/.ssh" "$T/home/$GPU_USER/.ssh"
+  # A stock .bashrc for root: this machine's own may run slow or locking tools (pyenv init
+  # rehashes, and waits 60 s on a lock another process holds) for every command sent over ssh.
+  [[ -f /etc/skel/.bashrc ]] && cp /etc/skel/.bashrc "$T/root/.bashrc"
   cp "$DIR/id_ed25519.pub" "$T/root/.ssh/authorized_keys"
   cp "$DIR/id_ed25519.pub" "$T/home/$GPU_USER/.ssh/authorized_keys"
   chmod 0600 "$T/root/.ssh/authorized_keys" "$T/home/$GPU_USER/.ssh/authorized_keys"

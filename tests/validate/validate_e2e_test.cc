@@ -89,6 +89,23 @@ TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
   EXPECT_EQ(left->output, "0\n");
 }
 
+// The test hosts have no GPU driver: every GPU check runs the agent there and says SKIP with the
+// reason, never PASS, and the run passes.
+TEST_F(ValidateE2e, GpuChecksSkipWithTheirReasonOnHostsWithoutADriver) {
+  testbed::CommandOutput out = Validate("", "--checks gpu");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("tb[01-02]        SKIP  gpu.health"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[no_nvml]"), std::string::npos) << out.output;
+  for (const char* check : {"gpu.copy", "gpu.h2d", "gpu.d2h", "gpu.compute", "gpu.gemm"}) {
+    EXPECT_NE(out.output.find(fmt::format("SKIP  {}", check)), std::string::npos) << check << "\n" << out.output;
+  }
+  EXPECT_NE(out.output.find("[no_cuda_driver]"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("libcuda.so.1"), std::string::npos) << out.output;
+  EXPECT_EQ(out.output.find("PASS  gpu"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("Verdict: PASS (0 passed, 0 warned, 0 failed, 12 skipped, 0 errors)"), std::string::npos)
+      << out.output;
+}
+
 // The test hosts really differ from the inventory: no NCCL installed, an 8 MiB memlock limit
 // for logins. facts reports that, per node, with the drift codes.
 TEST_F(ValidateE2e, FactsDriftFailsWithItsCodes) {

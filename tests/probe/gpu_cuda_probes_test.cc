@@ -1,0 +1,829 @@
+// gpu.copy, gpu.h2d, gpu.d2h, gpu.compute and gpu.gemm against a fake CUDA driver API and a fake
+// cuBLASLt: function pointers to the fakes below, which keep "device memory" in host vectors,
+// run the FMA kernel's and the GEMM's arithmetic on the host, and fail, corrupt or stall on
+// request. This is what is tested without a GPU; none of these probes has run on a real one.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpuforge/probe/probe.h"
+#include "probe/gpu/compute.h"
+#include "probe/gpu/copy.h"
+#include "probe/gpu/cuda_api.h"
+#include "probe/gpu/gemm.h"
+
+#if GPUFORGE_HAVE_CUDA
+
+namespace gpuforge::probe::internal {
+namespace {
+
+struct FakeDevice {
+  std::string bus_id;
+  std::string name = "NVIDIA H200";
+  int cc_major = 9, cc_minor = 0, sms = 4, threads_per_sm = 512;
+};
+
+enum class Corrupt { kNone, kCopies, kKernel, kGemm };
+
+struct FakeCuda {
+  std::vector<FakeDevice> devices;
+  CUresult init_rc = CUDA_SUCCESS;
+  std::string fail_call;  // the call that fails, as the fakes name it ("cuMemAlloc")
+  CUresult fail_rc = CUDA_ERROR_OUT_OF_MEMORY;
+  int fail_device = -1;  // only while this device's context is current; -1: any
+  Corrupt corrupt = Corrupt::kNone;
+  float round_ms = 0.5f;  // what cuEventElapsedTime answers
+  std::vector<unsigned char> image = {0x50, 0xed, 0x55, 0xba};
+
+  int current = -1;
+  std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+  CUdeviceptr next = 0x10000000;
+  std::set<void*> host;
+  int retained = 0, streams = 0, events = 0, modules = 0;
+  std::map<std::string, int> calls;
+
+  // cuBLASLt
+  int lt_handles = 0, lt_descs = 0, lt_layouts = 0, lt_prefs = 0;
+  int heuristic_found = 1;
+  std::uint64_t layout_rows = 0;
+};
+
+FakeCuda* g = nullptr;
+
+CUresult Call(const char* name) {
+  ++g->calls[name];
+  if (g->fail_call == name && (g->fail_device < 0 || g->fail_device == g->current)) {
+    return g->fail_rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+unsigned char* Resolve(CUdeviceptr p, std::size_t n) {
+  auto it = g->memory.upper_bound(p);
+  if (it == g->memory.begin()) return nullptr;
+  --it;
+  if (p + n > it->first + it->second.size()) return nullptr;
+  return it->second.data() + (p - it->first);
+}
+
+// A bad copy path: one word of the destination comes out wrong.
+void Damage(unsigned char* dst, std::size_t n) {
+  if (g->corrupt == Corrupt::kCopies && n >= 32) dst[28] ^= 0x10;
+}
+
+CUresult GetErrorString(CUresult rc, const char** s) {
+  static const std::map<CUresult, const char*> kText = {
+      {CUDA_ERROR_OUT_OF_MEMORY, "out of memory"},
+      {CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"},
+      {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
+      {CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"},
+      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+       "system has unsupported display driver / cuda driver combination"},
+  };
+  auto it = kText.find(rc);
+  if (it == kText.end()) {
+    *s = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *s = it->second;
+  return CUDA_SUCCESS;
+}
+CUresult GetErrorName(CUresult rc, const char** s) {
+  static const std::map<CUresult, const char*> kNames = {
+      {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"},
+      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+      {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
+  };
+  auto it = kNames.find(rc);
+  *s = it == kNames.end() ? nullptr : it->second;
+  return it == kNames.end() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+CUresult Init(unsigned) {
+  ++g->calls["cuInit"];
+  return g->init_rc;
+}
+CUresult DeviceGetCount(int* n) {
+  *n = static_cast<int>(g->devices.size());
+  return Call("cuDeviceGetCount");
+}
+CUresult DeviceGet(CUdevice* d, int i) {
+  *d = i;
+  return Call("cuDeviceGet");
+}
+CUresult DeviceGetName(char* s, int len, CUdevice d) {
+  std::strncpy(s, g->devices.at(d).name.c_str(), len);
+  return Call("cuDeviceGetName");
+}
+CUresult DeviceGetPCIBusId(char* s, int len, CUdevice d) {
+  std::strncpy(s, g->devices.at(d).bus_id.c_str(), len);
+  return Call("cuDeviceGetPCIBusId");
+}
+CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  const FakeDevice& dev = g->devices.at(d);
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = dev.cc_major;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = dev.cc_minor;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = dev.sms;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *v = dev.threads_per_sm;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return Call("cuDeviceGetAttribute");
+}
+CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  if (CUresult rc = Call("cuDevicePrimaryCtxRetain")) return rc;
+  *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(d + 1));
+  ++g->retained;
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRelease(CUdevice) {
+  --g->retained;
+  return Call("cuDevicePrimaryCtxRelease");
+}
+CUresult CtxSetCurrent(CUcontext c) {
+  g->current = c == nullptr ? -1 : static_cast<int>(reinterpret_cast<std::uintptr_t>(c)) - 1;
+  return Call("cuCtxSetCurrent");
+}
+CUresult MemAlloc(CUdeviceptr* p, std::size_t n) {
+  if (CUresult rc = Call("cuMemAlloc")) return rc;
+  *p = g->next;
+  g->memory[*p].assign(n, 0xa5);  // what fresh device memory might hold: not zeros
+  g->next += (n + 0xffff) & ~std::size_t{0xffff};
+  return CUDA_SUCCESS;
+}
+CUresult MemFree(CUdeviceptr p) {
+  ++g->calls["cuMemFree"];
+  return g->memory.erase(p) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult MemHostAlloc(void** p, std::size_t n, unsigned) {
+  if (CUresult rc = Call("cuMemHostAlloc")) return rc;
+  *p = std::malloc(n);
+  g->host.insert(*p);
+  return CUDA_SUCCESS;
+}
+CUresult MemFreeHost(void* p) {
+  if (g->host.erase(p) != 1) return CUDA_ERROR_INVALID_VALUE;
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+CUresult MemsetD32(CUdeviceptr p, unsigned v, std::size_t n) {
+  if (CUresult rc = Call("cuMemsetD32")) return rc;
+  unsigned char* d = Resolve(p, n * 4);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(d + 4 * i, &v, 4);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t n) {
+  if (CUresult rc = Call("cuMemcpyHtoD")) return rc;
+  unsigned char* d = Resolve(dst, n);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(d, src, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
+  if (CUresult rc = Call("cuMemcpyDtoH")) return rc;
+  const unsigned char* s = Resolve(src, n);
+  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, s, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream) {
+  if (CUresult rc = Call("cuMemcpyHtoDAsync")) return rc;
+  unsigned char* d = Resolve(dst, n);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(d, src, n);
+  Damage(d, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstream) {
+  if (CUresult rc = Call("cuMemcpyDtoHAsync")) return rc;
+  const unsigned char* s = Resolve(src, n);
+  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, s, n);
+  Damage(static_cast<unsigned char*>(dst), n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream) {
+  if (CUresult rc = Call("cuMemcpyDtoDAsync")) return rc;
+  unsigned char* d = Resolve(dst, n);
+  const unsigned char* s = Resolve(src, n);
+  if (d == nullptr || s == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(d, s, n);
+  Damage(d, n);
+  return CUDA_SUCCESS;
+}
+CUresult StreamCreate(CUstream* s, unsigned) {
+  if (CUresult rc = Call("cuStreamCreate")) return rc;
+  *s = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(0x5000 + ++g->streams));
+  return CUDA_SUCCESS;
+}
+CUresult StreamDestroy(CUstream) {
+  --g->streams;
+  return CUDA_SUCCESS;
+}
+CUresult StreamSynchronize(CUstream) { return Call("cuStreamSynchronize"); }
+CUresult EventCreate(CUevent* e, unsigned) {
+  if (CUresult rc = Call("cuEventCreate")) return rc;
+  *e = reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(0x6000 + ++g->events));
+  return CUDA_SUCCESS;
+}
+CUresult EventDestroy(CUevent) {
+  --g->events;
+  return CUDA_SUCCESS;
+}
+CUresult EventRecord(CUevent, CUstream) { return Call("cuEventRecord"); }
+CUresult EventSynchronize(CUevent) { return Call("cuEventSynchronize"); }
+CUresult EventElapsedTime(float* ms, CUevent, CUevent) {
+  *ms = g->round_ms;
+  return Call("cuEventElapsedTime");
+}
+CUresult ModuleLoadData(CUmodule* m, const void* image) {
+  if (CUresult rc = Call("cuModuleLoadData")) return rc;
+  if (image != g->image.data()) return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(static_cast<std::uintptr_t>(0x7000 + ++g->modules));
+  return CUDA_SUCCESS;
+}
+CUresult ModuleUnload(CUmodule) {
+  --g->modules;
+  return CUDA_SUCCESS;
+}
+CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  if (CUresult rc = Call("cuModuleGetFunction")) return rc;
+  if (std::string(name) != "gpuforge_fma_fp32") return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x8000});
+  return CUDA_SUCCESS;
+}
+// Runs gpuforge_fma_fp32's arithmetic on the host (a = 1: every step adds b).
+CUresult LaunchKernel(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned bz, unsigned, CUstream, void** params, void** extra) {
+  if (CUresult rc = Call("cuLaunchKernel")) return rc;
+  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUdeviceptr out = *static_cast<CUdeviceptr*>(params[0]);
+  const float a = *static_cast<float*>(params[1]);
+  const float b = *static_cast<float*>(params[2]);
+  const int loops = *static_cast<int*>(params[3]);
+  if (a != 1.0f) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t threads = std::size_t{gx} * bx;
+  unsigned char* d = Resolve(out, threads * 4);
+  if (d == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  for (std::size_t t = 0; t < threads; ++t) {
+    float sum = 0;
+    for (int j = 0; j < 16; ++j) sum += static_cast<float>((t & 1023) + j) + b * loops;
+    if (g->corrupt == Corrupt::kKernel && t == 5) sum += 1;
+    std::memcpy(d + 4 * t, &sum, 4);
+  }
+  return CUDA_SUCCESS;
+}
+
+CudaApi FakeCudaApi() {
+  CudaApi api;
+  api.cuGetErrorString = GetErrorString;
+  api.cuGetErrorName = GetErrorName;
+  api.cuInit = Init;
+  api.cuDeviceGetCount = DeviceGetCount;
+  api.cuDeviceGet = DeviceGet;
+  api.cuDeviceGetName = DeviceGetName;
+  api.cuDeviceGetAttribute = DeviceGetAttribute;
+  api.cuDeviceGetPCIBusId = DeviceGetPCIBusId;
+  api.cuDevicePrimaryCtxRetain = PrimaryCtxRetain;
+  api.cuDevicePrimaryCtxRelease = PrimaryCtxRelease;
+  api.cuCtxSetCurrent = CtxSetCurrent;
+  api.cuMemAlloc = MemAlloc;
+  api.cuMemFree = MemFree;
+  api.cuMemHostAlloc = MemHostAlloc;
+  api.cuMemFreeHost = MemFreeHost;
+  api.cuMemsetD32 = MemsetD32;
+  api.cuMemcpyHtoD = MemcpyHtoD;
+  api.cuMemcpyDtoH = MemcpyDtoH;
+  api.cuMemcpyHtoDAsync = MemcpyHtoDAsync;
+  api.cuMemcpyDtoHAsync = MemcpyDtoHAsync;
+  api.cuMemcpyDtoDAsync = MemcpyDtoDAsync;
+  api.cuStreamCreate = StreamCreate;
+  api.cuStreamDestroy = StreamDestroy;
+  api.cuStreamSynchronize = StreamSynchronize;
+  api.cuEventCreate = EventCreate;
+  api.cuEventDestroy = EventDestroy;
+  api.cuEventRecord = EventRecord;
+  api.cuEventSynchronize = EventSynchronize;
+  api.cuEventElapsedTime = EventElapsedTime;
+  api.cuModuleLoadData = ModuleLoadData;
+  api.cuModuleUnload = ModuleUnload;
+  api.cuModuleGetFunction = ModuleGetFunction;
+  api.cuLaunchKernel = LaunchKernel;
+  return api;
+}
+
+CudaLoader FakeLoader() {
+  auto api = std::make_shared<CudaApi>(FakeCudaApi());
+  return [api] { return CudaLoad{api, "", ""}; };
+}
+
+class GpuCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g = &fake_;
+    // The driver lists the GPUs out of bus order: gpu0 is device 1.
+    fake_.devices = {{"0000:9A:00.0"}, {"0000:1B:00.0"}};
+  }
+  void TearDown() override {
+    // Whatever happened, everything the probe took is given back.
+    EXPECT_TRUE(fake_.memory.empty());
+    EXPECT_TRUE(fake_.host.empty());
+    EXPECT_EQ(fake_.retained, 0);
+    EXPECT_EQ(fake_.streams, 0);
+    EXPECT_EQ(fake_.events, 0);
+    EXPECT_EQ(fake_.modules, 0);
+    EXPECT_EQ(fake_.current, -1);
+    g = nullptr;
+  }
+
+  static ProbeResult RunIt(Probe& p, std::map<std::string, std::string> given,
+                           const std::atomic<bool>* cancel = nullptr) {
+    gpuforge::Result<std::map<std::string, std::string>> params = ResolveParams(p, given);
+    EXPECT_TRUE(params.ok()) << (params.ok() ? "" : params.error().message);
+    return RunProbe(p, params.ok() ? *params : given, cancel);
+  }
+
+  FakeCuda fake_;
+};
+
+const std::map<std::string, std::string> kSmall = {
+    {"size", "64KiB"}, {"warmup", "1"}, {"iters", "4"}, {"repeats", "3"}};
+
+TEST_F(GpuCudaTest, DeviceCopyCountsReadPlusWriteAndOneWay) {
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  ASSERT_EQ(r.measurements.size(), 4u);
+  const Measurement& bw = r.measurements[0];
+  EXPECT_EQ(bw.entity, "gpu0");
+  EXPECT_EQ(bw.metric, "bandwidth");
+  EXPECT_EQ(bw.unit, "GB/s");
+  // 2 x 64 KiB x 4 copies in 0.5 ms per round.
+  EXPECT_DOUBLE_EQ(bw.value, 2.0 * 65536 * 4 / 0.0005 / 1e9);
+  EXPECT_EQ(bw.samples.size(), 3u);
+  EXPECT_EQ(bw.info.at("counts"), "read+write");
+  EXPECT_EQ(bw.info.at("bus_id"), "0000:1b:00.0");
+  EXPECT_EQ(bw.info.at("size"), "65536");
+  EXPECT_EQ(bw.info.at("verified"), "every byte of the destination after timing");
+  const Measurement& one_way = r.measurements[1];
+  EXPECT_EQ(one_way.metric, "copy_bandwidth");
+  EXPECT_DOUBLE_EQ(one_way.value, 65536.0 * 4 / 0.0005 / 1e9);
+  EXPECT_EQ(one_way.info.at("counts"), "bytes_copied");
+  EXPECT_EQ(r.measurements[2].entity, "gpu1");
+  EXPECT_EQ(r.measurements[2].info.at("bus_id"), "0000:9a:00.0");
+  // Per GPU: 1 warm-up copy and 3 rounds of 4.
+  EXPECT_EQ(fake_.calls["cuMemcpyDtoDAsync"], 2 * (1 + 3 * 4));
+  EXPECT_EQ(fake_.calls["cuEventElapsedTime"], 2 * 3);
+}
+
+TEST_F(GpuCudaTest, DeviceCopyStagesLargeBuffersInPieces) {
+  fake_.devices.resize(1);
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  const ProbeResult r =
+      RunIt(*p, {{"size", "80MiB"}, {"warmup", "0"}, {"iters", "1"}, {"repeats", "1"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_EQ(fake_.calls["cuMemcpyHtoD"], 2);  // 64 MiB and 16 MiB to fill the source
+  EXPECT_EQ(fake_.calls["cuMemcpyDtoH"], 2);  // and the same to check the destination
+}
+
+TEST_F(GpuCudaTest, HostCopiesCountBytesCopied) {
+  for (auto make : {MakeGpuH2dProbe, MakeGpuD2hProbe}) {
+    std::unique_ptr<Probe> p = make(FakeLoader());
+    const ProbeResult r = RunIt(*p, kSmall);
+    ASSERT_EQ(r.outcome, Outcome::kOk) << p->key() << ": " << r.reason;
+    ASSERT_EQ(r.measurements.size(), 2u);
+    EXPECT_EQ(r.measurements[0].metric, "bandwidth");
+    EXPECT_DOUBLE_EQ(r.measurements[0].value, 65536.0 * 4 / 0.0005 / 1e9);
+    EXPECT_EQ(r.measurements[0].info.at("counts"), "bytes_copied");
+    EXPECT_EQ(r.measurements[0].info.at("host_memory"),
+              "pinned (cuMemHostAlloc), not bound to the GPU's NUMA node");
+  }
+  EXPECT_EQ(fake_.calls["cuMemcpyHtoDAsync"], 2 * 13);
+  EXPECT_EQ(fake_.calls["cuMemcpyDtoHAsync"], 2 * 13);
+}
+
+TEST_F(GpuCudaTest, ADamagedCopyIsWrongDataOnEveryGpuAndDirection) {
+  fake_.corrupt = Corrupt::kCopies;
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_TRUE(r.measurements.empty());
+  const std::string gpu0_prefix =
+      "gpu0 (0000:1b:00.0): device-to-device copy of 65536 bytes: "
+      "1 of 16384 words differ from what was written; the first at "
+      "byte 28: expected 0x";
+  EXPECT_EQ(r.reason.substr(0, gpu0_prefix.size()), gpu0_prefix);
+  EXPECT_NE(r.reason.find("; gpu1 (0000:9a:00.0): device-to-device copy"), std::string::npos);
+  for (auto make : {MakeGpuH2dProbe, MakeGpuD2hProbe}) {
+    p = make(FakeLoader());
+    r = RunIt(*p, kSmall);
+    EXPECT_EQ(r.outcome, Outcome::kError) << p->key();
+    EXPECT_EQ(r.code, "wrong_data") << p->key();
+  }
+}
+
+TEST_F(GpuCudaTest, AFailedCallNamesItWithTheDriversWordsAndOtherGpusStillRun) {
+  fake_.fail_call = "cuMemAlloc";
+  fake_.fail_device = 1;  // gpu0
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:1b:00.0): cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)");
+  ASSERT_EQ(r.measurements.size(), 2u);
+  EXPECT_EQ(r.measurements[0].entity, "gpu1");
+}
+
+TEST_F(GpuCudaTest, AFailureWhileTimingReleasesEverything) {
+  fake_.fail_call = "cuMemcpyDtoDAsync";
+  fake_.fail_rc = CUDA_ERROR_ILLEGAL_ADDRESS;
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:1b:00.0): cuMemcpyDtoDAsync failed: an illegal memory access was "
+            "encountered (CUDA_ERROR_ILLEGAL_ADDRESS); gpu1 (0000:9a:00.0): cuMemcpyDtoDAsync "
+            "failed: an illegal memory access was encountered (CUDA_ERROR_ILLEGAL_ADDRESS)");
+}
+
+TEST_F(GpuCudaTest, AnErrorWithoutDriverTextStillNamesTheCode) {
+  fake_.fail_call = "cuStreamCreate";
+  fake_.fail_rc = CUDA_ERROR_LAUNCH_FAILED;  // a code the fake has no words for
+  std::unique_ptr<Probe> p = MakeGpuH2dProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.reason.substr(0, r.reason.find(';')),
+            "gpu0 (0000:1b:00.0): cuStreamCreate failed: unknown error (CUresult 719)");
+}
+
+TEST_F(GpuCudaTest, ATimeOfZeroIsBadTimingNotInfiniteBandwidth) {
+  fake_.round_ms = 0;
+  std::unique_ptr<Probe> p = MakeGpuD2hProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.code, "bad_timing");
+  EXPECT_NE(r.reason.find("the events of timed round 1 are 0 ms apart"), std::string::npos);
+}
+
+TEST_F(GpuCudaTest, CuInitDecidesSkipOrError) {
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  fake_.init_rc = CUDA_ERROR_NO_DEVICE;
+  ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_gpu");
+  EXPECT_EQ(r.reason, "cuInit failed: no CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)");
+  fake_.init_rc = CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
+  r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason,
+            "cuInit failed: system has unsupported display driver / cuda driver combination "
+            "(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)");
+  fake_.init_rc = CUDA_SUCCESS;
+  fake_.devices.clear();
+  r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.reason, "the CUDA driver sees no GPU");
+}
+
+TEST_F(GpuCudaTest, ALoaderFailureIsTheSkip) {
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe([] {
+    return CudaLoad{nullptr, "no_cuda_driver", "libcuda.so.1: cannot open"};
+  });
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_cuda_driver");
+  EXPECT_EQ(r.reason, "libcuda.so.1: cannot open");
+}
+
+TEST_F(GpuCudaTest, BadParametersAreRefusedBeforeTouchingTheGpu) {
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  for (const auto& [name, value] : std::map<std::string, std::string>{{"size", "1000003B"},
+                                                                      {"size", "12"},
+                                                                      {"iters", "0"},
+                                                                      {"repeats", "2.5"},
+                                                                      {"warmup", "-1"},
+                                                                      {"size", "1TiB"}}) {
+    std::map<std::string, std::string> given = kSmall;
+    given[name] = value;
+    const ProbeResult r = RunIt(*p, given);
+    EXPECT_EQ(r.outcome, Outcome::kError) << name << "=" << value;
+    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+  }
+  EXPECT_EQ(fake_.calls["cuInit"], 0);
+}
+
+TEST_F(GpuCudaTest, CancelStopsBeforeTheNextGpu) {
+  std::atomic<bool> cancel{true};
+  std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
+  const ProbeResult r = RunIt(*p, kSmall, &cancel);
+  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(fake_.calls["cuMemAlloc"], 0);
+}
+
+// ---- gpu.compute ----
+
+const std::map<std::string, std::string> kKernel = {
+    {"loops", "1000"}, {"warmup", "1"}, {"iters", "2"}, {"repeats", "3"}};
+
+TEST_F(GpuCudaTest, ComputeCountsTwoFlopsPerFmaAndChecksEveryThread) {
+  fake_.round_ms = 1;
+  std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
+  const ProbeResult r = RunIt(*p, kKernel);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  ASSERT_EQ(r.measurements.size(), 2u);
+  const Measurement& m = r.measurements[0];
+  EXPECT_EQ(m.metric, "fp32_tflops");
+  EXPECT_EQ(m.unit, "TFLOP/s");
+  // 4 SMs x 512 threads = 8 blocks of 256; 16 chains x 1000 FMAs x 2 flops each; 2 launches/ms.
+  EXPECT_DOUBLE_EQ(m.value, 2.0 * 16 * 1000 * 2048 * 2 / 0.001 / 1e12);
+  EXPECT_EQ(m.info.at("grid"), "8 blocks x 256 threads");
+  EXPECT_EQ(m.info.at("compute_capability"), "9.0");
+  EXPECT_EQ(fake_.calls["cuLaunchKernel"], 2 * (1 + 3 * 2));
+}
+
+TEST_F(GpuCudaTest, ComputeWithOneWrongThreadIsWrongData) {
+  fake_.corrupt = Corrupt::kKernel;
+  std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
+  const ProbeResult r = RunIt(*p, kKernel);
+  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_NE(r.reason.find("gpu0 (0000:1b:00.0): fp32 FMA kernel: 1 of 2048 threads returned a "
+                          "wrong sum; thread 5 expected 16200, read 16201"),
+            std::string::npos)
+      << r.reason;
+}
+
+TEST_F(GpuCudaTest, ComputeWithoutKernelsOrOnOldGpusSkips) {
+  std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), {});
+  ProbeResult r = RunIt(*p, kKernel);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_kernels");
+  EXPECT_EQ(r.reason, "this build has no GPU kernels: nvcc was not found at build time");
+
+  for (FakeDevice& d : fake_.devices) {
+    d.name = "Tesla T4";
+    d.cc_major = 7;
+    d.cc_minor = 5;
+  }
+  p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
+  r = RunIt(*p, kKernel);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "unsupported_gpu");
+  EXPECT_EQ(r.reason,
+            "gpuforge's kernels need compute capability 8.0 or newer; gpu0 (0000:1b:00.0) is "
+            "Tesla T4 (compute capability 7.5); gpu1 (0000:9a:00.0) is Tesla T4 (compute "
+            "capability 7.5)");
+}
+
+TEST_F(GpuCudaTest, ComputeNamesAModuleThatDoesNotLoad) {
+  fake_.fail_call = "cuModuleLoadData";
+  fake_.fail_rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
+  const ProbeResult r = RunIt(*p, kKernel);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason.substr(0, r.reason.find(';')),
+            "gpu0 (0000:1b:00.0): cuModuleLoadData failed: no kernel image is available for "
+            "execution on the device (CUDA_ERROR_NO_BINARY_FOR_GPU)");
+}
+
+// ---- gpu.gemm ----
+
+#if GPUFORGE_HAVE_CUBLASLT
+
+cublasStatus_t LtCall(const char* name) {
+  ++g->calls[name];
+  return g->fail_call == name ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtCreate(cublasLtHandle_t* h) {
+  if (cublasStatus_t s = LtCall("cublasLtCreate")) return s;
+  ++g->lt_handles;
+  *h = reinterpret_cast<cublasLtHandle_t>(std::uintptr_t{0x9000});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtDestroy(cublasLtHandle_t) {
+  --g->lt_handles;
+  return CUBLAS_STATUS_SUCCESS;
+}
+std::size_t LtVersion() { return 130100; }
+const char* LtStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_NOT_SUPPORTED ? "the requested functionality is not supported"
+                                          : "unknown";
+}
+cublasStatus_t LtDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
+                            cudaDataType_t scale) {
+  if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_INVALID_VALUE;
+  ++g->lt_descs;
+  *d = reinterpret_cast<cublasLtMatmulDesc_t>(std::uintptr_t{0x9100});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtDescDestroy(cublasLtMatmulDesc_t) {
+  --g->lt_descs;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, std::uint64_t rows,
+                              std::uint64_t cols, std::int64_t ld) {
+  if (type != CUDA_R_16BF || rows != cols || ld != static_cast<std::int64_t>(rows)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  ++g->lt_layouts;
+  g->layout_rows = rows;
+  *l = reinterpret_cast<cublasLtMatrixLayout_t>(std::uintptr_t{0x9200});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtLayoutDestroy(cublasLtMatrixLayout_t) {
+  --g->lt_layouts;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtPrefCreate(cublasLtMatmulPreference_t* p) {
+  ++g->lt_prefs;
+  *p = reinterpret_cast<cublasLtMatmulPreference_t>(std::uintptr_t{0x9300});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtPrefDestroy(cublasLtMatmulPreference_t) {
+  --g->lt_prefs;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t LtPrefSet(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attr,
+                         const void*, std::size_t size) {
+  return attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == 8
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_INVALID_VALUE;
+}
+cublasStatus_t LtHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                           cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                           cublasLtMatmulPreference_t, int requested,
+                           cublasLtMatmulHeuristicResult_t results[], int* found) {
+  if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
+  *found = g->heuristic_found;
+  if (*found > 0) results[0] = cublasLtMatmulHeuristicResult_t{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+float FromBf16(std::uint16_t b) {
+  const std::uint32_t w = std::uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+std::uint16_t ToBf16(float f) {  // round to nearest even
+  std::uint32_t w;
+  std::memcpy(&w, &f, 4);
+  return static_cast<std::uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16);
+}
+// D = A x B on the fake's memory: column-major bf16, fp32 sums, bf16 out.
+cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alpha, const void* a,
+                        cublasLtMatrixLayout_t, const void* b, cublasLtMatrixLayout_t,
+                        const void* beta, const void* c, cublasLtMatrixLayout_t, void* d,
+                        cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*, std::size_t,
+                        cudaStream_t) {
+  if (cublasStatus_t s = LtCall("cublasLtMatmul")) return s;
+  if (*static_cast<const float*>(alpha) != 1 || *static_cast<const float*>(beta) != 0 || c != d) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const std::uint64_t n = g->layout_rows;
+  const std::size_t bytes = n * n * 2;
+  auto at = [&](const void* p) {
+    return reinterpret_cast<std::uint16_t*>(Resolve(reinterpret_cast<CUdeviceptr>(p), bytes));
+  };
+  const std::uint16_t* pa = at(a);
+  const std::uint16_t* pb = at(b);
+  std::uint16_t* pd = at(d);
+  if (pa == nullptr || pb == nullptr || pd == nullptr) return CUBLAS_STATUS_EXECUTION_FAILED;
+  std::vector<float> fa(n * n), fb(n * n);
+  for (std::size_t e = 0; e < n * n; ++e) {
+    fa[e] = FromBf16(pa[e]);
+    fb[e] = FromBf16(pb[e]);
+  }
+  for (std::uint64_t j = 0; j < n; ++j) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (std::uint64_t k = 0; k < n; ++k) sum += fa[i + k * n] * fb[k + j * n];
+      pd[i + j * n] = ToBf16(sum);
+    }
+  }
+  if (g->corrupt == Corrupt::kGemm) pd[13 + 13 * n] = 0x7fc0;  // a sampled element: NaN
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CublasLtLoader FakeLt() {
+  auto api = std::make_shared<CublasLtApi>();
+  api->cublasLtCreate = LtCreate;
+  api->cublasLtDestroy = LtDestroy;
+  api->cublasLtGetVersion = LtVersion;
+  api->cublasLtGetStatusString = LtStatusString;
+  api->cublasLtMatmulDescCreate = LtDescCreate;
+  api->cublasLtMatmulDescDestroy = LtDescDestroy;
+  api->cublasLtMatrixLayoutCreate = LtLayoutCreate;
+  api->cublasLtMatrixLayoutDestroy = LtLayoutDestroy;
+  api->cublasLtMatmulPreferenceCreate = LtPrefCreate;
+  api->cublasLtMatmulPreferenceDestroy = LtPrefDestroy;
+  api->cublasLtMatmulPreferenceSetAttribute = LtPrefSet;
+  api->cublasLtMatmulAlgoGetHeuristic = LtHeuristic;
+  api->cublasLtMatmul = LtMatmul;
+  api->library = "libcublasLt.so.13";
+  return [api] { return CublasLtLoad{api, "", ""}; };
+}
+
+class GpuGemmTest : public GpuCudaTest {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(fake_.lt_handles, 0);
+    EXPECT_EQ(fake_.lt_descs, 0);
+    EXPECT_EQ(fake_.lt_layouts, 0);
+    EXPECT_EQ(fake_.lt_prefs, 0);
+    GpuCudaTest::TearDown();
+  }
+};
+
+const std::map<std::string, std::string> kGemm = {
+    {"dim", "256"}, {"warmup", "0"}, {"iters", "1"}, {"repeats", "2"}};
+
+TEST_F(GpuGemmTest, MeasuresAndChecksASampleOfTheProduct) {
+  fake_.devices.resize(1);
+  fake_.round_ms = 1;
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  const ProbeResult r = RunIt(*p, kGemm);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  ASSERT_EQ(r.measurements.size(), 1u);
+  const Measurement& m = r.measurements[0];
+  EXPECT_EQ(m.metric, "bf16_tflops");
+  EXPECT_DOUBLE_EQ(m.value, 2.0 * 256 * 256 * 256 / 0.001 / 1e12);
+  EXPECT_EQ(m.info.at("library"), "libcublasLt.so.13 (version 130100)");
+  EXPECT_EQ(m.info.at("m_n_k"), "256x256x256");
+  EXPECT_EQ(fake_.calls["cublasLtMatmul"], 2);
+}
+
+TEST_F(GpuGemmTest, AWrongElementIsWrongData) {
+  fake_.devices.resize(1);
+  fake_.corrupt = Corrupt::kGemm;
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  const ProbeResult r = RunIt(*p, kGemm);
+  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_NE(r.reason.find("gpu0 (0000:9a:00.0): bf16 GEMM: 1 of 1024 sampled elements are "
+                          "wrong; D[13][13] expected "),
+            std::string::npos)
+      << r.reason;
+}
+
+TEST_F(GpuGemmTest, CublasErrorsAndMissingAlgorithmsNameTheCall) {
+  fake_.devices.resize(1);
+  fake_.fail_call = "cublasLtMatmul";
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  ProbeResult r = RunIt(*p, kGemm);
+  EXPECT_EQ(r.code, "cublas_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:9a:00.0): cublasLtMatmul failed: the requested functionality is not "
+            "supported (cublasStatus_t 15)");
+  fake_.fail_call.clear();
+  fake_.heuristic_found = 0;
+  r = RunIt(*p, kGemm);
+  EXPECT_EQ(r.code, "cublas_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:9a:00.0): cublasLtMatmulAlgoGetHeuristic offers no algorithm for a bf16 "
+            "256x256x256 multiply");
+}
+
+TEST_F(GpuGemmTest, NoCublasLtSkips) {
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), [] {
+    return CublasLtLoad{nullptr, "no_cublaslt", "cuBLASLt does not load: libcublasLt.so.13: nope"};
+  });
+  const ProbeResult r = RunIt(*p, kGemm);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_cublaslt");
+  EXPECT_EQ(fake_.calls["cuInit"], 0);
+}
+
+TEST_F(GpuGemmTest, DimMustBeAMultipleOf64) {
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  std::map<std::string, std::string> given = kGemm;
+  given["dim"] = "300";
+  const ProbeResult r = RunIt(*p, given);
+  EXPECT_EQ(r.code, "bad_param");
+  EXPECT_EQ(r.reason, "parameter dim must be a multiple of 64, not 300");
+}
+
+#endif  // GPUFORGE_HAVE_CUBLASLT
+
+}  // namespace
+}  // namespace gpuforge::probe::internal
+
+#endif  // GPUFORGE_HAVE_CUDA

@@ -1496,6 +1496,33 @@ void Loader::LoadSoftware(const YAML::Node& n) {
       sw.repositories.push_back(std::move(repo));
     }
   }
+  YAML::Node pkgs = Get(n, "packages");
+  if (Has(n, "packages") && r_.CheckSeq(pkgs, "software.packages")) {
+    std::set<std::string> seen;
+    for (const YAML::Node& y : pkgs) {
+      if (!r_.CheckMap(y, "a package", schema::kExtraPackage)) continue;
+      model::ExtraPackage pkg;
+      pkg.where = r_.Pos(y);
+      auto name = r_.Str(y, "name", "a package", true);
+      if (!name) continue;
+      // Debian policy's package name alphabet (RPM's is wider; this is the common part).
+      const unsigned char first = name->empty() ? 0 : static_cast<unsigned char>((*name)[0]);
+      const bool ok = !name->empty() && name->size() <= 128 && (std::islower(first) != 0 || std::isdigit(first) != 0) &&
+                      name->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.+-") == std::string::npos;
+      if (!ok) {
+        r_.Error(Get(y, "name"), fmt::format("package name '{}' must be [a-z0-9.+-], starting with a letter or digit", *name));
+        continue;
+      }
+      if (!seen.insert(*name).second) r_.Error(Get(y, "name"), fmt::format("package '{}' is listed twice", *name));
+      pkg.name = *name;
+      pkg.version = version(y, "version", fmt::format("package '{}'", *name));
+      if (auto unit = r_.Str(y, "service", fmt::format("package '{}'", *name))) {
+        CheckWith(Get(y, "service"), names::CheckName, *unit, fmt::format("'service' of package '{}'", *name));
+        pkg.service = *unit;
+      }
+      sw.packages.push_back(std::move(pkg));
+    }
+  }
 }
 
 void Loader::LoadWorkload(const YAML::Node& n) {

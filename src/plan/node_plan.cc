@@ -149,6 +149,9 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
   if (s.kind == model::SchedulerKind::kKubernetes) {
     add("kubelet", "", Impact::kRestart, "restarts kubelet (drain first)", "software.scheduler");
   }
+  for (const model::ExtraPackage& p : sw.packages) {
+    add(p.name, p.version, Impact::kLive, p.service.empty() ? "next use" : "restarts " + p.service, "software.packages");
+  }
   return out;
 }
 
@@ -192,6 +195,9 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
     const bool controller = !s.controller.empty() && s.controller == n.name;
     if (s.kind == model::SchedulerKind::kSlurm) d.services.push_back(controller ? "slurmctld" : "slurmd");
     if (s.kind == model::SchedulerKind::kKubernetes) d.services.push_back("kubelet");
+    for (const model::ExtraPackage& p : c.software.packages) {
+      if (!p.service.empty()) d.services.push_back(p.service);
+    }
   }
   return d;
 }

@@ -112,6 +112,33 @@ ActualNode Converged() {
   return a;
 }
 
+TEST(PlanDesired, ExtraPackagesFromTheInventoryWithTheirServices) {
+  std::string yaml = R"Y(version: 1
+cluster: {name: t}
+profiles:
+  p: {gpus: {model: H200, count: 8}, cpu: {sockets: 1, cores_per_socket: 4}}
+nodes:
+  - {name: n01, profile: p, address: 127.0.0.1}
+software:
+  os: {distro: debian}
+  packages:
+    - {name: datacenter-gpu-manager-exporter, version: "4.5.2", service: nvidia-dcgm-exporter}
+)Y";
+  model::Cluster c = Inline(yaml);
+  DesiredNode d = DesiredNodeState(c, *c.FindNode("n01"), {}, AllParts());
+  ASSERT_FALSE(d.packages.empty());
+  EXPECT_EQ(d.packages.back().name, "datacenter-gpu-manager-exporter");
+  EXPECT_EQ(InstallSpec(OsFamily::kDebian, d.packages.back()), "datacenter-gpu-manager-exporter=4.5.2-*");
+  EXPECT_EQ(d.services.back(), "nvidia-dcgm-exporter");
+  std::string bad = yaml;
+  bad.replace(bad.find("datacenter-gpu-manager-exporter"), 31, "Bad;Name");
+  inventory::LoadOutcome out = inventory::LoadString(bad, "bad.yaml");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.FormatDiagnostics().find("bad.yaml:10:14: error: package name 'Bad;Name' must be [a-z0-9.+-]"),
+            std::string::npos)
+      << out.FormatDiagnostics();
+}
+
 TEST(PlanNodeState, ConvergedNodeHasNoChanges) {
   Result<NodePlan> p = PlanNodeState("gpu01", Sample(), Converged());
   ASSERT_TRUE(p.ok()) << p.error().message;

@@ -38,7 +38,8 @@ inline constexpr std::string_view kStorage[] = {"dataset", "tiers"};
 inline constexpr std::string_view kTier[] = {"name",     "kind",    "role",    "scope",
                                              "read_bandwidth", "write_bandwidth", "latency",
                                              "capacity", "network", "mount",   "checkpoints"};
-inline constexpr std::string_view kSoftware[] = {"os", "driver", "cuda", "nccl", "rdma", "scheduler", "repositories"};
+inline constexpr std::string_view kSoftware[] = {"os", "driver", "cuda", "nccl", "rdma", "scheduler", "repositories", "packages"};
+inline constexpr std::string_view kExtraPackage[] = {"name", "version", "service"};
 inline constexpr std::string_view kRepository[] = {"name", "url", "suite", "components", "signed_by", "trusted"};
 inline constexpr std::string_view kOs[] = {"distro", "version"};
 inline constexpr std::string_view kDriver[] = {"branch", "version"};
@@ -93,6 +94,7 @@ inline constexpr Object kObjects[] = {
     {"software.nccl", kNccl},
     {"software.rdma", kRdma},
     {"software.repositories[]", kRepository},
+    {"software.packages[]", kExtraPackage},
     {"software.scheduler", kScheduler},
     {"software.scheduler.reserved", kReserved},
     {"software.scheduler.partitions[]", kPartition},

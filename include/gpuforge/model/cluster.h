@@ -244,6 +244,15 @@ struct Repository {
   SourcePos where;
 };
 
+// A package the inventory asks for beyond the ones gpuforge derives (the DCGM exporter, a
+// site agent), optionally with a service it must keep enabled and running.
+struct ExtraPackage {
+  std::string name;     // as the node's package manager names it
+  std::string version;  // pin, "" = any
+  std::string service;  // systemd unit to enable and start, "" = none
+  SourcePos where;
+};
+
 struct Software {
   std::string os_distro;
   std::string os_version;
@@ -257,6 +266,7 @@ struct Software {
   std::string nccl_topo_file;  // NCCL_TOPO_FILE path, "" when unset
   Scheduler scheduler;
   std::vector<Repository> repositories;
+  std::vector<ExtraPackage> packages;
   SourcePos where;
   SourcePos nccl_where;
 };

@@ -15,6 +15,9 @@ packages=(
   # The local test hosts (tests/testbed) need namespaces, veth pairs and sudo inside a host;
   # promtool checks the rendered Prometheus rules.
   util-linux iproute2 sudo procps prometheus
+  # apply's package tests build stand-in .debs (dpkg-deb) and index them (dpkg-scanpackages);
+  # the build strips the pushed agent with objcopy (binutils).
+  dpkg-dev binutils
 )
 # bench/ compares against Ansible too; it is large, so only `deps.sh --bench` installs it.
 if [[ "${1:-}" == "--bench" ]]; then

@@ -1,7 +1,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -56,6 +61,48 @@ class Watchdog {
   std::condition_variable cv_;
   bool done_ = false;
   std::thread thread_;
+};
+
+// The exchange as the agent sees it: an offer line on stdout, the controller's reply line on
+// stdin. Reading stops at the probe's deadline or when it is asked to stop.
+class StdioExchange {
+ public:
+  StdioExchange(std::FILE* out, const std::atomic<bool>* cancel) : out_(out), cancel_(cancel) {}
+
+  gpuforge::Result<std::vector<std::string>> operator()(const std::string& mine) {
+    if (!probe::ValidExchangePart(mine)) return Error{"exchange: the probe's own part is not sendable"};
+    std::fputs((probe::ExchangeOfferLine(mine) + "\n").c_str(), out_);
+    std::fflush(out_);
+    std::string line;
+    for (;;) {
+      if (std::size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        break;
+      }
+      if (eof_) return Error{"exchange: stdin ended before the controller answered (is a controller driving this agent?)"};
+      if (cancel_ != nullptr && cancel_->load()) return Error{"exchange: stopped while waiting for the peers"};
+      if (buffer_.size() > (std::size_t{1} << 20)) return Error{"exchange: the controller's line exceeds 1 MiB"};
+      pollfd p{0, POLLIN, 0};
+      int rc = ::poll(&p, 1, 100);
+      if (rc < 0 && errno != EINTR) return Error{fmt::format("exchange: poll on stdin: {}", std::strerror(errno))};
+      if (rc <= 0) continue;
+      char buf[65536];
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        return Error{fmt::format("exchange: reading stdin: {}", std::strerror(errno))};
+      }
+      if (n == 0) eof_ = true;
+      if (n > 0) buffer_.append(buf, static_cast<std::size_t>(n));
+    }
+    return probe::ParseExchangeReply("exchange reply on stdin", line);
+  }
+
+ private:
+  std::FILE* out_;
+  const std::atomic<bool>* cancel_;
+  std::string buffer_;
+  bool eof_ = false;
 };
 
 }  // namespace
@@ -116,7 +163,9 @@ Command AgentCommand() {
               probe::ProbeResult r;
               {
                 Watchdog dog(o->key, std::chrono::duration<double>(o->timeout_s), ctx.io.out);
-                r = probe::RunProbe(*p, *params, dog.flag());
+                auto exchange = std::make_shared<StdioExchange>(ctx.io.out, dog.flag());
+                r = probe::RunProbe(*p, *params, dog.flag(),
+                                    [exchange](const std::string& mine) { return (*exchange)(mine); });
               }
               ctx.Out(probe::ToJsonLine(r) + "\n");
               return static_cast<int>(kExitOk);

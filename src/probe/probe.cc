@@ -88,8 +88,9 @@ gpuforge::Result<std::map<std::string, std::string>> ResolveParams(const Probe& 
   return out;
 }
 
-ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel) {
-  Context ctx{params, cancel};
+ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel,
+                     Exchange exchange) {
+  Context ctx{params, cancel, std::move(exchange)};
   const auto start = std::chrono::steady_clock::now();
   ProbeResult r;
   try {
@@ -215,6 +216,74 @@ gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string
     }
   }
   return r;
+}
+
+bool ValidExchangePart(std::string_view part) {
+  return Within(part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:=+/-", kExchangePartMax);
+}
+
+bool IsExchangeLine(std::string_view line) {
+  return line.find(kExchangeSchema) != std::string_view::npos && line.find("\"schema\"") != std::string_view::npos &&
+         line.find("\"probe\"") == std::string_view::npos;
+}
+
+std::string ExchangeOfferLine(std::string_view part) {
+  return nlohmann::json{{"schema", kExchangeSchema}, {"offer", std::string(part)}}.dump();
+}
+
+std::string ExchangeReplyLine(const std::vector<std::string>& parts) {
+  return nlohmann::json{{"schema", kExchangeSchema}, {"parts", parts}}.dump();
+}
+
+namespace {
+
+gpuforge::Result<nlohmann::json> ExchangeObject(std::string_view source, std::string_view line, const char* field) {
+  constexpr std::size_t kMax = std::size_t{1} << 20;
+  if (line.size() > kMax) return Error{fmt::format("{}: exchange line longer than {} bytes", source, kMax)};
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return Error{fmt::format("{}: not an exchange line: '{}'", source, Printable(line, 120))};
+  }
+  auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kExchangeSchema) {
+    return Error{fmt::format("{}: exchange line without schema {}", source, kExchangeSchema)};
+  }
+  if (j.size() != 2 || !j.contains(field)) {
+    return Error{fmt::format("{}: an exchange line must hold exactly \"schema\" and \"{}\"", source, field)};
+  }
+  return j;
+}
+
+}  // namespace
+
+gpuforge::Result<std::string> ParseExchangeOffer(std::string_view source, std::string_view line) {
+  auto j = ExchangeObject(source, line, "offer");
+  if (!j.ok()) return j.error();
+  const nlohmann::json& o = (*j)["offer"];
+  if (!o.is_string() || !ValidExchangePart(o.get<std::string>())) {
+    return Error{fmt::format("{}: exchange offer is not a string of at most {} characters of [A-Za-z0-9_.,:=+/-]",
+                             source, kExchangePartMax)};
+  }
+  return o.get<std::string>();
+}
+
+gpuforge::Result<std::vector<std::string>> ParseExchangeReply(std::string_view source, std::string_view line) {
+  auto j = ExchangeObject(source, line, "parts");
+  if (!j.ok()) return j.error();
+  const nlohmann::json& a = (*j)["parts"];
+  if (!a.is_array() || a.empty() || a.size() > 4096) {
+    return Error{fmt::format("{}: exchange reply's parts must be a list of 1 to 4096 strings", source)};
+  }
+  std::vector<std::string> out;
+  for (const nlohmann::json& p : a) {
+    if (!p.is_string() || !ValidExchangePart(p.get<std::string>())) {
+      return Error{fmt::format("{}: exchange part {} is not a string of at most {} characters of "
+                               "[A-Za-z0-9_.,:=+/-]",
+                               source, out.size(), kExchangePartMax)};
+    }
+    out.push_back(p.get<std::string>());
+  }
+  return out;
 }
 
 }  // namespace gpuforge::probe

@@ -61,11 +61,35 @@ struct Param {
   std::string help;
 };
 
-// What a probe gets when it runs: its parameters (defaults filled in) and a flag that turns
-// true when it must stop (timeout, Ctrl-C).
+// Probes that span nodes (NCCL across nodes, RDMA between two) trade a little data with their
+// peers through the controller, never directly: each participant hands in its own part; the
+// call returns once every participant has, with all parts in participant order (the part at
+// the caller's own index is its own). A probe may hold several rounds; one with an empty part
+// works as a barrier. A part is at most kExchangePartMax characters of [A-Za-z0-9_.,:=+/-].
+// On the wire (agent stdout -> controller -> agent stdin), one JSON line each way:
+//   {"schema":"gpuforge.exchange/v1","offer":"PART"}
+//   {"schema":"gpuforge.exchange/v1","parts":["PART0","PART1",...]}
+inline constexpr std::string_view kExchangeSchema = "gpuforge.exchange/v1";
+inline constexpr std::size_t kExchangePartMax = 4096;
+using Exchange = std::function<gpuforge::Result<std::vector<std::string>>(const std::string& mine)>;
+
+// Whether a part is safe to send (the alphabet and the size above).
+bool ValidExchangePart(std::string_view part);
+// Whether a line of agent output is an exchange offer rather than a result.
+bool IsExchangeLine(std::string_view line);
+std::string ExchangeOfferLine(std::string_view part);  // no newline
+// Strict; errors name `source`.
+gpuforge::Result<std::string> ParseExchangeOffer(std::string_view source, std::string_view line);
+std::string ExchangeReplyLine(const std::vector<std::string>& parts);  // no newline
+gpuforge::Result<std::vector<std::string>> ParseExchangeReply(std::string_view source, std::string_view line);
+
+// What a probe gets when it runs: its parameters (defaults filled in), a flag that turns true
+// when it must stop (timeout, Ctrl-C), and the exchange when a controller drives it (empty
+// when the agent runs alone: a probe that needs one then fails with code "no_exchange").
 struct Context {
   std::map<std::string, std::string> params;
   const std::atomic<bool>* cancel = nullptr;
+  Exchange exchange;
   bool Cancelled() const { return cancel != nullptr && cancel->load(); }
   // Typed access; a malformed value is an error naming the parameter.
   gpuforge::Result<double> Number(const std::string& name) const;
@@ -93,7 +117,8 @@ gpuforge::Result<std::map<std::string, std::string>> ResolveParams(const Probe& 
                                                                    const std::map<std::string, std::string>& given);
 
 // Runs a probe with its defaults filled in and its wall time recorded.
-ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel);
+ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel,
+                     Exchange exchange = {});
 
 // Helpers for probes.
 ProbeResult Skip(std::string probe, std::string code, std::string reason);

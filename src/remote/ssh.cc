@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <mutex>
 #include <random>
+#include <vector>
 
 #include "remote/command.h"
 
@@ -107,6 +108,10 @@ struct ExecState {
   std::string first_err_line;  // until the pid marker is seen
   bool marker_done = false;
   std::optional<long> pgid;
+  // With ExecOptions::on_line: complete stdout lines not yet handed to the hook.
+  bool split_lines = false;
+  std::string partial;
+  std::vector<std::string> lines;
 
   void Append(std::string& to, std::string_view chunk) {
     std::size_t room = cap > to.size() ? cap - to.size() : 0;
@@ -123,6 +128,14 @@ int OnData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, vo
   std::string_view chunk(static_cast<const char*>(data), len);
   if (is_stderr == 0) {
     st->Append(st->out, chunk);
+    if (st->split_lines) {
+      st->partial.append(chunk);
+      for (std::size_t nl; (nl = st->partial.find('\n')) != std::string::npos;) {
+        st->lines.push_back(st->partial.substr(0, nl));
+        st->partial.erase(0, nl + 1);
+      }
+      if (st->partial.size() > st->cap) st->cap_hit = true;
+    }
     return static_cast<int>(len);
   }
   if (!st->strip_marker || st->marker_done) {
@@ -253,6 +266,7 @@ class SshSession final : public Session {
     ExecState st;
     st.cap = o.output_cap;
     st.strip_marker = stop_on_abort;
+    st.split_lines = static_cast<bool>(o.on_line);
     ssh_channel_callbacks_struct cb{};
     cb.userdata = &st;
     cb.channel_data_function = OnData;
@@ -279,14 +293,18 @@ class SshSession final : public Session {
       return Error{fmt::format("node {}: the server refused to run a command: {}", target_.node,
                                ssh_get_error(s_.get()))};
     }
-    for (std::size_t sent = 0; sent < o.input.size();) {
-      int n = ssh_channel_write(ch.get(), o.input.data() + sent,
-                                static_cast<uint32_t>(std::min<std::size_t>(
-                                    o.input.size() - sent, 64 * 1024)));
-      if (n == SSH_ERROR) return Lost("sending stdin");
-      sent += static_cast<std::size_t>(n);
-    }
-    ssh_channel_send_eof(ch.get());
+    auto send = [&](std::string_view text) {
+      for (std::size_t sent = 0; sent < text.size();) {
+        int n = ssh_channel_write(ch.get(), text.data() + sent,
+                                  static_cast<uint32_t>(std::min<std::size_t>(text.size() - sent, 64 * 1024)));
+        if (n == SSH_ERROR) return false;
+        sent += static_cast<std::size_t>(n);
+      }
+      return true;
+    };
+    if (!send(o.input)) return Lost("sending stdin");
+    bool stdin_open = static_cast<bool>(o.on_line);
+    if (!stdin_open) ssh_channel_send_eof(ch.get());
 
     EventPtr ev(ssh_event_new());
     if (!ev || ssh_event_add_session(ev.get(), s_.get()) != SSH_OK) {
@@ -313,6 +331,20 @@ class SshSession final : public Session {
         lost = true;
         break;
       }
+      // The hook runs here, outside libssh's callbacks, so that it may block and write.
+      while (!st.lines.empty() && !lost) {
+        std::string line = std::move(st.lines.front());
+        st.lines.erase(st.lines.begin());
+        std::optional<std::string> reply = o.on_line(line);
+        if (!stdin_open) continue;
+        if (!reply) {
+          ssh_channel_send_eof(ch.get());
+          stdin_open = false;
+        } else if (!reply->empty() && !send(*reply)) {
+          lost = true;
+        }
+      }
+      if (lost) break;
     }
     ssh_event_remove_session(ev.get(), s_.get());
     if (lost) return Lost("while a command ran");

@@ -46,13 +46,32 @@ class FakeSession final : public Session {
   const Target& target() const override { return target_; }
   bool Alive() const override { return alive_; }
 
-  Result<ExecResult> Exec(std::string_view command, const ExecOptions&) override {
+  Result<ExecResult> Exec(std::string_view command, const ExecOptions& o) override {
     FakeNode* n = Node();
     Record("exec: " + std::string(command));
     if (n->dies_after_exec) alive_ = false;
-    if (n->exec) return n->exec(std::string(command));
     ExecResult r;
     r.exit_status = 0;
+    if (n->exec) {
+      Result<ExecResult> got = n->exec(std::string(command));
+      if (!got.ok()) return got;
+      r = *got;
+    }
+    // A conversing command (ExecOptions::on_line): its scripted stdout is handed over line by
+    // line, and what the hook answers is recorded as "stdin: TEXT" ("stdin: EOF" on close).
+    if (o.on_line) {
+      bool open = true;
+      for (std::size_t pos = 0, nl; (nl = r.out.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+        std::optional<std::string> reply = o.on_line(std::string_view(r.out).substr(pos, nl - pos));
+        if (!open) continue;
+        if (!reply) {
+          Record("stdin: EOF");
+          open = false;
+        } else if (!reply->empty()) {
+          Record("stdin: " + *reply);
+        }
+      }
+    }
     return r;
   }
   Status Upload(std::string_view content, const std::string& path, const UploadOptions& o) override {

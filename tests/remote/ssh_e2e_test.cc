@@ -98,6 +98,26 @@ TEST_F(SshE2e, StdinReachesTheCommandAndQuotingSurvives) {
   EXPECT_EQ(r.out, fmt::format("{}\nit's\n$HOME\n", o.input.size()));
 }
 
+// The agent's exchange rides on this: a line out, an answer in, more lines, then EOF on close.
+TEST_F(SshE2e, AConversingCommandGetsAnswersToItsLinesAndEofWhenClosed) {
+  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  auto s = Connect(0);
+  ASSERT_TRUE(s);
+  ExecOptions o;
+  std::vector<std::string> seen;
+  o.on_line = [&](std::string_view line) -> std::optional<std::string> {
+    seen.emplace_back(line);
+    if (line == "first?") return std::string("one\n");
+    if (line == "second?") return std::nullopt;  // closes stdin
+    return std::string();
+  };
+  ExecResult r = Must(s->Exec(
+      "echo 'first?'; read a; echo \"got $a\"; echo 'second?'; if read b; then echo \"more $b\"; else echo eof; fi", o));
+  EXPECT_TRUE(r.Succeeded()) << r.err;
+  EXPECT_EQ(r.out, "first?\ngot one\nsecond?\neof\n");
+  EXPECT_EQ(seen, (std::vector<std::string>{"first?", "got one", "second?", "eof"}));
+}
+
 TEST_F(SshE2e, UnknownHostKeyIsRefusedWithItsFingerprint) {
   ASSERT_NO_FATAL_FAILURE(Bring(1));
   fs::path empty = tb_->paths().dir + "/empty_known_hosts";

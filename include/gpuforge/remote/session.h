@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,12 @@ struct ExecOptions {
   bool sudo = false;  // run through `sudo -n` when the target's user is not root
   // Set from another thread (Ctrl-C): the command is stopped like on a timeout.
   const std::atomic<bool>* cancel = nullptr;
+  // For commands that converse (the agent's exchange, probe.h): called with each complete
+  // stdout line as it arrives (without its newline; the line is also kept in
+  // ExecResult::out). What it returns is written to the command's stdin; nullopt closes stdin.
+  // While it is set, stdin stays open after `input` until the hook closes it or the command
+  // ends. It may block (a barrier across nodes); the timeout and cancel apply around it.
+  std::function<std::optional<std::string>(std::string_view line)> on_line;
 };
 
 enum class ExecEnd {

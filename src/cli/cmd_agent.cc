@@ -115,6 +115,7 @@ Command AgentCommand() {
               std::string key;
               std::vector<std::string> params;
               double timeout_s = 600;
+              bool exchange = false;
               Format format = Format::kJson;
             };
             auto o = std::make_shared<Opts>();
@@ -124,6 +125,9 @@ Command AgentCommand() {
             app.add_option("--timeout", o->timeout_s, "Seconds the probe may run (default 600)")
                 ->check(CLI::Range(1.0, 86400.0))
                 ->option_text("SECONDS");
+            app.add_flag("--exchange", o->exchange,
+                         "Converse with a controller on stdin/stdout (probes that span nodes); set by "
+                         "`gpuforge validate`");
             app.footer("`gpuforge validate` starts this over SSH; it also runs by hand on a node.\n"
                        "Exit codes: 0 a result was printed (its outcome says ok, skip or error); 2 usage;\n"
                        "124 the probe hung past its timeout (an ERROR line is printed first).");
@@ -163,9 +167,12 @@ Command AgentCommand() {
               probe::ProbeResult r;
               {
                 Watchdog dog(o->key, std::chrono::duration<double>(o->timeout_s), ctx.io.out);
-                auto exchange = std::make_shared<StdioExchange>(ctx.io.out, dog.flag());
-                r = probe::RunProbe(*p, *params, dog.flag(),
-                                    [exchange](const std::string& mine) { return (*exchange)(mine); });
+                probe::Exchange through;
+                if (o->exchange) {
+                  auto ex = std::make_shared<StdioExchange>(ctx.io.out, dog.flag());
+                  through = [ex](const std::string& mine) { return (*ex)(mine); };
+                }
+                r = probe::RunProbe(*p, *params, dog.flag(), std::move(through));
               }
               ctx.Out(probe::ToJsonLine(r) + "\n");
               return static_cast<int>(kExitOk);

@@ -520,7 +520,9 @@ class TcpBandwidthProbe : public Probe {
         {"peer", "",
          "client: host or host:port of an agent running role=server; loopback: both ends in "
          "this process over 127.0.0.1 (a self-test); without it the probe is skipped"},
-        {"port", "18516", "server: port to listen on (0: any free port); client: port of peer"},
+        {"port", "18516",
+         "server: port to listen on (0: any free port); client: port of peer. Under a controller "
+         "(agent run --exchange) the server tells the client its port"},
         {"bind", "0.0.0.0", "server: IPv4 address to listen on"},
         {"bytes", "1GiB", "client: bytes to send over all streams; 0B: send for `seconds`"},
         {"seconds", "5", "client: longest time to send; it stops at bytes or seconds, first come"},
@@ -554,7 +556,7 @@ class TcpBandwidthProbe : public Probe {
     if (*role == "server") {
       Result<std::string> bind = ctx.Text("bind");
       if (!bind.ok()) return Fail(key(), "bad_param", bind.error().message);
-      return RunServer(*bind, static_cast<int>(*port), *timeout, stop);
+      return RunServer(*bind, static_cast<int>(*port), *timeout, stop, ctx);
     }
 
     Result<std::string> peer = ctx.Text("peer");
@@ -573,12 +575,26 @@ class TcpBandwidthProbe : public Probe {
     const auto n = static_cast<std::uint32_t>(*streams);
 
     if (*peer == "loopback") return RunLoopback(*bytes, *seconds, n, *timeout, ctx);
-    if (*port == 0) {
+    std::string peer_text = *peer;
+    if (ctx.exchange) {
+      // Driven by a controller: the server listened on a free port and said which.
+      Result<std::vector<std::string>> parts = ctx.exchange("");
+      if (!parts.ok()) return Fail(key(), "exchange_error", parts.error().message);
+      const std::string& server = parts->front();
+      if (parts->size() != 2 || !server.starts_with("port=") || server.size() > 10 ||
+          server.find_first_not_of("0123456789", 5) != std::string::npos || server.size() == 5) {
+        return Fail(key(), "exchange_error",
+                    fmt::format("the server's part '{}' is not port=N (or the group is not two agents)", server));
+      }
+      const int p = std::stoi(server.substr(5));
+      if (p < 1 || p > 65535) return Fail(key(), "exchange_error", fmt::format("the server's port {} is out of range", p));
+      if (peer_text.find(':') == std::string::npos) peer_text += ":" + std::to_string(p);
+    } else if (*port == 0) {
       return Fail(key(), "bad_param", "parameter port: a client needs a port from 1 to 65535");
     }
     std::string host;
     int peer_port = 0;
-    if (auto f = ParsePeer(*peer, static_cast<int>(*port), &host, &peer_port)) {
+    if (auto f = ParsePeer(peer_text, static_cast<int>(*port), &host, &peer_port)) {
       return FailWith(key(), std::move(*f));
     }
     sockaddr_in to{};
@@ -593,9 +609,15 @@ class TcpBandwidthProbe : public Probe {
     return r;
   }
 
-  ProbeResult RunServer(const std::string& bind, int port, double timeout, const Stop& stop) {
+  ProbeResult RunServer(const std::string& bind, int port, double timeout, const Stop& stop, const Context& ctx) {
     Listener l;
     if (auto f = Listen(bind, port, &l)) return FailWith(key(), std::move(*f));
+    if (ctx.exchange) {
+      // The client learns the port through the controller, so port=0 (any free one) works.
+      const std::string bound = l.address.substr(l.address.rfind(':') + 1);
+      Result<std::vector<std::string>> parts = ctx.exchange("port=" + bound);
+      if (!parts.ok()) return Fail(key(), "exchange_error", parts.error().message);
+    }
     Received got;
     if (auto f = Serve(l, timeout, stop, &got)) {
       ProbeResult r = FailWith(key(), std::move(*f));

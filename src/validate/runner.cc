@@ -42,13 +42,27 @@ Verdict ErrorVerdict(const PlannedRun& run, std::string code, std::string detail
 
 // One attempt: runs the agent, returns the parsed result or an ERROR verdict.
 std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std::string& agent, const PlannedRun& run,
-                                                  const PlannedRun& as, int timeout_s, const std::atomic<bool>* cancel) {
+                                                  const PlannedRun& as, int timeout_s, const std::atomic<bool>* cancel,
+                                                  ExchangeHub* hub = nullptr, std::size_t who = 0) {
   remote::ExecOptions eo;
   eo.sudo = s.target().sudo;
   eo.timeout = std::chrono::seconds(timeout_s + 30);  // the agent's own watchdog speaks first
   eo.output_cap = 256 << 10;
   eo.cancel = cancel;
-  Result<remote::ExecResult> r = s.Exec(AgentCommand(agent, as, timeout_s), eo);
+  if (hub != nullptr) {
+    const std::string source = fmt::format("node {}, agent run {}", as.node, as.probe);
+    eo.on_line = [hub, who, source](std::string_view line) -> std::optional<std::string> {
+      if (!probe::IsExchangeLine(line)) return std::string();
+      Result<std::string> part = probe::ParseExchangeOffer(source, line);
+      if (!part.ok()) {
+        hub->Fail(part.error().message);
+        return std::nullopt;
+      }
+      return hub->Offer(who, std::move(*part));
+    };
+  }
+  Result<remote::ExecResult> r = s.Exec(AgentCommand(agent, as, timeout_s, hub != nullptr), eo);
+  if (hub != nullptr) hub->Leave(who);
   if (!r.ok()) return ErrorVerdict(run, "unreachable", r.error().message, "check the node's SSH (gpuforge run NODE -- true)");
   if (r->end == remote::ExecEnd::kTimedOut) {
     return ErrorVerdict(run, "timeout",
@@ -114,13 +128,88 @@ Result<std::string> EnsureAgent(remote::Session& s, const plan::AgentBinary& age
   return tmp;
 }
 
-std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s) {
+std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s, bool exchange) {
   std::string s = ShellQuote(agent) + " agent run " + ShellQuote(run.probe);
   for (const auto& [k, v] : run.params) {
     if (k == "network") continue;  // the controller's own note, not a probe parameter
     s += " --param " + ShellQuote(k + "=" + v);
   }
-  return s + fmt::format(" --timeout {}", timeout_s);
+  return s + fmt::format(" --timeout {}", timeout_s) + (exchange ? " --exchange" : "");
+}
+
+ExchangeHub::ExchangeHub(std::size_t participants, std::chrono::steady_clock::time_point deadline,
+                         const std::atomic<bool>* cancel)
+    : offered_(participants, 0), left_(participants, false), deadline_(deadline), cancel_(cancel) {}
+
+std::optional<std::string> ExchangeHub::Offer(std::size_t who, std::string part) {
+  std::unique_lock lock(mu_);
+  if (!failure_.empty() || who >= offered_.size()) return std::nullopt;
+  const std::size_t round = offered_[who]++;
+  if (rounds_.size() <= round) rounds_.resize(round + 1, std::vector<std::string>(offered_.size()));
+  rounds_[round][who] = std::move(part);
+  cv_.notify_all();
+  auto complete = [&] {
+    return std::all_of(offered_.begin(), offered_.end(), [&](std::size_t n) { return n > round; });
+  };
+  while (!complete() && failure_.empty()) {
+    for (std::size_t i = 0; i < offered_.size(); ++i) {
+      if (left_[i] && offered_[i] <= round) {
+        failure_ = fmt::format("participant {} ended before exchange round {}", i, round + 1);
+      }
+    }
+    if (!failure_.empty()) break;
+    if (cancel_ != nullptr && cancel_->load()) {
+      failure_ = "interrupted during the exchange";
+      break;
+    }
+    if (cv_.wait_until(lock, std::min(deadline_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100))) ==
+            std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= deadline_) {
+      failure_ = fmt::format("exchange round {} timed out waiting for every participant", round + 1);
+    }
+  }
+  if (!failure_.empty() && !complete()) {
+    cv_.notify_all();
+    return std::nullopt;
+  }
+  return probe::ExchangeReplyLine(rounds_[round]) + "\n";
+}
+
+void ExchangeHub::Leave(std::size_t who) {
+  std::lock_guard lock(mu_);
+  if (who < left_.size()) left_[who] = true;
+  cv_.notify_all();
+}
+
+void ExchangeHub::Fail(std::string why) {
+  std::lock_guard lock(mu_);
+  if (failure_.empty()) failure_ = std::move(why);
+  cv_.notify_all();
+}
+
+std::string ExchangeHub::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+std::vector<std::variant<probe::ProbeResult, Verdict>> RunGroup(std::span<const GroupMember> members, int timeout_s,
+                                                                const std::atomic<bool>* cancel) {
+  ExchangeHub hub(members.size(), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s), cancel);
+  std::vector<std::future<std::variant<probe::ProbeResult, Verdict>>> running;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    running.push_back(std::async(std::launch::async, [&, i] {
+      const GroupMember& m = members[i];
+      return Attempt(*m.session, m.agent, m.run, m.run, timeout_s, cancel, &hub, i);
+    }));
+  }
+  std::vector<std::variant<probe::ProbeResult, Verdict>> out;
+  for (auto& f : running) out.push_back(f.get());
+  if (const std::string why = hub.failure(); !why.empty()) {
+    for (auto& r : out) {
+      if (auto* v = std::get_if<Verdict>(&r)) v->detail += " (exchange: " + why + ")";
+    }
+  }
+  return out;
 }
 
 std::vector<Verdict> RunCheck(remote::Session& s, const std::string& agent, const model::Cluster& c,
@@ -152,12 +241,14 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
   for (int i = 1; i <= attempts; ++i) {
     PlannedRun serve = run;
     serve.node = run.peer;
-    serve.params = {{"role", "server"}, {"timeout", std::to_string(std::min(timeout, 60))}};
-    if (run.params.count("port")) serve.params["port"] = run.params.at("port");
-    // The server listens first; the client retries its connection for a few seconds.
-    auto server_done = std::async(std::launch::async, [&] { return Attempt(server, server_agent, serve, serve, timeout, o.cancel); });
-    auto got = Attempt(client, client_agent, run, run, timeout, o.cancel);
-    auto served = server_done.get();
+    // The server listens on any free port unless one was asked for, and says which through
+    // the exchange.
+    serve.params = {{"role", "server"}, {"timeout", std::to_string(std::min(timeout, 60))},
+                    {"port", run.params.count("port") ? run.params.at("port") : "0"}};
+    const std::vector<GroupMember> members = {{&server, server_agent, serve}, {&client, client_agent, run}};
+    std::vector<std::variant<probe::ProbeResult, Verdict>> both = RunGroup(members, timeout, o.cancel);
+    auto& served = both[0];
+    auto& got = both[1];
     if (std::holds_alternative<Verdict>(got)) {
       last = {std::get<Verdict>(got)};
     } else {

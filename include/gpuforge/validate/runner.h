@@ -5,7 +5,13 @@
 // remote::Session interface only, so tests drive it with the recording fake.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "gpuforge/plan/node_plan.h"
@@ -24,8 +30,47 @@ std::string TemporaryAgentPath(std::string_view sha256);
 // upload.
 Result<std::string> EnsureAgent(remote::Session& s, const plan::AgentBinary& agent);
 
-// `AGENT agent run PROBE --param k=v ... --timeout T`, every word quoted.
-std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s);
+// `AGENT agent run PROBE --param k=v ... --timeout T [--exchange]`, every word quoted.
+std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s, bool exchange = false);
+
+// The controller's side of the probe exchange (probe.h): each participant's offers, round by
+// round; a round completes when every participant has offered in it, and each gets every
+// part. A participant whose command ended, a deadline passing, a cancel or a bad offer fails
+// the round for all (their stdin is closed, so their agents stop waiting and say why).
+class ExchangeHub {
+ public:
+  ExchangeHub(std::size_t participants, std::chrono::steady_clock::time_point deadline,
+              const std::atomic<bool>* cancel);
+  // Blocks until round complete: the reply line (with newline), or nullopt when it failed.
+  std::optional<std::string> Offer(std::size_t who, std::string part);
+  // `who`'s command ended; rounds it has not offered in fail.
+  void Leave(std::size_t who);
+  void Fail(std::string why);
+  std::string failure() const;  // "" while nothing failed
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::size_t> offered_;  // rounds each participant has offered in
+  std::vector<bool> left_;
+  std::vector<std::vector<std::string>> rounds_;
+  std::chrono::steady_clock::time_point deadline_;
+  const std::atomic<bool>* cancel_;
+  std::string failure_;
+};
+
+// One member of a group run: where it runs, with which agent, as what.
+struct GroupMember {
+  remote::Session* session = nullptr;
+  std::string agent;
+  PlannedRun run;
+};
+
+// Runs one probe on every member at once, conversing through an ExchangeHub (members in
+// participant order), and returns each member's parsed result or its ERROR verdict. When the
+// exchange failed, the hub's reason is added to the ERROR verdicts of members without a result.
+std::vector<std::variant<probe::ProbeResult, Verdict>> RunGroup(std::span<const GroupMember> members, int timeout_s,
+                                                                const std::atomic<bool>* cancel);
 
 struct RunOptions {
   int retries = 3;        // attempts for performance checks (the first good one counts)

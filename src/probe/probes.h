@@ -22,6 +22,7 @@
 #include "gpuforge/base/quantity.h"
 #include "gpuforge/base/result.h"
 #include "gpuforge/probe/probe.h"
+#include "probe/gpu/failure.h"  // Failure: why a probe stopped, a stable code and words for people
 
 namespace gpuforge::probe::internal {
 
@@ -79,12 +80,6 @@ class Fd {
 
  private:
   int fd_ = -1;
-};
-
-// Why a probe stopped: a stable code and words for people.
-struct Failure {
-  std::string code;
-  std::string reason;
 };
 
 // A failed system call: code "<call>_failed", reason "<call>(<what>): <strerror>".

@@ -1,6 +1,9 @@
 #include "probe/registry.h"
 
 #include "probe/gpu/probes.h"
+#include "probe/nccl/allreduce.h"
+#include "probe/rdma/ib_counters.h"
+#include "probe/rdma/write.h"
 #include "probe/probes.h"
 
 namespace gpuforge::probe::internal {
@@ -17,6 +20,10 @@ std::vector<std::unique_ptr<Probe>> MakeAll() {
   out.push_back(MakeGpuD2hProbe());
   out.push_back(MakeGpuComputeProbe());
   out.push_back(MakeGpuGemmProbe());
+  out.push_back(MakeNcclAllReduceProbe());
+  out.push_back(MakeIbCountersProbe());
+  out.push_back(MakeRdmaWriteBwProbe());
+  out.push_back(MakeRdmaWriteLatProbe());
   return out;
 }
 

@@ -1,0 +1,1066 @@
+// nccl.allreduce against a fake CUDA driver API and a fake NCCL: "device memory" is host
+// vectors, and the fake NCCL really reduces every rank's buffer (across threads, so two agents
+// in two threads form one multi-node communicator through a fake controller exchange). The
+// fakes fail, corrupt, hang and report asynchronous errors on request. None of this has run on
+// a real GPU; one test opens the real libnccl.so.2 when it is there and asks its version.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuforge/probe/probe.h"
+#include "probe/gpu/cuda_api.h"
+#include "probe/nccl/allreduce.h"
+#include "probe/nccl/nccl_api.h"
+
+namespace gpuforge::probe::internal {
+namespace {
+
+// Lines of a real NCCL 2.28.9 log on one H200 (fixtures/nvidia-h200-1gpu/nccltests-debug.txt).
+const std::vector<std::string> kFixtureLog = {
+    "vm:520:520 [0] NCCL INFO ENV/Plugin: Could not find: libnccl-env.so",
+    "vm:520:520 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>",
+    "vm:520:520 [0] NCCL INFO cudaDriverVersion 13000",
+    "vm:520:520 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+    "vm:520:520 [0] NCCL INFO Comm config nvlinkCentricSched set to 1",
+    "vm:520:520 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so",
+    "vm:520:520 [0] NCCL INFO NET/IB : No device found.",
+    "vm:520:520 [0] NCCL INFO NET/IB : Using [RO]; OOB eth0:192.0.2.2<0>",
+    "vm:520:520 [0] NCCL INFO Failed to initialize NET plugin IB",
+    "vm:520:520 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0>",
+    "vm:520:520 [0] NCCL INFO Initialized NET plugin Socket",
+    "vm:520:520 [0] NCCL INFO Assigned NET plugin Socket to comm",
+    "vm:520:520 [0] NCCL INFO Using network Socket",
+    "vm:520:520 [0] NCCL INFO ncclCommInitRankConfig comm 0x5633d2075690 rank 0 nranks 1 cudaDev 0 "
+    "nvmlDev 0 busId 60 commId 0xd095ccf18202f486 - Init START",
+    "vm:520:520 [0] NCCL INFO Channel 00/64 : 0",
+    "vm:520:520 [0] NCCL INFO Bootstrap timings total 0.000681 (create 0.000036, send 0.000129, "
+    "recv 0.000260, ring 0.000001, delay 0.000001)",
+    "vm:520:520 [0] NCCL INFO ncclCommInitRankConfig comm 0x5633d2075690 rank 0 nranks 1 cudaDev 0 "
+    "nvmlDev 0 busId 60 commId 0xd095ccf18202f486 - Init COMPLETE",
+};
+
+TEST(NcclLogTest, ParsesTheFixtureLog) {
+  const NcclLogSummary s = ParseNcclLog(kFixtureLog);
+  EXPECT_EQ(s.network, "Socket");
+  EXPECT_EQ(s.version, "2.28.9+cuda13.0");
+  EXPECT_TRUE(s.ib_no_device);
+  EXPECT_EQ(s.ib_no_device_line, "vm:520:520 [0] NCCL INFO NET/IB : No device found.");
+  const std::vector<std::string> kept = {
+      kFixtureLog[1], kFixtureLog[3],  kFixtureLog[5],  kFixtureLog[6],  kFixtureLog[7],
+      kFixtureLog[9], kFixtureLog[12], kFixtureLog[15], kFixtureLog[16],
+  };
+  EXPECT_EQ(s.kept, kept);
+}
+
+TEST(NcclLogTest, KeepsAtMostAHundredPrintableBoundedLines) {
+  std::vector<std::string> lines(
+      150, "host:1:1 [0] NCCL WARN NET/IB : bad \x01 thing " + std::string(400, 'x') + "\r");
+  lines.push_back("host:1:1 [0] NCCL INFO Using network IB");
+  const NcclLogSummary s = ParseNcclLog(lines);
+  ASSERT_EQ(s.kept.size(), 100u);
+  EXPECT_EQ(s.kept[0].size(), 300u);
+  EXPECT_EQ(s.kept[0].find('\x01'), std::string::npos);
+  EXPECT_EQ(s.kept[0].find('\r'), std::string::npos);
+  EXPECT_EQ(s.network, "IB");  // found past the cap
+  EXPECT_FALSE(s.ib_no_device);
+  EXPECT_EQ(s.version, "");
+}
+
+TEST(NcclLogTest, NothingToSayIsEmpty) {
+  const NcclLogSummary s =
+      ParseNcclLog(std::vector<std::string>{"", "# nccl-tests version 2.19.6"});
+  EXPECT_EQ(s.network, "");
+  EXPECT_EQ(s.version, "");  // nccl-tests' own version is not NCCL's
+  EXPECT_EQ(s.kept.size(), 1u);
+}
+
+TEST(NcclLoaderTest, LoadNcclGivesALibraryOrACleanCode) {
+  const NcclLoad l = LoadNccl();
+  if (l.api) {
+    EXPECT_EQ(l.code, "");
+  } else {
+    EXPECT_TRUE(l.code == "no_nccl" || l.code == "no_nccl_headers" || l.code == "nccl_too_old")
+        << l.code;
+    EXPECT_FALSE(l.reason.empty());
+  }
+}
+
+TEST(NcclLoaderTest, AMissingLibraryQuotesDlerror) {
+  const std::array<const char*, 1> names = {"libnccl-gpuforge-missing.so.2"};
+  const NcclLoad l = LoadNcclFrom(names);
+  EXPECT_EQ(l.api, nullptr);
+#if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
+  EXPECT_EQ(l.code, "no_nccl");
+  EXPECT_NE(l.reason.find("libnccl-gpuforge-missing.so.2"), std::string::npos) << l.reason;
+#else
+  EXPECT_EQ(l.code, "no_nccl_headers");
+#endif
+}
+
+#if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
+
+TEST(NcclLoaderTest, ALibraryWithoutNcclSymbolsIsTooOld) {
+  const std::array<const char*, 1> names = {"libm.so.6"};
+  const NcclLoad l = LoadNcclFrom(names);
+  EXPECT_EQ(l.api, nullptr);
+  EXPECT_EQ(l.code, "nccl_too_old");
+  EXPECT_NE(l.reason.find("ncclGetVersion"), std::string::npos) << l.reason;
+}
+
+TEST(NcclLoaderTest, TheRealLibraryTellsItsVersion) {
+  const std::array<const char*, 3> names = {"/usr/local/cuda-13.0/lib/libnccl.so.2",
+                                            "/usr/local/cuda/lib64/libnccl.so.2", "libnccl.so.2"};
+  const NcclLoad l = LoadNcclFrom(names);
+  if (!l.api) GTEST_SKIP() << "no libnccl here: " << l.reason;
+  int version = 0;
+  ASSERT_EQ(l.api->ncclGetVersion(&version), ncclSuccess);
+  EXPECT_GE(version, 22800);
+  EXPECT_STREQ(l.api->ncclGetErrorString(ncclSystemError),
+               "unhandled system error (run with NCCL_DEBUG=INFO for details)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fake CUDA: thread-safe, since two agents may run in two threads; the current context is per
+// thread, as in the driver.
+
+struct FakeDevice {
+  std::string bus_id;
+};
+
+struct FakeCuda {
+  std::mutex m;
+  std::vector<FakeDevice> devices;
+  CUresult init_rc = CUDA_SUCCESS;
+  std::string fail_call;
+  CUresult fail_rc = CUDA_ERROR_OUT_OF_MEMORY;
+  std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+  CUdeviceptr next = 0x10000000;
+  int retained = 0, streams = 0;
+  std::map<std::string, int> calls;
+  // Stream synchronisations before the one that hangs until a communicator is aborted; -1:
+  // none hangs. `on_hang` runs when it starts hanging.
+  int syncs_before_hang = -1;
+  std::function<void()> on_hang;
+};
+
+FakeCuda* g = nullptr;
+thread_local int current = -1;
+
+CUresult Call(const char* name) {
+  std::lock_guard lock(g->m);
+  ++g->calls[name];
+  return g->fail_call == name ? g->fail_rc : CUDA_SUCCESS;
+}
+
+unsigned char* Resolve(CUdeviceptr p, std::size_t n) {  // under g->m
+  auto it = g->memory.upper_bound(p);
+  if (it == g->memory.begin()) return nullptr;
+  --it;
+  if (p + n > it->first + it->second.size()) return nullptr;
+  return it->second.data() + (p - it->first);
+}
+
+CUresult GetErrorString(CUresult rc, const char** s) {
+  *s = rc == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : nullptr;
+  return *s != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult GetErrorName(CUresult rc, const char** s) {
+  *s = rc == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : nullptr;
+  return *s != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult Init(unsigned) { return g->init_rc; }
+CUresult DeviceGetCount(int* n) {
+  *n = static_cast<int>(g->devices.size());
+  return Call("cuDeviceGetCount");
+}
+CUresult DeviceGet(CUdevice* d, int i) {
+  *d = i;
+  return Call("cuDeviceGet");
+}
+CUresult DeviceGetName(char* s, int len, CUdevice) {
+  std::strncpy(s, "NVIDIA H200", len);
+  return Call("cuDeviceGetName");
+}
+CUresult DeviceGetPCIBusId(char* s, int len, CUdevice d) {
+  std::strncpy(s, g->devices.at(d).bus_id.c_str(), len);
+  return Call("cuDeviceGetPCIBusId");
+}
+CUresult DeviceGetAttribute(int* v, CUdevice_attribute, CUdevice) {
+  *v = 9;
+  return Call("cuDeviceGetAttribute");
+}
+CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  if (CUresult rc = Call("cuDevicePrimaryCtxRetain")) return rc;
+  *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(d + 1));
+  std::lock_guard lock(g->m);
+  ++g->retained;
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRelease(CUdevice) {
+  {
+    std::lock_guard lock(g->m);
+    --g->retained;
+  }
+  return Call("cuDevicePrimaryCtxRelease");
+}
+CUresult CtxSetCurrent(CUcontext c) {
+  current = c == nullptr ? -1 : static_cast<int>(reinterpret_cast<std::uintptr_t>(c)) - 1;
+  return Call("cuCtxSetCurrent");
+}
+CUresult MemAlloc(CUdeviceptr* p, std::size_t n) {
+  if (CUresult rc = Call("cuMemAlloc")) return rc;
+  std::lock_guard lock(g->m);
+  *p = g->next;
+  g->memory[*p].assign(n, 0);
+  g->next += (n + 0xffff) & ~std::size_t{0xffff};
+  return CUDA_SUCCESS;
+}
+CUresult MemFree(CUdeviceptr p) {
+  std::lock_guard lock(g->m);
+  ++g->calls["cuMemFree"];
+  return g->memory.erase(p) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult MemsetD32(CUdeviceptr p, unsigned v, std::size_t n) {
+  if (CUresult rc = Call("cuMemsetD32")) return rc;
+  std::lock_guard lock(g->m);
+  unsigned char* d = Resolve(p, n * 4);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(d + 4 * i, &v, 4);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t n) {
+  if (CUresult rc = Call("cuMemcpyHtoD")) return rc;
+  std::lock_guard lock(g->m);
+  unsigned char* d = Resolve(dst, n);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(d, src, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
+  if (CUresult rc = Call("cuMemcpyDtoH")) return rc;
+  std::lock_guard lock(g->m);
+  const unsigned char* s = Resolve(src, n);
+  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, s, n);
+  return CUDA_SUCCESS;
+}
+CUresult StreamCreate(CUstream* s, unsigned flags) {
+  if (CUresult rc = Call("cuStreamCreate")) return rc;
+  if (flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g->m);
+  *s = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(0x5000 + ++g->streams));
+  return CUDA_SUCCESS;
+}
+CUresult StreamDestroy(CUstream) {
+  std::lock_guard lock(g->m);
+  --g->streams;
+  return CUDA_SUCCESS;
+}
+bool AnyCommAborted();
+CUresult StreamSynchronize(CUstream s) {
+  if (CUresult rc = Call("cuStreamSynchronize")) return rc;
+  if (s == nullptr) return CUDA_SUCCESS;  // the legacy default stream: nothing hangs there
+  {
+    std::lock_guard lock(g->m);
+    if (g->syncs_before_hang < 0 || g->syncs_before_hang-- > 0) return CUDA_SUCCESS;
+    g->syncs_before_hang = -1;
+  }
+  if (g->on_hang) g->on_hang();
+  // A collective whose peer is gone: it ends when the communicator is aborted (bounded, so a
+  // broken probe fails the test instead of hanging it).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!AnyCommAborted() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return AnyCommAborted() ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_TIMEOUT;
+}
+
+CudaApi FakeCudaApi() {
+  CudaApi api;
+  api.cuGetErrorString = GetErrorString;
+  api.cuGetErrorName = GetErrorName;
+  api.cuInit = Init;
+  api.cuDeviceGetCount = DeviceGetCount;
+  api.cuDeviceGet = DeviceGet;
+  api.cuDeviceGetName = DeviceGetName;
+  api.cuDeviceGetAttribute = DeviceGetAttribute;
+  api.cuDeviceGetPCIBusId = DeviceGetPCIBusId;
+  api.cuDevicePrimaryCtxRetain = PrimaryCtxRetain;
+  api.cuDevicePrimaryCtxRelease = PrimaryCtxRelease;
+  api.cuCtxSetCurrent = CtxSetCurrent;
+  api.cuMemAlloc = MemAlloc;
+  api.cuMemFree = MemFree;
+  api.cuMemsetD32 = MemsetD32;
+  api.cuMemcpyHtoD = MemcpyHtoD;
+  api.cuMemcpyDtoH = MemcpyDtoH;
+  api.cuStreamCreate = StreamCreate;
+  api.cuStreamDestroy = StreamDestroy;
+  api.cuStreamSynchronize = StreamSynchronize;
+  return api;  // the probe calls nothing else; a call to a null entry would crash the test
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fake NCCL: communicators grouped by their unique id; a collective completes when every rank
+// of the communicator has posted it, and then every rank's receive buffer gets the real
+// reduction of every rank's send buffer.
+
+struct FakeComm {
+  std::string clique;  // the unique id's bytes
+  int nranks = 0;
+  int rank = 0;
+  int device = -1;  // the context current at ncclCommInitRank
+  std::uint64_t seq = 0;
+  bool destroyed = false;
+  bool aborted = false;
+};
+
+struct QueuedOp {
+  const void* send;
+  void* recv;
+  std::size_t count;
+  ncclRedOp_t op;
+  FakeComm* comm;
+};
+
+struct Collective {
+  std::size_t count = 0;
+  ncclRedOp_t op = ncclSum;
+  std::map<int, std::vector<float>> in;  // per rank
+  std::map<int, CUdeviceptr> out;
+};
+
+struct FakeNccl {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<FakeComm>> comms;
+  std::map<std::pair<std::string, std::uint64_t>, Collective> collectives;  // in progress
+  std::set<std::pair<std::string, std::uint64_t>> done;
+  int ids = 0;
+  std::string fail_call;  // "ncclCommInitRank", "ncclAllReduce", "ncclGroupEnd", ...
+  ncclResult_t fail_rc = ncclSystemError;
+  std::string last_error;
+  ncclResult_t async_error = ncclSuccess;
+  bool corrupt = false;  // element 1 of global rank 0's result is off by one
+  int allreduce_calls = 0, groups = 0, bad_releases = 0;
+};
+
+FakeNccl* n = nullptr;
+thread_local int group_depth = 0;
+thread_local std::vector<QueuedOp> queued;
+thread_local std::string thread_last_error;
+
+bool AnyCommAborted() {
+  std::lock_guard lock(n->m);
+  for (const auto& c : n->comms) {
+    if (c->aborted) return true;
+  }
+  return false;
+}
+
+ncclResult_t Fails(const char* call) {  // under n->m
+  if (n->fail_call != call) return ncclSuccess;
+  thread_last_error = n->last_error;
+  return n->fail_rc;
+}
+
+ncclResult_t GetVersion(int* v) {
+  *v = 22809;
+  return ncclSuccess;
+}
+ncclResult_t GetUniqueId(ncclUniqueId* id) {
+  std::lock_guard lock(n->m);
+  if (ncclResult_t rc = Fails("ncclGetUniqueId")) return rc;
+  std::memset(id->internal, 0, sizeof id->internal);
+  // Like NCCL's: a magic and a socket address, binary, with zero bytes in it.
+  const std::string text = "fake-id-" + std::to_string(++n->ids);
+  std::memcpy(id->internal + 2, text.data(), text.size());
+  id->internal[100] = static_cast<char>(0xff);
+  return ncclSuccess;
+}
+ncclResult_t CommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  std::lock_guard lock(n->m);
+  if (ncclResult_t rc = Fails("ncclCommInitRank")) return rc;
+  if (group_depth == 0 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  auto c = std::make_unique<FakeComm>();
+  c->clique.assign(id.internal, sizeof id.internal);
+  c->nranks = nranks;
+  c->rank = rank;
+  c->device = current;
+  for (const auto& other : n->comms) {
+    if (other->clique == c->clique && (other->rank == rank || other->nranks != nranks)) {
+      return ncclInvalidUsage;
+    }
+  }
+  *comm = reinterpret_cast<ncclComm_t>(c.get());
+  n->comms.push_back(std::move(c));
+  return ncclSuccess;
+}
+ncclResult_t CommInitAll(ncclComm_t*, int, const int*) { return ncclInvalidUsage; }
+ncclResult_t GroupStart() {
+  ++group_depth;
+  return ncclSuccess;
+}
+
+float Reduce(ncclRedOp_t op, float a, float b) {
+  switch (op) {
+    case ncclProd:
+      return a * b;
+    case ncclMax:
+      return std::max(a, b);
+    case ncclMin:
+      return std::min(a, b);
+    default:
+      return a + b;
+  }
+}
+
+// Posts this thread's queued collectives and waits for every rank of each.
+ncclResult_t RunQueued() {
+  std::vector<QueuedOp> ops;
+  ops.swap(queued);
+  std::vector<std::pair<std::string, std::uint64_t>> keys;
+  {
+    std::lock_guard cuda(g->m);
+    std::lock_guard lock(n->m);
+    for (const QueuedOp& op : ops) {
+      const unsigned char* src = Resolve(reinterpret_cast<CUdeviceptr>(op.send), op.count * 4);
+      unsigned char* dst = Resolve(reinterpret_cast<CUdeviceptr>(op.recv), op.count * 4);
+      if (src == nullptr || dst == nullptr) return ncclInvalidArgument;
+      if (op.comm->nranks == 1 && !n->corrupt) {
+        std::memmove(dst, src, op.count * 4);  // the reduction of one rank; fast for big buffers
+        continue;
+      }
+      auto key = std::make_pair(op.comm->clique, op.comm->seq++);
+      Collective& c = n->collectives[key];
+      c.count = op.count;
+      c.op = op.op;
+      std::vector<float> data(op.count);
+      std::memcpy(data.data(), src, op.count * 4);
+      c.in[op.comm->rank] = std::move(data);
+      c.out[op.comm->rank] = reinterpret_cast<CUdeviceptr>(op.recv);
+      if (static_cast<int>(c.in.size()) == op.comm->nranks) {
+        std::vector<float> reduced = c.in.begin()->second;
+        for (auto it = std::next(c.in.begin()); it != c.in.end(); ++it) {
+          for (std::size_t i = 0; i < reduced.size(); ++i)
+            reduced[i] = Reduce(c.op, reduced[i], it->second[i]);
+        }
+        for (const auto& [rank, dst] : c.out) {
+          std::vector<float> result = reduced;
+          if (n->corrupt && rank == 0 && result.size() > 1) result[1] += 1;
+          std::memcpy(Resolve(dst, c.count * 4), result.data(), c.count * 4);
+        }
+        n->collectives.erase(key);
+        n->done.insert(key);
+        n->cv.notify_all();
+      }
+      keys.push_back(key);
+    }
+  }
+  std::unique_lock lock(n->m);
+  for (const auto& key : keys) {
+    if (!n->cv.wait_for(lock, std::chrono::seconds(5), [&] { return n->done.contains(key); })) {
+      thread_last_error = "fake: a peer never posted its part";
+      return ncclSystemError;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t GroupEnd() {
+  {
+    std::lock_guard lock(n->m);
+    ++n->groups;
+    if (ncclResult_t rc = Fails("ncclGroupEnd")) {
+      --group_depth;
+      queued.clear();
+      return rc;
+    }
+  }
+  if (--group_depth > 0) return ncclSuccess;
+  return RunQueued();
+}
+ncclResult_t AllReduce(const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  {
+    std::lock_guard lock(n->m);
+    ++n->allreduce_calls;
+    if (ncclResult_t rc = Fails("ncclAllReduce")) return rc;
+    auto* c = reinterpret_cast<FakeComm*>(comm);
+    if (type != ncclFloat || stream == nullptr || c->destroyed || c->aborted)
+      return ncclInvalidArgument;
+  }
+  queued.push_back({send, recv, count, op, reinterpret_cast<FakeComm*>(comm)});
+  if (group_depth == 0) return RunQueued();
+  return ncclSuccess;
+}
+ncclResult_t Release(ncclComm_t comm, bool abort) {
+  std::lock_guard lock(n->m);
+  auto* c = reinterpret_cast<FakeComm*>(comm);
+  if (c->destroyed || c->aborted) {
+    ++n->bad_releases;
+    return ncclInvalidArgument;
+  }
+  (abort ? c->aborted : c->destroyed) = true;
+  return ncclSuccess;
+}
+ncclResult_t CommDestroy(ncclComm_t comm) { return Release(comm, false); }
+ncclResult_t CommAbort(ncclComm_t comm) { return Release(comm, true); }
+ncclResult_t CommGetAsyncError(ncclComm_t comm, ncclResult_t* e) {
+  std::lock_guard lock(n->m);
+  if (reinterpret_cast<FakeComm*>(comm)->aborted) return ncclInvalidArgument;
+  *e = n->async_error;
+  if (*e != ncclSuccess) thread_last_error = n->last_error;
+  return ncclSuccess;
+}
+const char* GetErrorString(ncclResult_t rc) {
+  switch (rc) {
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    default:
+      return "";
+  }
+}
+const char* GetLastError(ncclComm_t) { return thread_last_error.c_str(); }
+
+NcclApi FakeNcclApi() {
+  NcclApi api;
+  api.ncclGetVersion = GetVersion;
+  api.ncclGetUniqueId = GetUniqueId;
+  api.ncclCommInitRank = CommInitRank;
+  api.ncclCommInitAll = CommInitAll;
+  api.ncclGroupStart = GroupStart;
+  api.ncclGroupEnd = GroupEnd;
+  api.ncclAllReduce = AllReduce;
+  api.ncclCommDestroy = CommDestroy;
+  api.ncclCommAbort = CommAbort;
+  api.ncclCommGetAsyncError = CommGetAsyncError;
+  api.ncclGetErrorString = GetErrorString;
+  api.ncclGetLastError = GetLastError;
+  api.library = "fake libnccl.so.2";
+  return api;
+}
+
+// Hands back the fixture's lines, remembering the level it was started with.
+struct FakeLog : NcclLogCapture {
+  std::string* level;
+  explicit FakeLog(std::string* l) : level(l) {}
+  void Start(const std::string& l) override { *level = l; }
+  std::vector<std::string> Finish() override { return kFixtureLog; }
+};
+
+// The controller's exchange between agents in threads: each round returns once every agent
+// has handed in its part.
+class ThreadExchange {
+ public:
+  explicit ThreadExchange(int agents) : agents_(agents) {}
+  Exchange For(int index) {
+    return [this, index](const std::string& mine) -> gpuforge::Result<std::vector<std::string>> {
+      if (!ValidExchangePart(mine)) return Error{"invalid part: " + mine};
+      std::unique_lock lock(m_);
+      const int round = rounds_[index]++;
+      std::vector<std::string>& parts = parts_[round];
+      parts.resize(agents_);
+      parts[index] = mine;
+      ++handed_[round];
+      cv_.notify_all();
+      if (!cv_.wait_for(lock, std::chrono::seconds(5), [&] { return handed_[round] == agents_; })) {
+        return Error{"timed out waiting for the other agents"};
+      }
+      offered_.push_back(mine);
+      return parts_[round];
+    };
+  }
+  std::vector<std::string> offered() {
+    std::lock_guard lock(m_);
+    return offered_;
+  }
+
+ private:
+  int agents_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::map<int, int> rounds_;
+  std::map<int, std::vector<std::string>> parts_;
+  std::map<int, int> handed_;
+  std::vector<std::string> offered_;
+};
+
+class NcclAllReduceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g = &cuda_;
+    n = &nccl_;
+    // The driver lists the GPUs out of bus order: gpu0 is device 1.
+    cuda_.devices = {{"0000:9A:00.0"}, {"0000:1B:00.0"}};
+  }
+  void TearDown() override {
+    // Whatever happened, everything the probe took is given back, each thing once.
+    EXPECT_TRUE(cuda_.memory.empty());
+    EXPECT_EQ(cuda_.retained, 0);
+    EXPECT_EQ(cuda_.streams, 0);
+    EXPECT_EQ(current, -1);
+    for (const auto& c : nccl_.comms) EXPECT_TRUE(c->destroyed || c->aborted) << "rank " << c->rank;
+    EXPECT_EQ(nccl_.bad_releases, 0);
+    EXPECT_EQ(group_depth, 0);
+    g = nullptr;
+    n = nullptr;
+  }
+
+  std::unique_ptr<Probe> Make() {
+    auto cuda = std::make_shared<CudaApi>(FakeCudaApi());
+    auto nccl = std::make_shared<NcclApi>(FakeNcclApi());
+    return MakeNcclAllReduceProbe(
+        [cuda] {
+          return CudaLoad{cuda, "", ""};
+        },
+        [nccl] {
+          return NcclLoad{nccl, "", ""};
+        },
+        [this] { return std::make_unique<FakeLog>(&level_); });
+  }
+
+  static ProbeResult RunIt(Probe& p, std::map<std::string, std::string> given,
+                           const std::atomic<bool>* cancel = nullptr, Exchange exchange = {}) {
+    gpuforge::Result<std::map<std::string, std::string>> params = ResolveParams(p, given);
+    EXPECT_TRUE(params.ok()) << (params.ok() ? "" : params.error().message);
+    return RunProbe(p, params.ok() ? *params : given, cancel, std::move(exchange));
+  }
+
+  static const Measurement* Find(const ProbeResult& r, const std::string& entity,
+                                 const std::string& metric) {
+    for (const Measurement& m : r.measurements) {
+      if (m.entity == entity && m.metric == metric) return &m;
+    }
+    return nullptr;
+  }
+
+  bool CommsAborted() {
+    for (const auto& c : nccl_.comms) {
+      if (!c->aborted) return false;
+    }
+    return !nccl_.comms.empty();
+  }
+
+  FakeCuda cuda_;
+  FakeNccl nccl_;
+  std::string level_;
+};
+
+// 8, 32, 128, 512, 2048 bytes.
+const std::map<std::string, std::string> kSmall = {{"min_bytes", "8"},
+                                                   {"max_bytes", "2KiB"},
+                                                   {"step_factor", "4"},
+                                                   {"warmup", "1"},
+                                                   {"iters", "3"}};
+
+TEST_F(NcclAllReduceTest, SweepsLikeAllReducePerfOnTwoGpus) {
+  std::unique_ptr<Probe> p = Make();
+  EXPECT_EQ(p->key(), "nccl.allreduce");
+  const ProbeResult r = RunIt(*p, kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  // 5 sizes x 2 placements x 4 metrics, then 4 summary figures.
+  ASSERT_EQ(r.measurements.size(), 5u * 2 * 4 + 4);
+  const std::vector<std::string> entities = {"out-of-place 8", "in-place 8", "out-of-place 32"};
+  for (std::size_t i = 0; i < entities.size(); ++i)
+    EXPECT_EQ(r.measurements[4 * i].entity, entities[i]);
+  for (const char* entity : {"out-of-place 2048", "in-place 2048", "out-of-place 8"}) {
+    const Measurement* time = Find(r, entity, "time_us");
+    const Measurement* algbw = Find(r, entity, "algbw");
+    const Measurement* busbw = Find(r, entity, "busbw");
+    const Measurement* wrong = Find(r, entity, "wrong");
+    ASSERT_TRUE(time && algbw && busbw && wrong) << entity;
+    EXPECT_EQ(time->unit, "us");
+    EXPECT_EQ(algbw->unit, "GB/s");
+    EXPECT_EQ(busbw->unit, "GB/s");
+    EXPECT_EQ(wrong->unit, "count");
+    EXPECT_GT(time->value, 0);
+    EXPECT_EQ(time->samples, std::vector<double>{time->value});
+    const double bytes = std::stod(time->info.at("size"));
+    EXPECT_NEAR(algbw->value, bytes / 1e9 / (time->value / 1e6), algbw->value * 1e-9);
+    EXPECT_DOUBLE_EQ(busbw->value, algbw->value * 2 * (2 - 1) / 2);  // n = 2 ranks
+    EXPECT_EQ(wrong->value, 0);
+    EXPECT_EQ(time->info.at("count"), std::to_string(static_cast<int>(bytes) / 4));
+    EXPECT_EQ(time->info.at("type"), "float");
+    EXPECT_EQ(time->info.at("redop"), "sum");
+  }
+  const Measurement* busbw = Find(r, "allreduce", "busbw");
+  ASSERT_NE(busbw, nullptr);
+  EXPECT_EQ(busbw->value, Find(r, "out-of-place 2048", "busbw")->value);
+  EXPECT_EQ(busbw->info.at("size"), "2048");
+  EXPECT_EQ(busbw->info.at("network"), "Socket");
+  EXPECT_EQ(busbw->info.at("nccl_version"), "2.28.9+cuda13.0");
+  EXPECT_EQ(busbw->info.at("ib_no_device"), "1");
+  EXPECT_EQ(busbw->info.at("ib_no_device_line"),
+            "vm:520:520 [0] NCCL INFO NET/IB : No device found.");
+  EXPECT_EQ(busbw->info.at("ranks"), "2");
+  EXPECT_EQ(busbw->info.at("nodes"), "1");
+  double sum = 0;
+  for (const Measurement& m : r.measurements) {
+    if (m.metric == "busbw" && m.entity != "allreduce") sum += m.value;
+  }
+  EXPECT_DOUBLE_EQ(Find(r, "allreduce", "avg_busbw")->value, sum / 10);
+  EXPECT_EQ(Find(r, "allreduce", "wrong_total")->value, 0);
+  EXPECT_EQ(Find(r, "allreduce", "ranks")->value, 2);
+  EXPECT_EQ(Find(r, "allreduce", "quick_op_ms"), nullptr);
+  EXPECT_EQ(r.log, ParseNcclLog(kFixtureLog).kept);
+  EXPECT_EQ(level_, "INFO");
+  // Per size and placement, one group per op: 1 warm-up, 3 timed, 1 checked, each with one
+  // all-reduce per GPU; plus the init group.
+  EXPECT_EQ(nccl_.allreduce_calls, 5 * 2 * (1 + 3 + 1) * 2);
+  EXPECT_EQ(nccl_.groups, 5 * 2 * (1 + 3 + 1) + 1);
+  // Rank 0 is gpu0, the first in bus order (device 1), initialised with its context current.
+  ASSERT_EQ(nccl_.comms.size(), 2u);
+  EXPECT_EQ(nccl_.comms[0]->rank, 0);
+  EXPECT_EQ(nccl_.comms[0]->device, 1);
+  EXPECT_EQ(nccl_.comms[1]->device, 0);
+  EXPECT_TRUE(nccl_.comms[0]->destroyed && nccl_.comms[1]->destroyed);
+  // The result survives its own wire format.
+  gpuforge::Result<ProbeResult> back = ParseJsonLine("test", ToJsonLine(r));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->measurements.size(), r.measurements.size());
+}
+
+TEST_F(NcclAllReduceTest, OneGpuHasNoBusBandwidthButMeasures) {
+  cuda_.devices.resize(1);
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  EXPECT_GT(Find(r, "out-of-place 2048", "algbw")->value, 0);
+  EXPECT_EQ(Find(r, "out-of-place 2048", "busbw")->value, 0);
+  EXPECT_EQ(Find(r, "allreduce", "busbw")->value, 0);
+  EXPECT_EQ(Find(r, "allreduce", "ranks")->value, 1);
+}
+
+TEST_F(NcclAllReduceTest, EveryReductionIsChecked) {
+  for (const char* op : {"prod", "max", "min"}) {
+    std::map<std::string, std::string> params = kSmall;
+    params["op"] = op;
+    std::unique_ptr<Probe> p = Make();
+    const ProbeResult r = RunIt(*p, params);
+    EXPECT_EQ(r.outcome, Outcome::kOk) << op << ": " << r.code << ": " << r.reason;
+    EXPECT_EQ(Find(r, "in-place 512", "time_us")->info.at("redop"), op);
+  }
+}
+
+TEST_F(NcclAllReduceTest, AWrongElementIsWrongDataWithTheMeasurementsKept) {
+  nccl_.corrupt = true;
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_NE(r.reason.find("first here: gpu0 (0000:1b:00.0), rank 0, out-of-place of 8 bytes, "
+                          "element 1: 5 where 4 was expected"),
+            std::string::npos)
+      << r.reason;
+  // One element per row from 32 bytes up (8 bytes is 2 elements too: element 1 exists).
+  EXPECT_EQ(Find(r, "out-of-place 8", "wrong")->value, 1);
+  EXPECT_EQ(Find(r, "in-place 2048", "wrong")->value, 1);
+  EXPECT_EQ(Find(r, "allreduce", "wrong_total")->value, 10);
+  EXPECT_GT(Find(r, "out-of-place 2048", "algbw")->value, 0);
+}
+
+TEST_F(NcclAllReduceTest, WithoutCheckNothingIsReadBack) {
+  nccl_.corrupt = true;
+  std::map<std::string, std::string> params = kSmall;
+  params["check"] = "0";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, params);
+  EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_EQ(cuda_.calls["cuMemcpyDtoH"], 0);
+}
+
+TEST_F(NcclAllReduceTest, AFailedInitNamesTheCallWithNcclsWords) {
+  nccl_.fail_call = "ncclCommInitRank";
+  nccl_.last_error = "socket connect to 198.18.0.3<44321> failed: Connection refused";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:1b:00.0): ncclCommInitRank failed: unhandled system error (run with "
+            "NCCL_DEBUG=INFO for details) (ncclSystemError); NCCL's last error: socket connect to "
+            "198.18.0.3<44321> failed: Connection refused");
+  EXPECT_TRUE(r.measurements.empty());
+  EXPECT_EQ(r.log, ParseNcclLog(kFixtureLog).kept);  // the log is kept on failure too
+}
+
+TEST_F(NcclAllReduceTest, AFailedOperationAbortsTheCommunicators) {
+  nccl_.fail_call = "ncclGroupEnd";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_NE(r.reason.find("ncclGroupEnd failed"), std::string::npos) << r.reason;
+}
+
+TEST_F(NcclAllReduceTest, AnAsynchronousErrorEndsAHungWait) {
+  cuda_.syncs_before_hang = 3;
+  cuda_.on_hang = [this] {
+    std::lock_guard lock(nccl_.m);
+    nccl_.async_error = ncclRemoteError;
+  };
+  nccl_.last_error = "NET/IB : Got completion from peer 198.18.0.3 with status=12";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_NE(r.reason.find("ncclRemoteError"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("status=12"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("aborted"), std::string::npos) << r.reason;
+  EXPECT_TRUE(CommsAborted());
+}
+
+TEST_F(NcclAllReduceTest, CancelEndsAHungWait) {
+  std::atomic<bool> cancel{false};
+  cuda_.syncs_before_hang = 5;
+  cuda_.on_hang = [&cancel] { cancel = true; };
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall, &cancel);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_TRUE(CommsAborted());
+}
+
+TEST_F(NcclAllReduceTest, CancelledBeforeStartTouchesNoCommunicator) {
+  std::atomic<bool> cancel{true};
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall, &cancel);
+  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_TRUE(nccl_.comms.empty());
+}
+
+TEST_F(NcclAllReduceTest, ACudaFailureNamesTheGpuAndCall) {
+  cuda_.fail_call = "cuMemAlloc";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, kSmall);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:1b:00.0): cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)");
+}
+
+TEST_F(NcclAllReduceTest, BadParametersAreRefusedBeforeTouchingTheGpu) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"min_bytes", "abc"}, {"min_bytes", "2"},     {"max_bytes", "4"},   {"max_bytes", "65GiB"},
+      {"step_factor", "1"}, {"op", "avg"},          {"datatype", "half"}, {"gpus", "0"},
+      {"gpus", "some"},     {"preset", "fast"},     {"nodes", "0"},       {"node_index", "1"},
+      {"iters", "0"},       {"nccl_debug", "LOUD"}, {"check", "2"},
+  };
+  for (const auto& [name, value] : bad) {
+    std::map<std::string, std::string> params = kSmall;
+    params[name] = value;
+    std::unique_ptr<Probe> p = Make();
+    const ProbeResult r = RunIt(*p, params);
+    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+    EXPECT_NE(r.reason.find(name), std::string::npos) << r.reason;
+  }
+  EXPECT_TRUE(cuda_.calls.empty());
+}
+
+TEST_F(NcclAllReduceTest, SizesAreByteCountsRoundedDownToElements) {
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, {{"min_bytes", "6"},
+                                   {"max_bytes", "1KiB"},
+                                   {"step_factor", "3"},
+                                   {"warmup", "0"},
+                                   {"iters", "1"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  // 6, 18, 54, 162, 486 -> 4, 16, 52, 160, 484.
+  std::vector<std::string> sizes;
+  for (const Measurement& m : r.measurements) {
+    if (m.metric == "time_us" && m.entity.starts_with("out-of-place"))
+      sizes.push_back(m.info.at("size"));
+  }
+  EXPECT_EQ(sizes, (std::vector<std::string>{"4", "16", "52", "160", "484"}));
+}
+
+TEST_F(NcclAllReduceTest, GpusTakesTheFirstInBusOrder) {
+  std::map<std::string, std::string> params = kSmall;
+  params["gpus"] = "1";
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, params);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  ASSERT_EQ(nccl_.comms.size(), 1u);
+  EXPECT_EQ(nccl_.comms[0]->device, 1);
+  params["gpus"] = "3";
+  const ProbeResult too_many = RunIt(*p, params);
+  EXPECT_EQ(too_many.code, "bad_param");
+  EXPECT_NE(too_many.reason.find("sees 2 GPU"), std::string::npos) << too_many.reason;
+}
+
+TEST_F(NcclAllReduceTest, TheQuickPresetIsOneSizeOfAHundredOps) {
+  cuda_.devices.resize(1);
+  std::unique_ptr<Probe> p = Make();
+  const ProbeResult r = RunIt(*p, {{"preset", "quick"}, {"iters", "7"}, {"nccl_debug", "warn"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  ASSERT_EQ(r.measurements.size(), 2u * 4 + 5);
+  EXPECT_EQ(r.measurements[0].entity, "out-of-place 4194304");
+  EXPECT_EQ(r.measurements[4].entity, "in-place 4194304");
+  EXPECT_EQ(r.measurements[0].info.at("count"), "1048576");
+  const Measurement* quick = Find(r, "allreduce", "quick_op_ms");
+  ASSERT_NE(quick, nullptr);
+  EXPECT_EQ(quick->unit, "ms");
+  EXPECT_DOUBLE_EQ(quick->value, std::max(r.measurements[0].value, r.measurements[4].value) / 1e3);
+  EXPECT_EQ(nccl_.groups, 2 * (5 + 100 + 1) + 1);  // the preset's iterations win
+  EXPECT_EQ(level_, "WARN");
+}
+
+TEST_F(NcclAllReduceTest, LoadersDecideSkip) {
+  auto nccl = std::make_shared<NcclApi>(FakeNcclApi());
+  auto cuda = std::make_shared<CudaApi>(FakeCudaApi());
+  auto log = [this] { return std::make_unique<FakeLog>(&level_); };
+  std::unique_ptr<Probe> no_cuda = MakeNcclAllReduceProbe(
+      [] {
+        return CudaLoad{nullptr, "no_cuda_driver", "libcuda.so.1: cannot open"};
+      },
+      [nccl] {
+        return NcclLoad{nccl, "", ""};
+      },
+      log);
+  EXPECT_EQ(RunIt(*no_cuda, kSmall).code, "no_cuda_driver");
+  std::unique_ptr<Probe> no_nccl = MakeNcclAllReduceProbe(
+      [cuda] {
+        return CudaLoad{cuda, "", ""};
+      },
+      [] {
+        return NcclLoad{nullptr, "no_nccl", "libnccl.so.2: cannot open shared object file"};
+      },
+      log);
+  const ProbeResult r = RunIt(*no_nccl, kSmall);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_nccl");
+  cuda_.init_rc = CUDA_ERROR_NO_DEVICE;
+  const ProbeResult no_gpu = RunIt(*Make(), kSmall);
+  EXPECT_EQ(no_gpu.outcome, Outcome::kSkip);
+  EXPECT_EQ(no_gpu.code, "no_gpu");
+}
+
+TEST_F(NcclAllReduceTest, SeveralNodesNeedTheExchange) {
+  std::map<std::string, std::string> params = kSmall;
+  params["nodes"] = "2";
+  const ProbeResult r = RunIt(*Make(), params);
+  EXPECT_EQ(r.code, "no_exchange");
+}
+
+TEST_F(NcclAllReduceTest, TwoAgentsFormOneCommunicatorAndAverageTheirTimes) {
+  ThreadExchange exchange(2);
+  std::unique_ptr<Probe> p0 = Make(), p1 = Make();
+  std::map<std::string, std::string> params0 = kSmall, params1 = kSmall;
+  params0["nodes"] = params1["nodes"] = "2";
+  params1["node_index"] = "1";
+  params1["gpus"] = "1";
+  ProbeResult r1;
+  std::thread agent1([&] {
+    r1 = RunIt(*p1, params1, nullptr, exchange.For(1));
+    EXPECT_EQ(current, -1);
+  });
+  const ProbeResult r0 = RunIt(*p0, params0, nullptr, exchange.For(0));
+  agent1.join();
+  for (const ProbeResult* r : std::array<const ProbeResult*, 2>{&r0, &r1}) {
+    ASSERT_EQ(r->outcome, Outcome::kOk) << r->code << ": " << r->reason;
+    EXPECT_EQ(Find(*r, "allreduce", "ranks")->value, 3);
+    EXPECT_EQ(Find(*r, "allreduce", "busbw")->info.at("nodes"), "2");
+    const Measurement* time = Find(*r, "out-of-place 2048", "time_us");
+    ASSERT_EQ(time->samples.size(), 2u);
+    EXPECT_DOUBLE_EQ(time->value, (time->samples[0] + time->samples[1]) / 2);
+    EXPECT_NEAR(Find(*r, "out-of-place 2048", "busbw")->value,
+                Find(*r, "out-of-place 2048", "algbw")->value * 4 / 3, 1e-9);
+    EXPECT_EQ(Find(*r, "allreduce", "wrong_total")->value, 0);
+  }
+  // Both report the same figures.
+  EXPECT_EQ(Find(r0, "in-place 512", "time_us")->value, Find(r1, "in-place 512", "time_us")->value);
+  // Ranks 0 and 1 on node 0, rank 2 on node 1, all in one communicator of 3.
+  ASSERT_EQ(nccl_.comms.size(), 3u);
+  std::set<int> ranks;
+  for (const auto& c : nccl_.comms) {
+    EXPECT_EQ(c->nranks, 3);
+    EXPECT_EQ(c->clique, nccl_.comms[0]->clique);
+    ranks.insert(c->rank);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2}));
+  const std::vector<std::string> offered = exchange.offered();
+  ASSERT_EQ(offered.size(), 4u);
+  for (const std::string& o : offered) {
+    EXPECT_TRUE(o.starts_with("gpus=") || o.starts_with("t=")) << o;
+    if (o.starts_with("gpus=2,id=")) {
+      EXPECT_EQ(o.size(), std::string("gpus=2,id=").size() + 256);
+    }
+  }
+}
+
+TEST_F(NcclAllReduceTest, ExchangePartsAreCheckedStrictly) {
+  const std::string id(256, 'a');
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"gpus=2"}, "1 parts for 2 nodes"},
+      {{"gpus=2", "gpus=1"}, "node 0's part has no NCCL id"},
+      {{"gpus=2,id=" + id.substr(2), "gpus=1"}, "256 lower-case hex digits"},
+      {{"gpus=2,id=" + std::string(256, 'G'), "gpus=1"}, "256 lower-case hex digits"},
+      {{"gpus=x,id=" + id, "gpus=1"}, "gpus must be a count"},
+      {{"gpus=2,id=" + id, "gpus=1,id=" + id}, "exchange part 1"},
+      {{"gpus=2,id=" + id, "gpus=1,extra=1"}, "unexpected field 'extra'"},
+      {{"gpus=2,id=" + id, "gpus=2"}, "part 1 is not what this node offered"},
+  };
+  for (const auto& [parts, why] : cases) {
+    std::map<std::string, std::string> params = kSmall;
+    params["nodes"] = "2";
+    params["node_index"] = "1";
+    params["gpus"] = "1";
+    Exchange fake = [&parts](const std::string&) -> gpuforge::Result<std::vector<std::string>> {
+      return parts;
+    };
+    const ProbeResult r = RunIt(*Make(), params, nullptr, fake);
+    EXPECT_EQ(r.code, "exchange_error") << why;
+    EXPECT_NE(r.reason.find(why), std::string::npos) << r.reason;
+  }
+  Exchange down = [](const std::string&) -> gpuforge::Result<std::vector<std::string>> {
+    return Error{"the controller went away"};
+  };
+  std::map<std::string, std::string> params = kSmall;
+  params["nodes"] = "2";
+  const ProbeResult r = RunIt(*Make(), params, nullptr, down);
+  EXPECT_EQ(r.code, "exchange_error");
+  EXPECT_NE(r.reason.find("the controller went away"), std::string::npos) << r.reason;
+}
+
+TEST(NcclLogFileTest, CapturesWhatIsAppendedDuringARun) {
+  const char* preset = std::getenv("NCCL_DEBUG_FILE");
+  std::unique_ptr<NcclLogCapture> log = MakeNcclLogFile();
+  log->Start("WARN");
+  const char* path = std::getenv("NCCL_DEBUG_FILE");
+  ASSERT_NE(path, nullptr);
+  if (preset != nullptr) GTEST_SKIP() << "NCCL_DEBUG_FILE is set in this environment";
+  EXPECT_EQ(std::string(path).find('%'), std::string::npos);
+  EXPECT_NE(std::getenv("NCCL_DEBUG"), nullptr);
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "host:1:1 [0] NCCL INFO Using network IB\nsecond line\n";
+  }
+  EXPECT_EQ(log->Finish(),
+            (std::vector<std::string>{"host:1:1 [0] NCCL INFO Using network IB", "second line"}));
+  // NCCL holds the file open: the name is gone now, and the next run reads only its own lines.
+  std::ifstream gone(path);
+  EXPECT_FALSE(gone.good());
+  std::unique_ptr<NcclLogCapture> again = MakeNcclLogFile();
+  again->Start("WARN");
+  EXPECT_TRUE(again->Finish().empty());
+}
+
+#endif  // GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
+
+}  // namespace
+}  // namespace gpuforge::probe::internal

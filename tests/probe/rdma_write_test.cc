@@ -1,0 +1,755 @@
+// rdma.write_bw and rdma.write_lat against a fake verbs table: one in-process "fabric" with two
+// devices, where post_send copies bytes into the peer's registered region (found by rkey) and
+// queues completions, so both probes run for real in two threads, trading their parts through
+// an in-test exchange. The fake records every modify_qp call (mask and values) and every
+// destroy, and fails on request. This is all the testing these probes have had: none has run on
+// RDMA hardware.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuforge/probe/probe.h"
+#include "probe/gpu/cuda_api.h"
+#include "probe/rdma/verbs_api.h"
+#include "probe/rdma/write.h"
+
+namespace gpuforge::probe::internal {
+namespace {
+
+TEST(RdmaLoaderTest, RealLoaderGivesACleanResult) {
+  // Whatever this machine has: libibverbs may be absent, or load and list no device (no kernel
+  // RDMA support: ENOSYS). Either way a SKIP, never a crash or an ERROR.
+  const VerbsLoad load = LoadVerbs();
+  if (!load.api) {
+    EXPECT_TRUE(load.code == "no_ibverbs" || load.code == "no_ibverbs_headers") << load.code;
+  }
+  std::unique_ptr<Probe> probe = MakeRdmaWriteBwProbe();
+  Exchange alone = [](const std::string& p) -> Result<std::vector<std::string>> {
+    return std::vector<std::string>{p, p};
+  };
+  const ProbeResult r = RunProbe(*probe, {{"role", "server"}, {"device", "first"}, {"ib_port", "1"},
+                                          {"gid_index", "-1"}, {"size", "8MiB"}, {"iters", "10"},
+                                          {"tx_depth", "128"}, {"gpu", "-1"}},
+                                 nullptr, alone);
+  if (r.outcome == Outcome::kSkip) {
+    EXPECT_TRUE(r.code == "no_rdma_device" || r.code == "no_ibverbs" || r.code == "no_ibverbs_headers")
+        << r.code << ": " << r.reason;
+  } else {
+    ADD_FAILURE() << "this machine has an RDMA device? " << r.code << ": " << r.reason;
+  }
+  EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(r)).ok());
+}
+
+#if GPUFORGE_HAVE_IBVERBS
+
+struct ModifyCall {
+  std::string device;
+  uint32_t qpn = 0;
+  int mask = 0;
+  ibv_qp_attr attr{};
+};
+
+struct FakeDev {
+  std::string name;
+  ibv_port_attr port{};
+  std::array<uint8_t, 16> gid{};
+  std::unique_ptr<ibv_device> object = std::make_unique<ibv_device>();
+};
+
+// The fabric both endpoints share.
+struct Fabric {
+  std::mutex mu;
+  std::vector<FakeDev> devs;
+  // Injected trouble.
+  bool list_null = false;
+  std::string reg_mr_fail_device;
+  int reg_mr_errno = ENOMEM;
+  std::set<uintptr_t> gpu_memory;  // reg_mr of these addresses fails with EFAULT (no peermem)
+  bool drop_writes = false;        // writes complete but nothing lands
+  int wc_error_at = -1;            // the send (0-based) that completes with wc_error
+  ibv_wc_status wc_error = IBV_WC_RETRY_EXC_ERR;
+
+  struct Mr {
+    std::string device;
+    char* addr;
+    size_t len;
+    int access;
+  };
+  struct Qp {
+    std::string device;
+    ibv_qp* qp;
+    ibv_cq* cq;
+    int state = IBV_QPS_RESET;
+    uint32_t dest = 0;
+    int sends = 0;
+  };
+  std::map<ibv_context*, std::string> contexts;
+  std::map<ibv_pd*, std::string> pds;
+  std::map<uint32_t, Mr> mrs;  // by rkey
+  std::map<uint32_t, Qp> qps;  // by qpn
+  std::map<ibv_cq*, std::deque<ibv_wc>> cqs;
+  std::vector<ModifyCall> modifies;
+  std::vector<std::string> events;  // "destroy_qp mlx5_0", ...
+  std::map<std::string, uint64_t> bytes_written;  // by target device
+  std::map<std::string, int> signalled;           // by sending device
+  uint32_t next_qpn = 0x100;
+  uint32_t next_key = 0x1000;
+
+  FakeDev& Add(const std::string& name, uint16_t lid, int mtu = IBV_MTU_4096) {
+    FakeDev d;
+    d.name = name;
+    std::strncpy(d.object->name, name.c_str(), sizeof(d.object->name) - 1);
+    d.port.state = IBV_PORT_ACTIVE;
+    d.port.active_mtu = static_cast<ibv_mtu>(mtu);
+    d.port.lid = lid;
+    d.port.link_layer = IBV_LINK_LAYER_INFINIBAND;
+    d.gid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, static_cast<uint8_t>(lid)};
+    devs.push_back(std::move(d));
+    return devs.back();
+  }
+  FakeDev* Dev(const std::string& name) {
+    for (FakeDev& d : devs) {
+      if (d.name == name) return &d;
+    }
+    return nullptr;
+  }
+  std::vector<std::string> Events(const std::string& device) const {
+    std::vector<std::string> out;
+    for (const std::string& e : events) {
+      if (e.ends_with(" " + device)) out.push_back(e.substr(0, e.find(' ')));
+    }
+    return out;
+  }
+  std::vector<ModifyCall> Modifies(const std::string& device) const {
+    std::vector<ModifyCall> out;
+    for (const ModifyCall& m : modifies) {
+      if (m.device == device) out.push_back(m);
+    }
+    return out;
+  }
+
+  std::shared_ptr<VerbsApi> Api() {
+    auto api = std::make_shared<VerbsApi>();
+    Fabric* f = this;
+    api->get_device_list = [f](int* n) -> ibv_device** {
+      std::lock_guard l(f->mu);
+      if (f->list_null) {
+        errno = ENOSYS;
+        return nullptr;
+      }
+      auto** list = new ibv_device*[f->devs.size() + 1];
+      for (size_t i = 0; i < f->devs.size(); ++i) list[i] = f->devs[i].object.get();
+      list[f->devs.size()] = nullptr;
+      *n = static_cast<int>(f->devs.size());
+      return list;
+    };
+    api->free_device_list = [](ibv_device** l) { delete[] l; };
+    api->get_device_name = [](ibv_device* d) -> const char* { return d->name; };
+    api->open_device = [f](ibv_device* d) {
+      std::lock_guard l(f->mu);
+      auto* c = new ibv_context{};
+      c->device = d;
+      f->contexts[c] = d->name;
+      return c;
+    };
+    api->close_device = [f](ibv_context* c) {
+      std::lock_guard l(f->mu);
+      f->events.push_back("close_device " + f->contexts[c]);
+      f->contexts.erase(c);
+      delete c;
+      return 0;
+    };
+    api->query_port = [f](ibv_context* c, uint8_t port, ibv_port_attr* a) {
+      std::lock_guard l(f->mu);
+      if (port != 1) return EINVAL;
+      *a = f->Dev(c->device->name)->port;
+      return 0;
+    };
+    api->query_gid = [f](ibv_context* c, uint8_t, int index, ibv_gid* gid) {
+      std::lock_guard l(f->mu);
+      if (index > 8) return EINVAL;
+      std::memcpy(gid->raw, f->Dev(c->device->name)->gid.data(), 16);
+      return 0;
+    };
+    api->alloc_pd = [f](ibv_context* c) {
+      std::lock_guard l(f->mu);
+      auto* pd = new ibv_pd{};
+      pd->context = c;
+      f->pds[pd] = c->device->name;
+      return pd;
+    };
+    api->dealloc_pd = [f](ibv_pd* pd) {
+      std::lock_guard l(f->mu);
+      f->events.push_back("dealloc_pd " + f->pds[pd]);
+      f->pds.erase(pd);
+      delete pd;
+      return 0;
+    };
+    api->reg_mr = [f](ibv_pd* pd, void* addr, size_t len, int access) -> ibv_mr* {
+      std::lock_guard l(f->mu);
+      const std::string dev = pd->context->device->name;
+      if (dev == f->reg_mr_fail_device) {
+        errno = f->reg_mr_errno;
+        return nullptr;
+      }
+      if (f->gpu_memory.contains(reinterpret_cast<uintptr_t>(addr))) {
+        errno = EFAULT;
+        return nullptr;
+      }
+      auto* mr = new ibv_mr{};
+      mr->context = pd->context;
+      mr->pd = pd;
+      mr->addr = addr;
+      mr->length = len;
+      mr->lkey = mr->rkey = f->next_key++;
+      f->mrs[mr->rkey] = {dev, static_cast<char*>(addr), len, access};
+      return mr;
+    };
+    api->dereg_mr = [f](ibv_mr* mr) {
+      std::lock_guard l(f->mu);
+      f->events.push_back("dereg_mr " + f->mrs[mr->rkey].device);
+      f->mrs.erase(mr->rkey);
+      delete mr;
+      return 0;
+    };
+    api->create_cq = [f](ibv_context* c, int cqe, void*, ibv_comp_channel*, int) {
+      std::lock_guard l(f->mu);
+      auto* cq = new ibv_cq{};
+      cq->context = c;
+      cq->cqe = cqe;
+      f->cqs[cq];
+      return cq;
+    };
+    api->destroy_cq = [f](ibv_cq* cq) {
+      std::lock_guard l(f->mu);
+      f->events.push_back(std::string("destroy_cq ") + cq->context->device->name);
+      f->cqs.erase(cq);
+      delete cq;
+      return 0;
+    };
+    api->create_qp = [f](ibv_pd* pd, ibv_qp_init_attr* a) {
+      std::lock_guard l(f->mu);
+      auto* qp = new ibv_qp{};
+      qp->context = pd->context;
+      qp->pd = pd;
+      qp->qp_num = f->next_qpn++;
+      qp->qp_type = a->qp_type;
+      qp->send_cq = a->send_cq;
+      f->qps[qp->qp_num] = {pd->context->device->name, qp, a->send_cq};
+      return qp;
+    };
+    api->destroy_qp = [f](ibv_qp* qp) {
+      std::lock_guard l(f->mu);
+      f->events.push_back("destroy_qp " + f->qps[qp->qp_num].device);
+      f->qps.erase(qp->qp_num);
+      delete qp;
+      return 0;
+    };
+    api->modify_qp = [f](ibv_qp* qp, ibv_qp_attr* a, int mask) {
+      std::lock_guard l(f->mu);
+      Qp& q = f->qps[qp->qp_num];
+      f->modifies.push_back({q.device, qp->qp_num, mask, *a});
+      const int want = q.state == IBV_QPS_RESET ? IBV_QPS_INIT
+                       : q.state == IBV_QPS_INIT ? IBV_QPS_RTR
+                                                 : IBV_QPS_RTS;
+      if (a->qp_state != want) return EINVAL;
+      q.state = a->qp_state;
+      if (a->qp_state == IBV_QPS_RTR) q.dest = a->dest_qp_num;
+      return 0;
+    };
+    api->post_send = [f](ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+      std::lock_guard l(f->mu);
+      Qp& q = f->qps[qp->qp_num];
+      auto peer = f->qps.find(q.dest);
+      auto mr = f->mrs.find(wr->wr.rdma.rkey);
+      const size_t len = wr->sg_list[0].length;
+      if (q.state != IBV_QPS_RTS || peer == f->qps.end() || peer->second.state < IBV_QPS_RTR ||
+          mr == f->mrs.end() || !(mr->second.access & IBV_ACCESS_REMOTE_WRITE) ||
+          wr->opcode != IBV_WR_RDMA_WRITE || wr->num_sge != 1) {
+        *bad = wr;
+        return EINVAL;
+      }
+      char* dst = reinterpret_cast<char*>(wr->wr.rdma.remote_addr);
+      if (dst < mr->second.addr || dst + len > mr->second.addr + mr->second.len) {
+        *bad = wr;
+        return EINVAL;
+      }
+      const int n = q.sends++;
+      ibv_wc wc{};
+      wc.wr_id = wr->wr_id;
+      wc.opcode = IBV_WC_RDMA_WRITE;
+      wc.qp_num = qp->qp_num;
+      if (n == f->wc_error_at) {
+        wc.status = f->wc_error;
+        f->cqs[q.cq].push_back(wc);
+        return 0;
+      }
+      const char* src = reinterpret_cast<const char*>(wr->sg_list[0].addr);
+      if (!f->drop_writes && len > 1) std::memcpy(dst, src, len - 1);
+      // The peer polls this byte from its own thread.
+      if (!f->drop_writes) std::atomic_ref<char>(dst[len - 1]).store(src[len - 1], std::memory_order_release);
+      f->bytes_written[mr->second.device] += len;
+      if (wr->send_flags & IBV_SEND_SIGNALED) {
+        wc.status = IBV_WC_SUCCESS;
+        f->cqs[q.cq].push_back(wc);
+        ++f->signalled[q.device];
+      }
+      return 0;
+    };
+    api->poll_cq = [f](ibv_cq* cq, int n, ibv_wc* wc) {
+      std::lock_guard l(f->mu);
+      std::deque<ibv_wc>& queue = f->cqs[cq];
+      int got = 0;
+      while (got < n && !queue.empty()) {
+        wc[got++] = queue.front();
+        queue.pop_front();
+      }
+      return got;
+    };
+    api->wc_status_str = [](ibv_wc_status s) -> const char* {
+      return s == IBV_WC_RETRY_EXC_ERR ? "transport retry counter exceeded" : "some status";
+    };
+    return api;
+  }
+};
+
+// Two participants, any number of rounds; `tamper` may rewrite a part before anyone sees it.
+class TwoWay {
+ public:
+  std::function<std::string(int who, int round, const std::string& part)> tamper;
+
+  Result<std::vector<std::string>> Offer(int who, const std::string& part) {
+    std::unique_lock l(mu_);
+    const int round = static_cast<int>(results_.size());
+    pending_[who] = tamper ? tamper(who, round, part) : part;
+    if (pending_[0] && pending_[1]) {
+      results_.push_back({*pending_[0], *pending_[1]});
+      pending_ = {};
+      cv_.notify_all();
+      return results_.back();
+    }
+    if (!cv_.wait_for(l, std::chrono::seconds(20), [&] { return static_cast<int>(results_.size()) > round; })) {
+      return Error{"the other participant never came"};
+    }
+    return results_[round];
+  }
+  Exchange For(int who) {
+    return [this, who](const std::string& p) { return Offer(who, p); };
+  }
+  int rounds() {
+    std::lock_guard l(mu_);
+    return static_cast<int>(results_.size());
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::array<std::optional<std::string>, 2> pending_;
+  std::vector<std::vector<std::string>> results_;
+};
+
+using Params = std::map<std::string, std::string>;
+
+Params BwParams(const std::string& role, const std::string& device) {
+  return {{"role", role},   {"device", device},     {"ib_port", "1"}, {"gid_index", "-1"},
+          {"size", "1MiB"}, {"iters", "100"},       {"tx_depth", "16"}, {"gpu", "-1"}};
+}
+Params LatParams(const std::string& role, const std::string& device) {
+  return {{"role", role}, {"device", device}, {"ib_port", "1"}, {"gid_index", "-1"},
+          {"size", "2B"}, {"iters", "20"}};
+}
+
+// Runs the server (participant 0) and the client (participant 1) at once; a watchdog cancels
+// both if they do not finish in time, so a broken probe fails the test instead of hanging it.
+std::pair<ProbeResult, ProbeResult> RunPair(Probe& server, const Params& sp, Probe& client,
+                                            const Params& cp, TwoWay& x) {
+  std::atomic<bool> cancel{false};
+  auto s = std::async(std::launch::async, [&] { return RunProbe(server, sp, &cancel, x.For(0)); });
+  auto c = std::async(std::launch::async, [&] { return RunProbe(client, cp, &cancel, x.For(1)); });
+  if (s.wait_for(std::chrono::seconds(30)) != std::future_status::ready ||
+      c.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    ADD_FAILURE() << "the probes did not finish; cancelling";
+    cancel = true;
+  }
+  return {s.get(), c.get()};
+}
+
+const Measurement* Find(const ProbeResult& r, const std::string& metric) {
+  for (const Measurement& m : r.measurements) {
+    if (m.metric == metric) return &m;
+  }
+  return nullptr;
+}
+
+// A clock that reads `step` seconds later on every call, per probe.
+std::function<double()> SteppingClock(double start, double step) {
+  auto n = std::make_shared<int>(0);
+  return [=] { return start + step * (*n)++; };
+}
+
+class RdmaWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fabric_.Add("mlx5_0", 1, IBV_MTU_4096);
+    fabric_.Add("mlx5_1", 2, IBV_MTU_2048);
+    api_ = fabric_.Api();
+  }
+  VerbsLoader Loader() {
+    std::shared_ptr<VerbsApi> api = api_;
+    return [api] { return VerbsLoad{api, "", ""}; };
+  }
+  static CudaLoad NoCuda() { return {nullptr, "no_cuda_driver", "no CUDA in this test"}; }
+
+  void ExpectPerftestStateMachine(const std::string& dev, const std::string& peer, int gid_index) {
+    const std::vector<ModifyCall> mine = fabric_.Modifies(dev);
+    const std::vector<ModifyCall> theirs = fabric_.Modifies(peer);
+    ASSERT_EQ(mine.size(), 3u) << dev;
+    ASSERT_EQ(theirs.size(), 3u) << peer;
+    const ibv_qp_attr& init = mine[0].attr;
+    EXPECT_EQ(init.qp_state, IBV_QPS_INIT);
+    EXPECT_EQ(mine[0].mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    EXPECT_EQ(init.pkey_index, 0);
+    EXPECT_EQ(init.port_num, 1);
+    EXPECT_EQ(init.qp_access_flags, static_cast<unsigned>(IBV_ACCESS_REMOTE_WRITE));
+
+    const ibv_qp_attr& rtr = mine[1].attr;
+    EXPECT_EQ(rtr.qp_state, IBV_QPS_RTR);
+    EXPECT_EQ(mine[1].mask, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_DEST_RD_ATOMIC);
+    EXPECT_EQ(rtr.path_mtu, IBV_MTU_2048);  // the smaller of 4096 and 2048
+    EXPECT_EQ(rtr.dest_qp_num, theirs[0].qpn);
+    EXPECT_EQ(rtr.rq_psn, theirs[2].attr.sq_psn);  // the peer's own PSN
+    EXPECT_LE(rtr.rq_psn, 0xffffffu);
+    EXPECT_EQ(rtr.max_dest_rd_atomic, 1);
+    EXPECT_EQ(rtr.min_rnr_timer, 12);
+    EXPECT_EQ(rtr.ah_attr.port_num, 1);
+    EXPECT_EQ(rtr.ah_attr.dlid, fabric_.Dev(peer)->port.lid);
+    if (gid_index < 0) {
+      EXPECT_EQ(rtr.ah_attr.is_global, 0);
+    } else {
+      EXPECT_EQ(rtr.ah_attr.is_global, 1);
+      EXPECT_EQ(std::memcmp(rtr.ah_attr.grh.dgid.raw, fabric_.Dev(peer)->gid.data(), 16), 0);
+      EXPECT_EQ(rtr.ah_attr.grh.sgid_index, gid_index);
+      EXPECT_EQ(rtr.ah_attr.grh.hop_limit, 255);
+    }
+
+    const ibv_qp_attr& rts = mine[2].attr;
+    EXPECT_EQ(rts.qp_state, IBV_QPS_RTS);
+    EXPECT_EQ(mine[2].mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+    EXPECT_EQ(rts.timeout, 14);
+    EXPECT_EQ(rts.retry_cnt, 7);
+    EXPECT_EQ(rts.rnr_retry, 7);
+    EXPECT_EQ(rts.max_rd_atomic, 1);
+  }
+
+  void ExpectAllDestroyedInReverse(const std::string& dev) {
+    EXPECT_EQ(fabric_.Events(dev),
+              (std::vector<std::string>{"destroy_qp", "destroy_cq", "dereg_mr", "dealloc_pd", "close_device"}))
+        << dev;
+  }
+
+  Fabric fabric_;
+  std::shared_ptr<VerbsApi> api_;
+};
+
+TEST_F(RdmaWriteTest, BandwidthFollowsPerftestAndTheArithmeticIsExact) {
+  RdmaTestHooks hooks;
+  hooks.clock = SteppingClock(10.0, 2.5);  // first post at 10 s, last completion at 12.5 s
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda, hooks);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
+  ASSERT_EQ(s.outcome, Outcome::kOk) << s.code << ": " << s.reason;
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.code << ": " << c.reason;
+  EXPECT_EQ(x.rounds(), 3);
+
+  const Measurement* bw = Find(c, "write_bw");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->entity, "mlx5_1:1 to mlx5_0:1");
+  EXPECT_EQ(bw->unit, "Gb/s");
+  EXPECT_DOUBLE_EQ(bw->value, 1048576.0 * 100 * 8 / 1e9 / 2.5);
+  EXPECT_EQ(bw->info.at("cq_mod"), "1");  // 1 MiB > 8 KiB: every write signalled, as perftest
+  EXPECT_EQ(bw->info.at("tx_depth"), "16");
+  EXPECT_EQ(bw->info.at("path_mtu"), "2048");
+  EXPECT_EQ(bw->info.at("memory"), "host");
+  const Measurement* rate = Find(c, "msg_rate");
+  ASSERT_NE(rate, nullptr);
+  EXPECT_EQ(rate->unit, "Mpps");
+  EXPECT_DOUBLE_EQ(rate->value, 100 / 2.5 / 1e6);
+  const Measurement* served = Find(s, "served");
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->entity, "mlx5_0:1");
+  EXPECT_EQ(served->value, 100);
+  EXPECT_EQ(served->info.at("role"), "server");
+
+  EXPECT_EQ(fabric_.bytes_written["mlx5_0"], 100u * 1048576);
+  EXPECT_EQ(fabric_.signalled["mlx5_1"], 100);
+  ExpectPerftestStateMachine("mlx5_0", "mlx5_1", -1);
+  ExpectPerftestStateMachine("mlx5_1", "mlx5_0", -1);
+  ExpectAllDestroyedInReverse("mlx5_0");
+  ExpectAllDestroyedInReverse("mlx5_1");
+  EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(c)).ok());
+  EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(s)).ok());
+}
+
+TEST_F(RdmaWriteTest, SmallMessagesModerateCompletionsAndAutoRolesFollowTheOrder) {
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  Params sp = BwParams("auto", "mlx5_0"), cp = BwParams("auto", "mlx5_1");
+  for (Params* p : {&sp, &cp}) {
+    (*p)["size"] = "4KiB";
+    (*p)["iters"] = "1000";
+    (*p)["tx_depth"] = "128";
+  }
+  TwoWay x;
+  auto [s, c] = RunPair(*server, sp, *client, cp, x);
+  ASSERT_EQ(s.outcome, Outcome::kOk) << s.reason;
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.reason;
+  ASSERT_NE(Find(s, "served"), nullptr);  // participant 0 served
+  ASSERT_NE(Find(c, "write_bw"), nullptr);
+  EXPECT_EQ(Find(c, "write_bw")->info.at("cq_mod"), "100");
+  EXPECT_EQ(fabric_.signalled["mlx5_1"], 10);  // writes 99, 199, ..., 999
+  EXPECT_EQ(fabric_.bytes_written["mlx5_0"], 1000u * 4096);
+}
+
+TEST_F(RdmaWriteTest, RoceAddressesByGidWithHopLimit255) {
+  for (FakeDev& d : fabric_.devs) {
+    d.port.link_layer = IBV_LINK_LAYER_ETHERNET;
+    d.port.lid = 0;
+  }
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  Params sp = BwParams("server", "mlx5_0"), cp = BwParams("client", "mlx5_1");
+  sp["gid_index"] = cp["gid_index"] = "3";
+  TwoWay x;
+  auto [s, c] = RunPair(*server, sp, *client, cp, x);
+  ASSERT_EQ(s.outcome, Outcome::kOk) << s.reason;
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.reason;
+  EXPECT_EQ(Find(c, "write_bw")->info.at("link_layer"), "Ethernet (RoCE)");
+  ExpectPerftestStateMachine("mlx5_0", "mlx5_1", 3);
+  ExpectPerftestStateMachine("mlx5_1", "mlx5_0", 3);
+
+  // Without a GID index a RoCE port cannot be addressed: both sides say so and stop.
+  fabric_.modifies.clear();
+  sp["gid_index"] = cp["gid_index"] = "-1";
+  TwoWay y;
+  auto [s2, c2] = RunPair(*server, sp, *client, cp, y);
+  EXPECT_EQ(s2.code, "needs_gid_index");
+  EXPECT_EQ(c2.code, "needs_gid_index");
+  EXPECT_EQ(y.rounds(), 3);
+}
+
+TEST_F(RdmaWriteTest, LatencyPingPongRunsAndReportsHalfTheRoundTrip) {
+  RdmaTestHooks sh, ch;
+  sh.clock = SteppingClock(0, 10e-6);
+  ch.clock = SteppingClock(5, 10e-6);
+  auto server = MakeRdmaWriteLatProbe(Loader(), sh);
+  auto client = MakeRdmaWriteLatProbe(Loader(), ch);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, LatParams("server", "mlx5_0"), *client, LatParams("client", "mlx5_1"), x);
+  ASSERT_EQ(s.outcome, Outcome::kOk) << s.code << ": " << s.reason;
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.code << ": " << c.reason;
+  for (const ProbeResult* r : {&s, &c}) {
+    std::vector<std::string> metrics;
+    for (const Measurement& m : r->measurements) {
+      metrics.push_back(m.metric);
+      EXPECT_EQ(m.unit, "us");
+      EXPECT_NEAR(m.value, 5.0, 1e-6) << m.metric;
+    }
+    EXPECT_EQ(metrics, (std::vector<std::string>{"write_lat", "write_lat_min", "write_lat_avg",
+                                                 "write_lat_p99", "write_lat_max"}));
+    EXPECT_EQ(Find(*r, "write_lat")->samples.size(), 19u);
+    EXPECT_EQ(Find(*r, "write_lat")->info.at("inline"), "yes");
+    EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(*r)).ok());
+  }
+  EXPECT_EQ(Find(c, "write_lat")->entity, "mlx5_1:1 to mlx5_0:1");
+  // Every write landed: 20 each way, 2 bytes each.
+  EXPECT_EQ(fabric_.bytes_written["mlx5_0"], 40u);
+  EXPECT_EQ(fabric_.bytes_written["mlx5_1"], 40u);
+  ExpectAllDestroyedInReverse("mlx5_0");
+  ExpectAllDestroyedInReverse("mlx5_1");
+}
+
+TEST_F(RdmaWriteTest, LatencyWithTheRealClockIsPositive) {
+  auto server = MakeRdmaWriteLatProbe(Loader());
+  auto client = MakeRdmaWriteLatProbe(Loader());
+  Params sp = LatParams("server", "mlx5_0"), cp = LatParams("client", "mlx5_1");
+  sp["size"] = cp["size"] = "4KiB";  // not inline, spans many bytes
+  TwoWay x;
+  auto [s, c] = RunPair(*server, sp, *client, cp, x);
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.reason;
+  EXPECT_GT(Find(c, "write_lat")->value, 0);
+  EXPECT_EQ(Find(c, "write_lat")->info.at("inline"), "no");
+}
+
+TEST_F(RdmaWriteTest, RegMrFailureIsAVerbsErrorAndThePeerStops) {
+  fabric_.reg_mr_fail_device = "mlx5_1";
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
+  EXPECT_EQ(c.outcome, Outcome::kError);
+  EXPECT_EQ(c.code, "verbs_error");
+  EXPECT_EQ(c.reason,
+            "1048576 bytes of host memory on mlx5_1: ibv_reg_mr failed: Cannot allocate memory (errno 12)");
+  EXPECT_EQ(s.outcome, Outcome::kError);
+  EXPECT_EQ(s.code, "peer_error");
+  EXPECT_EQ(x.rounds(), 3);
+  EXPECT_EQ(fabric_.Events("mlx5_1"), (std::vector<std::string>{"dealloc_pd", "close_device"}));
+  ExpectAllDestroyedInReverse("mlx5_0");
+}
+
+TEST_F(RdmaWriteTest, FailedCompletionNamesTheStatusAndTheWrite) {
+  fabric_.wc_error_at = 5;
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
+  EXPECT_EQ(c.code, "completion_error");
+  EXPECT_EQ(c.reason,
+            "mlx5_1:1: RDMA write 5 to mlx5_0:1 completed with transport retry counter exceeded "
+            "(IBV_WC_RETRY_EXC_ERR, 12) (vendor error 0x0)");
+  EXPECT_EQ(s.code, "peer_error");
+  ExpectAllDestroyedInReverse("mlx5_0");
+  ExpectAllDestroyedInReverse("mlx5_1");
+}
+
+TEST_F(RdmaWriteTest, PortDownNamesDevicePortAndState) {
+  fabric_.Dev("mlx5_1")->port.state = IBV_PORT_DOWN;
+  auto server = MakeRdmaWriteLatProbe(Loader());
+  auto client = MakeRdmaWriteLatProbe(Loader());
+  TwoWay x;
+  auto [s, c] = RunPair(*server, LatParams("server", "mlx5_0"), *client, LatParams("client", "mlx5_1"), x);
+  EXPECT_EQ(c.code, "port_down");
+  EXPECT_EQ(c.reason, "mlx5_1:1 is DOWN (port state 1), not ACTIVE");
+  EXPECT_EQ(s.code, "peer_error");
+  EXPECT_EQ(s.reason, "the peer could not set up its side; its own result says why");
+}
+
+TEST_F(RdmaWriteTest, MalformedPeerPartsAreRefusedNamingTheField) {
+  struct Case {
+    std::string from, to, expect;
+  };
+  const std::vector<Case> cases = {
+      {"psn=0x", "psn=0x1000000,x=", "field psn is not a PSN"},
+      {"qpn=", "qpn=16777216,x=", "field qpn is not a QP number"},
+      {"lid=2", "lid=65536", "field lid is not a LID"},
+      {"gid=0000", "gid=000", "field gid is not 32 hex digits"},
+      {"mtu=2048", "mtu=3000", "field mtu is not an MTU"},
+      {"rkey=0x", "rkey=0xg", "field rkey is not an rkey"},
+      {",id=", ",role=client,id=", "field role appears twice"},
+      {",id=", ",evil=1,id=", "unknown field evil"},
+      {"size=1048576", "size=4096", "field size: the peer's buffer is 4096 bytes"},
+      {"iters=100", "iters=99", "field iters: the peer runs 99"},
+  };
+  for (const Case& k : cases) {
+    Fabric fabric;
+    fabric.Add("mlx5_0", 1);
+    fabric.Add("mlx5_1", 2, IBV_MTU_2048);
+    std::shared_ptr<VerbsApi> api = fabric.Api();
+    VerbsLoader loader = [api] { return VerbsLoad{api, "", ""}; };
+    auto server = MakeRdmaWriteBwProbe(loader, NoCuda);
+    auto client = MakeRdmaWriteBwProbe(loader, NoCuda);
+    TwoWay x;
+    // The server sees the client's connection data rewritten; the client sees its own intact.
+    std::string original;
+    x.tamper = [&](int who, int round, const std::string& part) {
+      if (who != 1 || round != 0) return part;
+      std::string p = part;
+      const size_t at = p.find(k.from);
+      if (at == std::string::npos) return std::string("not-found");
+      p.replace(at, k.from.size(), k.to);
+      // x= fields left by the replacement are removed again so only the target field is bad.
+      for (size_t y; (y = p.find(",x=")) != std::string::npos;) {
+        const size_t end = p.find(',', y + 1);
+        p.erase(y, end == std::string::npos ? std::string::npos : end - y);
+      }
+      return p;
+    };
+    Params sp = BwParams("server", "mlx5_0"), cp = BwParams("auto", "mlx5_1");
+    auto [s, c] = RunPair(*server, sp, *client, cp, x);
+    EXPECT_EQ(s.code, "exchange_error") << k.to;
+    EXPECT_NE(s.reason.find(k.expect), std::string::npos) << k.to << ": " << s.reason;
+    EXPECT_EQ(c.outcome, Outcome::kError) << k.to;
+    EXPECT_EQ(x.rounds(), 3) << k.to;
+  }
+}
+
+TEST_F(RdmaWriteTest, NoDevicesNoSuchDeviceNoExchangeBadParams) {
+  auto probe = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  // Alone: no exchange.
+  ProbeResult r = RunProbe(*probe, BwParams("server", "mlx5_0"), nullptr);
+  EXPECT_EQ(r.code, "no_exchange");
+  EXPECT_EQ(fabric_.Events("mlx5_0").size(), 5u);
+  // A device that is not there.
+  r = RunProbe(*probe, BwParams("server", "mlx5_9"), nullptr);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "no_such_device");
+  EXPECT_EQ(r.reason, "no RDMA device mlx5_9 here; there is mlx5_0, mlx5_1");
+  // Bad parameters.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"role", "master"}, {"device", "mlx5_0;rm"}, {"ib_port", "0"}, {"gid_index", "-2"},
+           {"size", "8"}, {"size", "0B"}, {"iters", "1.5"}, {"tx_depth", "0"}, {"gpu", "x"}}) {
+    Params p = BwParams("server", "mlx5_0");
+    p[name] = value;
+    r = RunProbe(*probe, p, nullptr);
+    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+  }
+  // No device at all: SKIP.
+  fabric_.devs.clear();
+  r = RunProbe(*probe, BwParams("server", "first"), nullptr);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_rdma_device");
+  fabric_.list_null = true;
+  r = RunProbe(*probe, BwParams("server", "first"), nullptr);
+  EXPECT_EQ(r.outcome, Outcome::kSkip);
+  EXPECT_EQ(r.code, "no_rdma_device");
+  EXPECT_NE(r.reason.find("Function not implemented"), std::string::npos) << r.reason;
+}
+
+TEST_F(RdmaWriteTest, CancelStopsTheLatencyWait) {
+  // Writes complete but never land: each side waits for the other's byte until cancelled.
+  fabric_.drop_writes = true;
+  auto server = MakeRdmaWriteLatProbe(Loader());
+  auto client = MakeRdmaWriteLatProbe(Loader());
+  TwoWay x;
+  std::atomic<bool> cancel{false};
+  auto s = std::async(std::launch::async, [&] {
+    return RunProbe(*server, LatParams("server", "mlx5_0"), &cancel, x.For(0));
+  });
+  auto c = std::async(std::launch::async, [&] {
+    return RunProbe(*client, LatParams("client", "mlx5_1"), &cancel, x.For(1));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  cancel = true;
+  const ProbeResult sr = s.get();
+  const ProbeResult cr = c.get();
+  EXPECT_EQ(sr.code, "cancelled");
+  EXPECT_EQ(sr.reason, "cancelled waiting for the peer's write 1 of 20");
+  EXPECT_EQ(cr.code, "cancelled");
+  EXPECT_EQ(x.rounds(), 3);
+  ExpectAllDestroyedInReverse("mlx5_0");
+  ExpectAllDestroyedInReverse("mlx5_1");
+}
+
+#endif  // GPUFORGE_HAVE_IBVERBS
+
+}  // namespace
+}  // namespace gpuforge::probe::internal

@@ -181,7 +181,7 @@ Command ApplyCommand() {
               }
 
               InterruptGuard interrupt;
-              std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
+              std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();

@@ -46,7 +46,7 @@ Command FactsCommand() {
 
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "facts");
-              std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
+              std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
               remote::FanoutOptions fo = OneStepFanout(o->remote, interrupt, bar);
               remote::ExecOptions eo;
               eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));

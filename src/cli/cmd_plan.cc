@@ -95,7 +95,7 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
 
   InterruptGuard interrupt;
   ProgressBar bar(ctx, "plan");
-  std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(flags.remote));
+  std::unique_ptr<remote::Connector> ssh = MakeConnector(flags.remote);
   remote::FanoutOptions fo = OneStepFanout(flags.remote, interrupt, bar);
   std::vector<std::optional<plan::NodePlan>> plans(targets->size());
   std::vector<std::string> errors(targets->size()), state_sha(targets->size());

@@ -70,7 +70,7 @@ Command RollbackCommand() {
 
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "rollback");
-              std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
+              std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();

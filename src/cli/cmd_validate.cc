@@ -115,7 +115,11 @@ Command ValidateCommand() {
                   return static_cast<int>(kExitUsage);
                 }
                 for (validate::PlannedRun& r : vplan.runs) {
-                  if (r.check == info->key) r.params[name] = value;
+                  if (r.check != info->key) continue;
+                  r.params[name] = value;
+                  // The server side of a pair gets the same settings, but keeps its own role and device.
+                  const bool own = name == "role" || name == "peer" || name == "device" || name == "ib_port";
+                  if (!r.peer_params.empty() && !own) r.peer_params[name] = value;
                 }
               }
               const bool need_agent = std::any_of(vplan.runs.begin(), vplan.runs.end(),
@@ -132,7 +136,7 @@ Command ValidateCommand() {
 
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "validate");
-              std::unique_ptr<remote::Connector> ssh = remote::MakeSshConnector(SshOptionsFrom(o->remote));
+              std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
               remote::FanoutOptions fo;
               fo.width = o->remote.fanout;
               fo.cancel = interrupt.flag();
@@ -146,7 +150,7 @@ Command ValidateCommand() {
               std::vector<std::vector<validate::Verdict>> per_node(targets->size());
               std::vector<std::string> agents(targets->size());
               std::vector<facts::Gathered> gathered;
-              remote::Fleet fleet(*ssh, *targets, fo);
+              remote::Fleet fleet(*connector, *targets, fo);
               // Node-local checks, in parallel across nodes.
               fleet.Each([&](std::size_t i, remote::Session& s) {
                 const std::string& node = s.target().node;
@@ -164,7 +168,7 @@ Command ValidateCommand() {
                   }
                 }
                 for (const validate::PlannedRun& run : vplan.runs) {
-                  if (run.node != node || !run.peer.empty()) continue;
+                  if (run.node != node || !run.peer.empty() || !run.group.empty()) continue;
                   if (run.check == "facts") {
                     remote::ExecOptions eo;
                     eo.input = facts::GatherScript();
@@ -232,8 +236,8 @@ Command ValidateCommand() {
                   pair_verdicts.push_back(std::move(v));
                   continue;
                 }
-                Result<std::unique_ptr<remote::Session>> client = ssh->Connect((*targets)[ci]);
-                Result<std::unique_ptr<remote::Session>> server = ssh->Connect((*targets)[si]);
+                Result<std::unique_ptr<remote::Session>> client = connector->Connect((*targets)[ci]);
+                Result<std::unique_ptr<remote::Session>> server = connector->Connect((*targets)[si]);
                 if (!client.ok() || !server.ok()) {
                   pair_verdicts.push_back(Unreachable(client.ok() ? run.peer : run.node,
                                                       client.ok() ? server.error().message : client.error().message));
@@ -241,6 +245,42 @@ Command ValidateCommand() {
                 }
                 std::vector<validate::Verdict> v = validate::RunPair(**client, agents[ci], **server, agents[si], *cluster,
                                                                      *thresholds, run, ro);
+                pair_verdicts.insert(pair_verdicts.end(), v.begin(), v.end());
+              }
+              // Group checks (multi-node NCCL): every member at once, on fresh sessions.
+              for (const validate::PlannedRun& run : vplan.runs) {
+                if (run.group.empty() || interrupt.interrupted()) continue;
+                std::vector<std::unique_ptr<remote::Session>> owned;
+                std::vector<remote::Session*> sessions;
+                std::vector<std::string> member_agents;
+                std::string missing;
+                for (const std::string& member : run.group) {
+                  std::size_t i = 0;
+                  while (i < targets->size() && (*targets)[i].node != member) ++i;
+                  if (i == targets->size() || agents[i].empty()) {
+                    missing = member;
+                    break;
+                  }
+                  Result<std::unique_ptr<remote::Session>> s = connector->Connect((*targets)[i]);
+                  if (!s.ok()) {
+                    missing = member + " (" + s.error().message + ")";
+                    break;
+                  }
+                  sessions.push_back(s->get());
+                  owned.push_back(std::move(*s));
+                  member_agents.push_back(agents[i]);
+                }
+                if (!missing.empty()) {
+                  validate::Verdict v = Unreachable(run.node, "no agent on " + missing);
+                  v.check = run.check;
+                  v.entity = run.entity;
+                  v.state = validate::State::kSkip;
+                  v.code = "member_unavailable";
+                  pair_verdicts.push_back(std::move(v));
+                  continue;
+                }
+                std::vector<validate::Verdict> v =
+                    validate::RunGroupCheck(sessions, member_agents, *cluster, *thresholds, run, ro);
                 pair_verdicts.insert(pair_verdicts.end(), v.begin(), v.end());
               }
               fleet.Close();

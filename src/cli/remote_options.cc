@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/remote/local.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -38,6 +39,13 @@ void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
       ->option_text("FILE");
   app.add_flag("--accept-new-host-keys", f->accept_new_host_keys,
                "Add unknown host keys to known_hosts (a changed key is always an error)");
+  app.add_flag("--local", f->local,
+               "Run on this machine as the one node --nodes selects, without SSH (gpuforge on the node it checks)");
+}
+
+std::unique_ptr<remote::Connector> MakeConnector(const RemoteFlags& flags) {
+  if (flags.local) return remote::MakeLocalConnector();
+  return remote::MakeSshConnector(SshOptionsFrom(flags));
 }
 
 remote::SshOptions SshOptionsFrom(const RemoteFlags& f) {
@@ -67,6 +75,11 @@ std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const mod
   Result<std::vector<remote::Target>> targets = remote::TargetsFor(cluster, names);
   if (!targets.ok()) {
     ctx.Error(flags.nodes.empty() ? targets.error().message : "--nodes: " + targets.error().message);
+    return std::nullopt;
+  }
+  if (flags.local && targets->size() != 1) {
+    ctx.Error(fmt::format("--local: this machine stands for one node, and {} are selected; name it with --nodes NODE",
+                          targets->size()));
     return std::nullopt;
   }
   return std::move(*targets);

@@ -23,13 +23,18 @@ struct RemoteFlags {
   std::string known_hosts;
   std::string ssh_config;
   bool accept_new_host_keys = false;
+  bool local = false;  // --local: this machine is the one selected node; no SSH
 };
 
 void AddRemoteOptions(CLI::App& app, RemoteFlags* flags);
 
 remote::SshOptions SshOptionsFrom(const RemoteFlags& flags);
 
-// The targets --nodes selects; prints the error and returns nullopt on a bad selection.
+// SSH, or with --local the session that runs on this machine.
+std::unique_ptr<remote::Connector> MakeConnector(const RemoteFlags& flags);
+
+// The targets --nodes selects; prints the error and returns nullopt on a bad selection (with
+// --local, anything but exactly one node).
 std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const model::Cluster& cluster,
                                                          const RemoteFlags& flags);
 

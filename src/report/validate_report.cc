@@ -58,7 +58,13 @@ std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool st
     }
   }
   const int code = validate::ExitCode(verdicts, strict);
-  const char* word = code == 2 ? "ERROR" : code == 1 ? "FAIL" : warn > 0 ? "PASS with warnings" : "PASS";
+  // A run in which every check skipped proved nothing, and must not read as a pass.
+  const bool nothing = pass == 0 && warn == 0 && fail == 0 && error == 0;
+  const char* word = code == 2   ? "ERROR"
+                     : nothing   ? (code == 1 ? "FAIL, nothing was measured" : "SKIP, nothing was measured")
+                     : code == 1 ? "FAIL"
+                     : warn > 0  ? "PASS with warnings"
+                                 : "PASS";
   return fmt::format("{} ({} passed, {} warned, {} failed, {} skipped, {} errors)", word, pass, warn, fail, skip, error);
 }
 

@@ -243,8 +243,12 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
     serve.node = run.peer;
     // The server listens on any free port unless one was asked for, and says which through
     // the exchange.
-    serve.params = {{"role", "server"}, {"timeout", std::to_string(std::min(timeout, 60))},
-                    {"port", run.params.count("port") ? run.params.at("port") : "0"}};
+    serve.params = run.peer_params;
+    if (serve.params.empty()) serve.params = {{"role", "server"}, {"port", "0"}};
+    if (run.probe == "tcp.bandwidth") {
+      serve.params["timeout"] = std::to_string(std::min(timeout, 60));
+      if (run.params.count("port")) serve.params["port"] = run.params.at("port");
+    }
     const std::vector<GroupMember> members = {{&server, server_agent, serve}, {&client, client_agent, run}};
     std::vector<std::variant<probe::ProbeResult, Verdict>> both = RunGroup(members, timeout, o.cancel);
     auto& served = both[0];
@@ -263,6 +267,43 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
     }
     for (Verdict& v : last) v.attempts = i;
     const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; });
+    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+  }
+  return last;
+}
+
+std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const std::string> agents,
+                                   const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const RunOptions& o) {
+  const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
+  const int attempts = run.performance ? std::max(1, o.retries) : 1;
+  std::vector<Verdict> last;
+  for (int i = 1; i <= attempts; ++i) {
+    std::vector<GroupMember> members;
+    for (std::size_t k = 0; k < run.group.size() && k < sessions.size(); ++k) {
+      GroupMember m{sessions[k], agents[k], run};
+      m.run.node = run.group[k];
+      m.run.params["node_index"] = std::to_string(k);
+      members.push_back(std::move(m));
+    }
+    std::vector<std::variant<probe::ProbeResult, Verdict>> got = RunGroup(members, timeout, o.cancel);
+    last.clear();
+    std::vector<const probe::ProbeResult*> results;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      if (const auto* r = std::get_if<probe::ProbeResult>(&got[k])) {
+        results.push_back(r);
+      } else {
+        results.push_back(nullptr);
+        Verdict v = std::get<Verdict>(got[k]);
+        v.entity = fmt::format("member of {} nodes together", run.group.size());
+        last.push_back(std::move(v));
+      }
+    }
+    std::vector<Verdict> judged = JudgeGroup(c, t, run, results);
+    last.insert(last.end(), judged.begin(), judged.end());
+    for (Verdict& v : last) v.attempts = i;
+    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; }) &&
+                       std::none_of(last.begin(), last.end(), [](const Verdict& v) { return v.code == "wrong_data"; });
     if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;

@@ -8,83 +8,12 @@
 #include <optional>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "validate/verdicts.h"
 
 namespace gpuforge::validate {
 namespace {
 
-bool NvidiaGpus(const model::Profile& p) {
-  if (p.gpu_count() == 0) return false;
-  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    return info == nullptr || info->vendor == "nvidia";
-  });
-}
-
-std::string GpuModel(const model::Profile& p) { return p.gpus.empty() ? std::string() : p.gpus.front().model; }
-
-std::string Fixed(double v) {
-  if (v != 0 && std::fabs(v) < 0.01) return fmt::format("{:.3g}", v);
-  if (std::fabs(v) >= 100) return fmt::format("{:.0f}", v);
-  if (std::fabs(v) >= 10) return fmt::format("{:.1f}", v);
-  return fmt::format("{:.2f}", v);
-}
-
-const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity = "") {
-  for (const probe::Measurement& m : r.measurements) {
-    if (m.metric == metric && (entity.empty() || m.entity == entity)) return &m;
-  }
-  return nullptr;
-}
-
-Verdict Base(const PlannedRun& run, std::string entity) {
-  Verdict v;
-  v.check = run.check;
-  v.node = run.node;
-  v.entity = std::move(entity);
-  return v;
-}
-
-// measured >= mark passes; otherwise FAIL below_threshold.
-Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
-                std::string mark_text, std::string next_step) {
-  Verdict v = Base(run, std::move(entity));
-  v.measured = measured;
-  v.unit = std::move(unit);
-  v.threshold = ">= " + std::move(mark_text);
-  if (measured >= mark) {
-    v.state = State::kPass;
-  } else {
-    v.state = State::kFail;
-    v.code = "below_threshold";
-    v.next_step = std::move(next_step);
-  }
-  return v;
-}
-
-Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
-               std::string mark_text, std::string next_step) {
-  Verdict v = Base(run, std::move(entity));
-  v.measured = measured;
-  v.unit = std::move(unit);
-  v.threshold = "<= " + std::move(mark_text);
-  if (measured <= mark) {
-    v.state = State::kPass;
-  } else {
-    v.state = State::kFail;
-    v.code = "above_threshold";
-    v.next_step = std::move(next_step);
-  }
-  return v;
-}
-
-Verdict Missing(const PlannedRun& run, std::string_view metric) {
-  Verdict v = Base(run, run.entity);
-  v.state = State::kError;
-  v.code = "no_measurement";
-  v.detail = fmt::format("the probe {} reported no '{}' measurement", run.probe, metric);
-  v.next_step = fmt::format("run `gpuforge agent run {}` on {} and read its output", run.probe, run.node);
-  return v;
-}
+using namespace internal;  // NOLINT: the verdict helpers shared with judge_fabric.cc
 
 // One verdict per GPU entity the probe reported: the first problem found, or PASS.
 std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -280,26 +209,45 @@ const char* ToString(State s) {
 std::span<const CheckInfo> Checks() {
   static constexpr std::array kChecks = {
       CheckInfo{"facts", "", "hardware and software facts against the inventory (drift codes, docs/facts.md)", false,
-                false, 120},
+                false, 120, false},
       CheckInfo{"gpu.health", "gpu.health",
                 "NVML: GPU count, ECC, retired pages, row remapping, clock throttling, PCIe link, NVLink, persistence, "
                 "Xid events",
-                false, false, 120},
-      CheckInfo{"gpu.copy", "gpu.copy", "device-to-device copy bandwidth (HBM) per GPU", true, false, 600},
-      CheckInfo{"gpu.h2d", "gpu.h2d", "pinned host-to-device copy bandwidth (PCIe) per GPU", true, false, 600},
+                false, false, 120, false},
+      CheckInfo{"gpu.copy", "gpu.copy", "device-to-device copy bandwidth (HBM) per GPU", true, false, 600, false},
+      CheckInfo{"gpu.h2d", "gpu.h2d", "pinned host-to-device copy bandwidth (PCIe) per GPU", true, false, 600, false},
       CheckInfo{"gpu.d2h", "gpu.d2h", "device-to-host copy bandwidth into pinned memory (PCIe) per GPU", true, false,
-                600},
-      CheckInfo{"gpu.compute", "gpu.compute", "fp32 FMA throughput of gpuforge's own kernel per GPU", true, false, 600},
-      CheckInfo{"gpu.gemm", "gpu.gemm", "bf16 GEMM throughput through cuBLASLt per GPU", true, false, 900},
+                600, false},
+      CheckInfo{"gpu.compute", "gpu.compute", "fp32 FMA throughput of gpuforge's own kernel per GPU", true, false, 600, false},
+      CheckInfo{"gpu.gemm", "gpu.gemm", "bf16 GEMM throughput through cuBLASLt per GPU", true, false, 900, false},
+      CheckInfo{"ib.counters", "ib.counters",
+                "InfiniBand/RoCE ports of the compute HCAs: state, rate and width against the inventory, link-down and "
+                "error counters",
+                false, false, 60, false},
+      CheckInfo{"nccl.quick", "nccl.allreduce",
+                "the guides' quick NCCL check: 1024x1024 float all-reduce over the node's GPUs, time per op", true,
+                false, 300, false},
+      CheckInfo{"nccl.allreduce", "nccl.allreduce",
+                "NCCL all-reduce over the node's GPUs, nccl-tests' sweep: bus bandwidth, wrong elements, the transport",
+                true, false, 900, false},
       CheckInfo{"storage.read", "storage.read", "sequential read bandwidth of each storage tier's mount", true, false,
-                1800},
+                1800, false},
       CheckInfo{"storage.checkpoint", "storage.checkpoint",
                 "checkpoint write (write + fsync) turned into time for this node's share of the workload's checkpoint",
-                true, false, 1800},
+                true, false, 1800, false},
       CheckInfo{"storage.metadata", "storage.metadata", "metadata operations per second and 4 KiB write latency", true,
-                false, 600},
+                false, 600, false},
       CheckInfo{"tcp.bandwidth", "tcp.bandwidth", "TCP bandwidth between neighbouring nodes on storage and control networks",
-                true, true, 120},
+                true, true, 120, false},
+      CheckInfo{"rdma.write_bw", "rdma.write_bw",
+                "RDMA write bandwidth per compute HCA to the same rail of the next node (ib_write_bw's method)", true,
+                true, 300, false},
+      CheckInfo{"rdma.write_lat", "rdma.write_lat",
+                "RDMA write ping-pong latency per compute HCA to the same rail of the next node (ib_write_lat's method)",
+                true, true, 120, false},
+      CheckInfo{"nccl.multinode", "nccl.allreduce",
+                "NCCL all-reduce across the selected nodes, one agent per node (the unique id passed by gpuforge)",
+                true, false, 1800, true},
   };
   return kChecks;
 }
@@ -368,6 +316,30 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
         not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
       }
     }
+    if (chosen("ib.counters")) {
+      std::vector<std::string> devices;
+      for (const model::NicSpec* nic : ComputeRdmaNics(c, c.ProfileOf(*n))) {
+        if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
+      }
+      if (devices.empty()) {
+        not_applicable("ib.counters", n->name, "no_rdma_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
+      } else {
+        PlannedRun r = run_for("ib.counters", *n);
+        r.params["devices"] = fmt::format("{}", fmt::join(devices, ","));
+        plan.runs.push_back(std::move(r));
+      }
+    }
+    for (std::string_view key : {"nccl.quick", "nccl.allreduce"}) {
+      if (!chosen(key)) continue;
+      if (!NvidiaGpus(c.ProfileOf(*n))) {
+        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
+        continue;
+      }
+      PlannedRun r = run_for(key, *n);
+      r.entity = "allreduce";
+      if (key == "nccl.quick") r.params["preset"] = "quick";
+      plan.runs.push_back(std::move(r));
+    }
     for (std::string_view key : {"storage.read", "storage.checkpoint", "storage.metadata"}) {
       if (!chosen(key)) continue;
       bool any = false;
@@ -412,8 +384,70 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
         r.params["role"] = "client";
         r.params["peer"] = r.peer_address;
         r.params["network"] = net.name;
+        r.peer_params = {{"role", "server"}, {"port", "0"}};
         plan.runs.push_back(std::move(r));
       }
+    }
+  }
+  // RDMA: each node's compute HCAs against the same rail of the next node (a ring).
+  std::vector<const model::Node*> rdma_nodes;
+  for (const std::string& name : nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n != nullptr && !ComputeRdmaNics(c, c.ProfileOf(*n)).empty()) rdma_nodes.push_back(n);
+  }
+  for (std::string_view key : {"rdma.write_bw", "rdma.write_lat"}) {
+    if (!chosen(key)) continue;
+    if (rdma_nodes.size() < 2) {
+      not_applicable(key, nodes.empty() ? "-" : nodes.front(), "no_rdma_pair",
+                     "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
+      continue;
+    }
+    for (std::size_t i = 0; i < rdma_nodes.size(); ++i) {
+      if (rdma_nodes.size() == 2 && i == 1) break;  // two nodes: one pair
+      const model::Node* self = rdma_nodes[i];
+      const model::Node* peer = rdma_nodes[(i + 1) % rdma_nodes.size()];
+      const auto mine = ComputeRdmaNics(c, c.ProfileOf(*self));
+      const auto theirs = ComputeRdmaNics(c, c.ProfileOf(*peer));
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        // The same rail when both say which; else the same position.
+        const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
+        if (mine[k]->rail) {
+          for (const model::NicSpec* t : theirs) {
+            if (t->rail == mine[k]->rail) other = t;
+          }
+        }
+        if (other == nullptr) continue;
+        PlannedRun r = run_for(key, *self);
+        r.peer = peer->name;
+        r.peer_address = peer->address.empty() ? peer->name : peer->address;
+        r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer->name, other->name, other->port);
+        r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
+        r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
+        if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
+          // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
+          // with --param KEY.gid_index=N).
+          r.params["gid_index"] = "3";
+          r.peer_params["gid_index"] = "3";
+        }
+        plan.runs.push_back(std::move(r));
+      }
+    }
+  }
+  if (chosen("nccl.multinode")) {
+    std::vector<std::string> members;
+    for (const std::string& name : nodes) {
+      const model::Node* n = c.FindNode(name);
+      if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
+    }
+    if (members.size() < 2) {
+      not_applicable("nccl.multinode", nodes.empty() ? "-" : nodes.front(), "single_node",
+                     "fewer than two selected nodes have NVIDIA GPUs");
+    } else {
+      PlannedRun r = run_for("nccl.multinode", *c.FindNode(members.front()));
+      r.group = members;
+      r.entity = fmt::format("{} nodes together", members.size());
+      r.params["nodes"] = std::to_string(members.size());
+      plan.runs.push_back(std::move(r));
     }
   }
   return plan;
@@ -421,18 +455,9 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
 
 std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                            const probe::ProbeResult& r) {
+  if (IsFabricCheck(run.check)) return JudgeFabric(c, t, run, r);
   std::vector<Verdict> out;
-  if (r.outcome != probe::Outcome::kOk) {
-    Verdict v = Base(run, run.entity);
-    v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;
-    v.code = r.code.empty() ? (v.state == State::kSkip ? "skipped" : "probe_error") : r.code;
-    v.detail = r.reason;
-    if (v.state == State::kError) {
-      v.next_step = fmt::format("run `gpuforge agent run {}` on {} by hand and read the reason", run.probe, run.node);
-    }
-    out.push_back(std::move(v));
-    return out;
-  }
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
   const model::Node* node = c.FindNode(run.node);
   const model::Profile* prof = node != nullptr ? &c.ProfileOf(*node) : nullptr;
   const int gpus = prof != nullptr ? std::max(1, prof->gpu_count()) : 1;
@@ -553,12 +578,14 @@ bool Good(std::span<const Verdict> v) {
 }
 
 int ExitCode(std::span<const Verdict> v, bool strict) {
-  bool error = false, fail = false;
+  bool error = false, fail = false, measured = false;
   for (const Verdict& x : v) {
     error = error || x.state == State::kError;
     fail = fail || x.state == State::kFail || (strict && x.state == State::kWarn);
+    measured = measured || x.state != State::kSkip;
   }
-  return error ? 2 : fail ? 1 : 0;
+  // --strict: a run that measured nothing (every check skipped) gates nothing, so it fails.
+  return error ? 2 : fail ? 1 : (strict && !measured && !v.empty()) ? 1 : 0;
 }
 
 }  // namespace gpuforge::validate

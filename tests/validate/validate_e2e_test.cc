@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -80,9 +81,15 @@ TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
     EXPECT_NE(out.output.find(line), std::string::npos) << line << "\n" << out.output;
   }
   // validate pushed the agent itself (no apply ran), under the login user's /var/tmp.
-  auto r = testbed::RunCommand(tb_->SshArgv(0, "root", "ls /var/tmp | grep -c '^gpuforge-agent-'"));
+  // (The hosts share this machine's /var/tmp, where other builds' agents may lie too: look
+  // for this build's, by its digest.)
+  const std::string agent = std::filesystem::path(GPUFORGE_BINARY).parent_path() / "gpuforge-agent";
+  auto sum = testbed::RunCommand({"/bin/sh", "-c", "sha256sum < " + agent + " | cut -c1-16"});
+  ASSERT_TRUE(sum.ok() && sum->exit_code == 0);
+  auto r = testbed::RunCommand(
+      tb_->SshArgv(0, "root", "test -x /var/tmp/gpuforge-agent-" + sum->output.substr(0, 16) + " && echo pushed"));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->output, "1\n");
+  EXPECT_EQ(r->output, "pushed\n");
   // The storage probes cleaned up after themselves.
   auto left = testbed::RunCommand(tb_->SshArgv(1, "root", "ls -A /var/tmp/gpuforge-validate | wc -l"));
   ASSERT_TRUE(left.ok());
@@ -102,8 +109,54 @@ TEST_F(ValidateE2e, GpuChecksSkipWithTheirReasonOnHostsWithoutADriver) {
   EXPECT_NE(out.output.find("[no_cuda_driver]"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("libcuda.so.1"), std::string::npos) << out.output;
   EXPECT_EQ(out.output.find("PASS  gpu"), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("Verdict: PASS (0 passed, 0 warned, 0 failed, 12 skipped, 0 errors)"), std::string::npos)
+  EXPECT_NE(out.output.find("Verdict: SKIP, nothing was measured (0 passed, 0 warned, 0 failed, 12 skipped, 0 errors)"),
+            std::string::npos)
       << out.output;
+  // In CI, a gate that measured nothing must not pass.
+  testbed::CommandOutput strict = Validate("", "--checks gpu --strict");
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+  EXPECT_NE(strict.output.find("Verdict: FAIL, nothing was measured"), std::string::npos) << strict.output;
+}
+
+// NCCL on one node and across both (one agent each, conversing through gpuforge): without a
+// driver every member says why, on its own node; the hosts have no HCA for ib.counters.
+TEST_F(ValidateE2e, NcclChecksSkipPerNodeAndPerMemberWithoutADriver) {
+  testbed::CommandOutput out = Validate("", "--checks nccl,ib --format json");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  nlohmann::json j = nlohmann::json::parse(out.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out.output;
+  std::vector<std::string> got;
+  for (const auto& r : j["results"]) {
+    got.push_back(fmt::format("{} {} {} {} {}", r["check"].get<std::string>(), r["node"].get<std::string>(),
+                              r["entity"].get<std::string>(), r["state"].get<std::string>(), r["code"].get<std::string>()));
+  }
+  const std::vector<std::string> want = {
+      "nccl.quick tb01 allreduce SKIP no_cuda_driver",
+      "nccl.allreduce tb01 allreduce SKIP no_cuda_driver",
+      "nccl.quick tb02 allreduce SKIP no_cuda_driver",
+      "nccl.allreduce tb02 allreduce SKIP no_cuda_driver",
+      "nccl.multinode tb01 member of 2 nodes together SKIP no_cuda_driver",
+      "nccl.multinode tb02 member of 2 nodes together SKIP no_cuda_driver",
+      "ib.counters tb01 node SKIP no_rdma_nic",
+      "ib.counters tb02 node SKIP no_rdma_nic",
+  };
+  EXPECT_EQ(got, want) << out.output;
+}
+
+// --local: this machine is the node; no SSH. The agent runs here, from the build.
+TEST_F(ValidateE2e, LocalRunsTheChecksOnThisMachineWithoutSsh) {
+  std::filesystem::create_directories("/var/tmp/gpuforge-validate");
+  testbed::CommandOutput out = Validate("", "--local --nodes tb01 --checks storage.metadata --format json");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  nlohmann::json j = nlohmann::json::parse(out.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out.output;
+  ASSERT_EQ(j["results"].size(), 1u) << out.output;
+  EXPECT_EQ(j["results"][0]["node"], "tb01");
+  EXPECT_EQ(j["results"][0]["state"], "PASS") << out.output;
+  testbed::CommandOutput two = Validate("", "--local --checks storage.metadata");
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("--local: this machine stands for one node, and 2 are selected"), std::string::npos)
+      << two.output;
 }
 
 // The test hosts really differ from the inventory: no NCCL installed, an 8 MiB memlock limit

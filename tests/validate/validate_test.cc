@@ -103,15 +103,22 @@ TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   std::vector<std::string> want;
   for (const char* n : {"n01", "n02", "n03"}) {
     for (const char* check : {"facts", "gpu.health", "gpu.copy", "gpu.h2d", "gpu.d2h", "gpu.compute", "gpu.gemm",
-                              "storage.read", "storage.checkpoint", "storage.metadata"}) {
+                              "nccl.quick", "nccl.allreduce", "storage.read", "storage.checkpoint", "storage.metadata"}) {
       want.push_back(std::string(check) + "@" + n);
     }
   }
   for (const char* pair : {"n01>n02", "n02>n03", "n03>n01"}) want.push_back(std::string("tcp.bandwidth@") + pair);
+  want.push_back("nccl.multinode@n01");  // one job over all three
   EXPECT_EQ(got, want);
-  EXPECT_EQ(p.runs[7].params.at("path"), "/mnt/shared");
-  EXPECT_EQ(p.runs[30].params.at("peer"), "198.18.0.3");
-  EXPECT_TRUE(p.not_applicable.empty());
+  EXPECT_EQ(p.runs[9].params.at("path"), "/mnt/shared");
+  EXPECT_EQ(p.runs[36].params.at("peer"), "198.18.0.3");
+  EXPECT_EQ(p.runs[36].peer_params, (std::map<std::string, std::string>{{"port", "0"}, {"role", "server"}}));
+  EXPECT_EQ(p.runs.back().group, nodes);
+  // Without InfiniBand or RoCE NICs the HCA checks say why they do not apply.
+  std::vector<std::string> why;
+  for (const Verdict& v : p.not_applicable) why.push_back(v.check + ":" + v.code);
+  EXPECT_EQ(why, (std::vector<std::string>{"ib.counters:no_rdma_nic", "ib.counters:no_rdma_nic", "ib.counters:no_rdma_nic",
+                                           "rdma.write_bw:no_rdma_pair", "rdma.write_lat:no_rdma_pair"}));
 
   Result<std::vector<std::string>> storage = SelectChecks(std::vector<std::string>{"storage"});
   ASSERT_TRUE(storage.ok());

@@ -88,4 +88,11 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
                              const std::string& server_agent, const model::Cluster& c, const Thresholds& t,
                              const PlannedRun& run, const RunOptions& o);
 
+// A group check (PlannedRun::group): one agent per member node at once, each with
+// node_index=K, conversing through the exchange; judged as one job (JudgeGroup). sessions and
+// agents are in group order.
+std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const std::string> agents,
+                                   const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const RunOptions& o);
+
 }  // namespace gpuforge::validate

@@ -44,6 +44,7 @@ struct CheckInfo {
   bool performance;  // retried: passes on the first good run of --retries
   bool pairwise;     // runs between two nodes
   int timeout_s;     // default per-check timeout
+  bool group;        // runs on every selected node at once, as one job (multi-node NCCL)
 };
 std::span<const CheckInfo> Checks();
 const CheckInfo* FindCheck(std::string_view key);
@@ -60,13 +61,18 @@ struct PlannedRun {
   std::string peer;     // pairwise: the server side; "" otherwise
   std::string peer_address;
   std::map<std::string, std::string> params;
+  // Pairwise: the server side's parameters (on `peer`); empty for other checks.
+  std::map<std::string, std::string> peer_params;
+  // Group checks: the member nodes in participant order (`node` is the first); their own
+  // parameters are `params` plus node_index.
+  std::vector<std::string> group;
   std::string entity;   // what the verdicts will name: "node", "/mnt/data", "peer tb02"
   bool performance = false;
   int timeout_s = 600;
 };
 
 struct ValidatePlan {
-  std::vector<PlannedRun> runs;      // node-local first, then pairwise
+  std::vector<PlannedRun> runs;      // node-local first, then pairwise, then group checks
   std::vector<Verdict> not_applicable;  // SKIP verdicts for checks that cannot apply (with why)
 };
 
@@ -78,14 +84,20 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
 std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                            const probe::ProbeResult& r);
 
+// A group check's results (one per member, in member order; a member without a result is
+// nullptr) judged as one job: the figures every member agreed on, and each member's problems.
+std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                std::span<const probe::ProbeResult* const> results);
+
 // `facts` findings as verdicts: one FAIL per drift, or one PASS for a node without drift.
 std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes);
 
 // Whether a performance check's verdicts are good enough to stop retrying.
 bool Good(std::span<const Verdict> v);
 
-// 0 all passed (warnings allowed unless strict); 1 any FAIL (or WARN with strict); 2 any
-// ERROR, an unreachable node or a SKIP caused by one.
+// 0 all passed (warnings allowed unless strict); 1 any FAIL (or, with strict, any WARN or
+// nothing measured at all: every check skipped); 2 any ERROR, an unreachable node or a SKIP
+// caused by one.
 int ExitCode(std::span<const Verdict> v, bool strict);
 
 }  // namespace gpuforge::validate

@@ -1,0 +1,97 @@
+#include "validate/verdicts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gpuforge/model/gpu_catalog.h"
+
+namespace gpuforge::validate::internal {
+
+bool NvidiaGpus(const model::Profile& p) {
+  if (p.gpu_count() == 0) return false;
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
+    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+    return info == nullptr || info->vendor == "nvidia";
+  });
+}
+
+std::string GpuModel(const model::Profile& p) { return p.gpus.empty() ? std::string() : p.gpus.front().model; }
+
+std::string Fixed(double v) {
+  if (v != 0 && std::fabs(v) < 0.01) return fmt::format("{:.3g}", v);
+  if (std::fabs(v) >= 100) return fmt::format("{:.0f}", v);
+  if (std::fabs(v) >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity) {
+  for (const probe::Measurement& m : r.measurements) {
+    if (m.metric == metric && (entity.empty() || m.entity == entity)) return &m;
+  }
+  return nullptr;
+}
+
+Verdict Base(const PlannedRun& run, std::string entity) {
+  Verdict v;
+  v.check = run.check;
+  v.node = run.node;
+  v.entity = std::move(entity);
+  return v;
+}
+
+// measured >= mark passes; otherwise FAIL below_threshold.
+Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+                std::string mark_text, std::string next_step) {
+  Verdict v = Base(run, std::move(entity));
+  v.measured = measured;
+  v.unit = std::move(unit);
+  v.threshold = ">= " + std::move(mark_text);
+  if (measured >= mark) {
+    v.state = State::kPass;
+  } else {
+    v.state = State::kFail;
+    v.code = "below_threshold";
+    v.next_step = std::move(next_step);
+  }
+  return v;
+}
+
+Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+               std::string mark_text, std::string next_step) {
+  Verdict v = Base(run, std::move(entity));
+  v.measured = measured;
+  v.unit = std::move(unit);
+  v.threshold = "<= " + std::move(mark_text);
+  if (measured <= mark) {
+    v.state = State::kPass;
+  } else {
+    v.state = State::kFail;
+    v.code = "above_threshold";
+    v.next_step = std::move(next_step);
+  }
+  return v;
+}
+
+Verdict Missing(const PlannedRun& run, std::string_view metric) {
+  Verdict v = Base(run, run.entity);
+  v.state = State::kError;
+  v.code = "no_measurement";
+  v.detail = fmt::format("the probe {} reported no '{}' measurement", run.probe, metric);
+  v.next_step = fmt::format("run `gpuforge agent run {}` on {} and read its output", run.probe, run.node);
+  return v;
+}
+
+Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r) {
+  Verdict v = Base(run, run.entity);
+  v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;
+  v.code = r.code.empty() ? (v.state == State::kSkip ? "skipped" : "probe_error") : r.code;
+  v.detail = r.reason;
+  if (v.state == State::kError) {
+    v.next_step = fmt::format("run `gpuforge agent run {}` on {} by hand and read the reason", run.probe, run.node);
+  }
+  return v;
+}
+
+}  // namespace gpuforge::validate::internal

@@ -1,0 +1,45 @@
+#pragma once
+
+// Building blocks of the judges (validate.cc, judge_fabric.cc): finding a measurement, the
+// verdict skeletons for "at least", "at most" and "missing", and number formatting.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuforge/model/cluster.h"
+#include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/validate.h"
+
+namespace gpuforge::validate::internal {
+
+// The profile has GPUs, and they are NVIDIA's (or of a model the catalogue does not know).
+bool NvidiaGpus(const model::Profile& p);
+std::string GpuModel(const model::Profile& p);  // "" without GPUs
+// Figures for people: 3 significant digits for small values, fewer decimals for large ones.
+std::string Fixed(double v);
+// The first measurement of that metric (and entity, when given).
+const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity = "");
+Verdict Base(const PlannedRun& run, std::string entity);
+// measured >= mark passes; otherwise FAIL below_threshold with the next step.
+Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+                std::string mark_text, std::string next_step);
+// measured <= mark passes; otherwise FAIL above_threshold.
+Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
+               std::string mark_text, std::string next_step);
+// ERROR no_measurement: the probe said ok but lacks the metric the check needs.
+Verdict Missing(const PlannedRun& run, std::string_view metric);
+
+// The profile's RDMA NICs (InfiniBand or RoCE) on a compute network, or on no named network.
+std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p);
+
+// A SKIP or ERROR result as its verdict: the probe's code and reason, never a pass.
+Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r);
+
+// The judges of the fabric checks (judge_fabric.cc): ib.counters, nccl.quick, nccl.allreduce,
+// rdma.write_bw and rdma.write_lat.
+bool IsFabricCheck(std::string_view check);
+std::vector<Verdict> JudgeFabric(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                 const probe::ProbeResult& r);
+
+}  // namespace gpuforge::validate::internal

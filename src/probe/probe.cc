@@ -15,7 +15,7 @@ constexpr std::string_view kParamChars =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/=+-";
 constexpr std::string_view kWordChars =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:/ -+,=()";
-constexpr std::size_t kMaxLine = 64 * 1024;
+constexpr std::size_t kMaxLine = std::size_t{1} << 20;  // a full nccl-tests sweep with per-node samples fits
 
 bool Within(std::string_view s, std::string_view alphabet, std::size_t max) {
   return s.size() <= max && s.find_first_not_of(alphabet) == std::string_view::npos;
@@ -152,7 +152,7 @@ gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string
   auto bad = [&](std::string_view why) {
     return Error{fmt::format("{}: not a probe result ({}): '{}'", source, why, Printable(line, 80))};
   };
-  if (line.size() > kMaxLine) return bad("longer than 64 KiB");
+  if (line.size() > kMaxLine) return bad("longer than 1 MiB");
   nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   if (!j.contains("schema") || j["schema"] != kSchema) return bad(fmt::format("schema is not {}", kSchema));

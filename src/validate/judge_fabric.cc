@@ -142,16 +142,7 @@ std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, con
   const auto dev = run.params.find("device");
   const model::NicSpec* nic = dev == run.params.end() ? nullptr : NicNamed(c, run.node, dev->second);
   const double line = nic != nullptr ? LineGbits(c, *nic) : 0;
-  if (line <= 0) {
-    Verdict v = Base(run, run.entity);
-    v.state = State::kWarn;
-    v.code = "no_line_rate";
-    v.measured = m->value;
-    v.unit = "Gb/s";
-    v.detail = "the HCA has no rate in the inventory, so there is nothing to hold the figure against";
-    v.next_step = "give the NIC or its network a rate in the inventory";
-    return {v};
-  }
+  if (line <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the HCA", "the NIC or its network")};
   const double fraction = t.Get("rdma.write.min_fraction");
   return {AtLeast(run, run.entity, m->value, "Gb/s", fraction * line,
                   fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line), fraction * 100, Fixed(line),
@@ -235,14 +226,7 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
     return out;
   }
   if (theoretical_gbs < 0) {
-    Verdict v = Base(run, entity);
-    v.state = State::kWarn;
-    v.code = "no_line_rate";
-    v.measured = busbw->value;
-    v.unit = "GB/s";
-    v.detail = "the compute NICs have no rate in the inventory, so there is nothing to hold the figure against";
-    v.next_step = "give the compute NICs or their network a rate in the inventory";
-    out.push_back(std::move(v));
+    out.push_back(NoLineRate(run, entity, busbw->value, "GB/s", "a compute NIC", "the compute NICs or their network"));
     return out;
   }
   const model::Node* node = c.FindNode(run.node);

@@ -47,7 +47,7 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std:
   remote::ExecOptions eo;
   eo.sudo = s.target().sudo;
   eo.timeout = std::chrono::seconds(timeout_s + 30);  // the agent's own watchdog speaks first
-  eo.output_cap = 256 << 10;
+  eo.output_cap = std::size_t{4} << 20;  // a result line is at most 1 MiB (probe.h)
   eo.cancel = cancel;
   if (hub != nullptr) {
     const std::string source = fmt::format("node {}, agent run {}", as.node, as.probe);

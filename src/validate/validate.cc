@@ -514,17 +514,7 @@ std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const P
     const model::Network* net = c.FindNetwork(run.params.count("network") ? run.params.at("network") : "");
     const double line_gbits = net != nullptr ? net->rate_bytes_per_s * 8 / 1e9 : 0;
     const double fraction = t.Get("tcp.bandwidth.min_fraction");
-    if (line_gbits <= 0) {
-      Verdict v = Base(run, run.entity);
-      v.state = State::kWarn;
-      v.code = "no_line_rate";
-      v.measured = m->value;
-      v.unit = "Gb/s";
-      v.detail = "the network has no rate in the inventory, so there is nothing to hold the figure against";
-      v.next_step = "give the network a rate in the inventory";
-      out.push_back(std::move(v));
-      return out;
-    }
+    if (line_gbits <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the network", "the network")};
     out.push_back(AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
                           fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
                                       Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),

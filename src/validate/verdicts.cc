@@ -83,6 +83,18 @@ Verdict Missing(const PlannedRun& run, std::string_view metric) {
   return v;
 }
 
+Verdict NoLineRate(const PlannedRun& run, std::string entity, double measured, std::string unit, std::string_view what,
+                   std::string_view fix) {
+  Verdict v = Base(run, std::move(entity));
+  v.state = State::kWarn;
+  v.code = "no_line_rate";
+  v.measured = measured;
+  v.unit = std::move(unit);
+  v.detail = fmt::format("{} has no rate in the inventory, so there is nothing to hold the figure against", what);
+  v.next_step = fmt::format("give {} a rate in the inventory", fix);
+  return v;
+}
+
 Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r) {
   Verdict v = Base(run, run.entity);
   v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;

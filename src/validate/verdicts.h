@@ -27,6 +27,10 @@ Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std:
 // measured <= mark passes; otherwise FAIL above_threshold.
 Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
                std::string mark_text, std::string next_step);
+// WARN no_line_rate: a rate the inventory does not give leaves nothing to judge against.
+// `what` names the missing rate ("the network", "the HCA"); `fix` says where to add it.
+Verdict NoLineRate(const PlannedRun& run, std::string entity, double measured, std::string unit, std::string_view what,
+                   std::string_view fix);
 // ERROR no_measurement: the probe said ok but lacks the metric the check needs.
 Verdict Missing(const PlannedRun& run, std::string_view metric);
 

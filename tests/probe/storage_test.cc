@@ -410,7 +410,7 @@ TEST(StorageProbes, RealResultsSurviveTheJsonLine) {
 }
 
 // latency_ops is capped at 2000 because every latency is a sample, twice (p50 and p99), and
-// the controller refuses lines over 64 KiB. The worst case: 2000 latencies of 1-10 s, each
+// a result line once had to fit 64 KiB (now 1 MiB). The worst case: 2000 latencies of 1-10 s, each
 // with nine decimals (the probe rounds to nanoseconds).
 TEST(StorageMetadata, LargestResultFitsTheJsonLine) {
   ProbeResult r;

@@ -131,7 +131,7 @@ double Percentile(std::vector<double> v, double p);  // nearest rank, p in [0, 1
 // "info"}], "log"}.
 std::string ToJsonLine(const ProbeResult& r);
 // Strict: the schema, every field's type, keys and metrics in [A-Za-z0-9_.:/ +,=()-], finite numbers,
-// bounded sizes (64 KiB per line). Errors name `source` ("node gpu01, agent run storage.read").
+// bounded sizes (1 MiB per line). Errors name `source` ("node gpu01, agent run storage.read").
 gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string_view line);
 
 }  // namespace gpuforge::probe

@@ -116,6 +116,7 @@ struct Fabric {
     d.name = name;
     std::strncpy(d.object->name, name.c_str(), sizeof(d.object->name) - 1);
     d.port.state = IBV_PORT_ACTIVE;
+    d.port.max_msg_sz = 1u << 30;  // mlx5's
     d.port.active_mtu = static_cast<ibv_mtu>(mtu);
     d.port.lid = lid;
     d.port.link_layer = IBV_LINK_LAYER_INFINIBAND;
@@ -629,6 +630,20 @@ TEST_F(RdmaWriteTest, FailedCompletionNamesTheStatusAndTheWrite) {
   EXPECT_EQ(s.code, "peer_error");
   ExpectAllDestroyedInReverse("mlx5_0");
   ExpectAllDestroyedInReverse("mlx5_1");
+}
+
+TEST_F(RdmaWriteTest, AMessageLargerThanThePortTakesIsRefusedBeforeAnyWrite) {
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  Params sp = BwParams("server", "mlx5_0"), cp = BwParams("client", "mlx5_1");
+  sp["size"] = cp["size"] = "2GiB";
+  TwoWay x;
+  auto [s, c] = RunPair(*server, sp, *client, cp, x);
+  EXPECT_EQ(c.code, "bad_param");
+  EXPECT_EQ(c.reason,
+            "parameter size: 2147483648 bytes is more than mlx5_1:1 takes in one message (1073741824 bytes, the "
+            "port's max_msg_sz)");
+  EXPECT_EQ(s.code, "bad_param");
 }
 
 TEST_F(RdmaWriteTest, PortDownNamesDevicePortAndState) {

@@ -456,6 +456,12 @@ std::optional<Failure> Session::Open() {
                                             PortStateName(ep_.port_attr.state),
                                             static_cast<int>(ep_.port_attr.state))};
   }
+  // mlx5 takes at most 1 GiB in one message; a larger write would fail with LOC_LEN_ERR.
+  if (ep_.port_attr.max_msg_sz > 0 && s_.size > ep_.port_attr.max_msg_sz) {
+    return Failure{"bad_param", fmt::format("parameter size: {} bytes is more than {} takes in one message "
+                                            "({} bytes, the port's max_msg_sz)",
+                                            s_.size, ep_.label, ep_.port_attr.max_msg_sz)};
+  }
   if (ep_.port_attr.link_layer == IBV_LINK_LAYER_ETHERNET && s_.gid_index < 0) {
     return Failure{"needs_gid_index",
                    fmt::format("{} is RoCE (Ethernet link layer), which is addressed by GID: set "

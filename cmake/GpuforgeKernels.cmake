@@ -9,7 +9,8 @@
 #                            when cuda.h was found; the probes' API structs depend on it, so
 #                            the tests see the same definition.
 #   GPUFORGE_HAVE_KERNELS=1  (PRIVATE) when nvcc was also found; the fatbin is then compiled
-#                            from src/probe/gpu/kernels/fma.cu for sm_80, sm_90, sm_100 and
+#                            from src/probe/gpu/kernels/fma.cu (and the .cu files it includes:
+#                            nccl_check.cu) for sm_80, sm_90, sm_100 and
 #                            sm_120 where this nvcc knows them, plus compute_90 PTX, and
 #                            embedded as a generated gpuforge_kernels_fatbin.cc.
 # It also sets the variable GPUFORGE_HAVE_KERNELS (ON/OFF) and links ${CMAKE_DL_LIBS} for
@@ -79,7 +80,9 @@ list(APPEND _gpuforge_gencode -gencode=arch=compute_90,code=compute_90)
 # One translation unit: without -rdc, nvcc -fatbin compiles one .cu file, so further kernels
 # go in fma.cu or in files it #includes.
 set(_gpuforge_cu ${PROJECT_SOURCE_DIR}/src/probe/gpu/kernels/fma.cu)
-file(GLOB _gpuforge_cu_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/probe/gpu/kernels/*.h)
+# Everything fma.cu may include (headers and the other kernels' .cu files) rebuilds the fatbin.
+file(GLOB _gpuforge_cu_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/probe/gpu/kernels/*.h
+     ${PROJECT_SOURCE_DIR}/src/probe/gpu/kernels/*.cu)
 set(_gpuforge_fatbin ${CMAKE_CURRENT_BINARY_DIR}/gpuforge_kernels.fatbin)
 set(_gpuforge_fatbin_cc ${CMAKE_CURRENT_BINARY_DIR}/gpuforge_kernels_fatbin.cc)
 add_custom_command(

@@ -18,8 +18,10 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpuforge/probe/probe.h"
@@ -136,7 +138,8 @@ TEST(NcclLoaderTest, TheRealLibraryTellsItsVersion) {
 
 // ---------------------------------------------------------------------------------------------
 // Fake CUDA: thread-safe, since two agents may run in two threads; the current context is per
-// thread, as in the driver.
+// thread, as in the driver. Streams run each operation when it is enqueued, and the check
+// kernels run on the host (see kernels/nccl_check_abi.h for what they compute).
 
 struct FakeDevice {
   std::string bus_id;
@@ -150,8 +153,9 @@ struct FakeCuda {
   CUresult fail_rc = CUDA_ERROR_OUT_OF_MEMORY;
   std::map<CUdeviceptr, std::vector<unsigned char>> memory;
   CUdeviceptr next = 0x10000000;
-  int retained = 0, streams = 0;
+  int retained = 0, streams = 0, modules = 0;
   std::map<std::string, int> calls;
+  std::size_t dtoh_bytes = 0;  // copied back to the host, over every cuMemcpyDtoH
   // Stream synchronisations before the one that hangs until a communicator is aborted; -1:
   // none hangs. `on_hang` runs when it starts hanging.
   int syncs_before_hang = -1;
@@ -256,8 +260,13 @@ CUresult MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
   std::lock_guard lock(g->m);
   const unsigned char* s = Resolve(src, n);
   if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  g->dtoh_bytes += n;
   std::memcpy(dst, s, n);
   return CUDA_SUCCESS;
+}
+CUresult MemsetD32Async(CUdeviceptr p, unsigned v, std::size_t n, CUstream s) {
+  if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;  // the probe keeps off the default stream
+  return MemsetD32(p, v, n);
 }
 CUresult StreamCreate(CUstream* s, unsigned flags) {
   if (CUresult rc = Call("cuStreamCreate")) return rc;
@@ -290,6 +299,75 @@ CUresult StreamSynchronize(CUstream s) {
   return AnyCommAborted() ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_TIMEOUT;
 }
 
+// The embedded fatbin, as far as the fake driver cares: where it lies.
+const std::array<unsigned char, 4> kFakeImage = {'f', 'a', 't', 0};
+const CUfunction kFillFn = reinterpret_cast<CUfunction>(std::uintptr_t{0x8001});
+const CUfunction kVerifyFn = reinterpret_cast<CUfunction>(std::uintptr_t{0x8002});
+
+CUresult ModuleLoadData(CUmodule* m, const void* image) {
+  if (CUresult rc = Call("cuModuleLoadData")) return rc;
+  if (image != kFakeImage.data()) return CUDA_ERROR_INVALID_IMAGE;
+  std::lock_guard lock(g->m);
+  *m = reinterpret_cast<CUmodule>(static_cast<std::uintptr_t>(0x7000 + ++g->modules));
+  return CUDA_SUCCESS;
+}
+CUresult ModuleUnload(CUmodule) {
+  std::lock_guard lock(g->m);
+  --g->modules;
+  return CUDA_SUCCESS;
+}
+CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  if (CUresult rc = Call("cuModuleGetFunction")) return rc;
+  const std::string want = name;
+  if (want != "gpuforge_nccl_fill" && want != "gpuforge_nccl_verify") return CUDA_ERROR_NOT_FOUND;
+  *f = want == "gpuforge_nccl_fill" ? kFillFn : kVerifyFn;
+  return CUDA_SUCCESS;
+}
+// gpuforge_nccl_fill and gpuforge_nccl_verify, element by element on the host.
+CUresult LaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned, CUstream stream, void** params,
+                      void** extra) {
+  if (CUresult rc = Call(fn == kFillFn ? "fill" : "verify")) return rc;
+  if (CUresult rc = Call("cuLaunchKernel")) return rc;
+  if (gx == 0 || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 || stream == nullptr ||
+      extra != nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const CUdeviceptr p = *static_cast<CUdeviceptr*>(params[0]);
+  const auto n = *static_cast<unsigned long long*>(params[1]);
+  const auto phase = *static_cast<unsigned long long*>(params[2]);
+  const unsigned period = *static_cast<unsigned*>(params[3]);
+  if (period < 1 || period > 3) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g->m);
+  unsigned char* d = Resolve(p, n * 4);
+  if (d == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (fn == kFillFn) {
+    for (unsigned long long i = 0; i < n; ++i) {
+      const float v = static_cast<float>(1 + (i + phase) % period);
+      std::memcpy(d + 4 * i, &v, 4);
+    }
+    return CUDA_SUCCESS;
+  }
+  const float want[3] = {*static_cast<float*>(params[4]), *static_cast<float*>(params[5]),
+                         *static_cast<float*>(params[6])};
+  unsigned char* wrong = Resolve(*static_cast<CUdeviceptr*>(params[7]), 8);
+  unsigned char* first_bad = Resolve(*static_cast<CUdeviceptr*>(params[8]), 8);
+  if (wrong == nullptr || first_bad == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  unsigned long long count = 0, first = 0;
+  std::memcpy(&count, wrong, 8);
+  std::memcpy(&first, first_bad, 8);
+  for (unsigned long long i = 0; i < n; ++i) {
+    float v = 0;
+    std::memcpy(&v, d + 4 * i, 4);
+    if (v == want[(i + phase) % period]) continue;
+    ++count;
+    first = std::min(first, i);
+  }
+  std::memcpy(wrong, &count, 8);
+  std::memcpy(first_bad, &first, 8);
+  return CUDA_SUCCESS;
+}
+
 CudaApi FakeCudaApi() {
   CudaApi api;
   api.cuGetErrorString = GetErrorString;
@@ -306,11 +384,16 @@ CudaApi FakeCudaApi() {
   api.cuMemAlloc = MemAlloc;
   api.cuMemFree = MemFree;
   api.cuMemsetD32 = MemsetD32;
+  api.cuMemsetD32Async = MemsetD32Async;
   api.cuMemcpyHtoD = MemcpyHtoD;
   api.cuMemcpyDtoH = MemcpyDtoH;
   api.cuStreamCreate = StreamCreate;
   api.cuStreamDestroy = StreamDestroy;
   api.cuStreamSynchronize = StreamSynchronize;
+  api.cuModuleLoadData = ModuleLoadData;
+  api.cuModuleUnload = ModuleUnload;
+  api.cuModuleGetFunction = ModuleGetFunction;
+  api.cuLaunchKernel = LaunchKernel;
   return api;  // the probe calls nothing else; a call to a null entry would crash the test
 }
 
@@ -355,7 +438,12 @@ struct FakeNccl {
   ncclResult_t fail_rc = ncclSystemError;
   std::string last_error;
   ncclResult_t async_error = ncclSuccess;
-  bool corrupt = false;  // element 1 of global rank 0's result is off by one
+  bool corrupt = false;           // element 1 of global rank 0's result is off by one
+  std::size_t corrupt_every = 0;  // with corrupt: and every this many after it
+  // ncclGroupEnd calls before the one that hangs (connecting to a peer that is gone) until a
+  // communicator is aborted; -1: none hangs. `on_hang` runs when it starts hanging.
+  int group_ends_before_hang = -1;
+  std::function<void()> on_hang;
   int allreduce_calls = 0, groups = 0, bad_releases = 0;
 };
 
@@ -461,7 +549,10 @@ ncclResult_t RunQueued() {
         }
         for (const auto& [rank, dst] : c.out) {
           std::vector<float> result = reduced;
-          if (n->corrupt && rank == 0 && result.size() > 1) result[1] += 1;
+          if (n->corrupt && rank == 0) {
+            const std::size_t every = n->corrupt_every > 0 ? n->corrupt_every : result.size();
+            for (std::size_t i = 1; i < result.size(); i += every) result[i] += 1;
+          }
           std::memcpy(Resolve(dst, c.count * 4), result.data(), c.count * 4);
         }
         n->collectives.erase(key);
@@ -482,6 +573,7 @@ ncclResult_t RunQueued() {
 }
 
 ncclResult_t GroupEnd() {
+  bool hang = false;
   {
     std::lock_guard lock(n->m);
     ++n->groups;
@@ -490,6 +582,20 @@ ncclResult_t GroupEnd() {
       queued.clear();
       return rc;
     }
+    hang = n->group_ends_before_hang == 0;
+    if (n->group_ends_before_hang >= 0) --n->group_ends_before_hang;
+  }
+  if (hang) {
+    if (n->on_hang) n->on_hang();
+    // Bounded, so a probe that cannot abort fails the test instead of hanging it.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!AnyCommAborted() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    --group_depth;
+    queued.clear();
+    thread_last_error = AnyCommAborted() ? "fake: aborted while connecting" : "fake: hung";
+    return ncclRemoteError;
   }
   if (--group_depth > 0) return ncclSuccess;
   return RunQueued();
@@ -615,6 +721,7 @@ class NcclAllReduceTest : public ::testing::Test {
     EXPECT_TRUE(cuda_.memory.empty());
     EXPECT_EQ(cuda_.retained, 0);
     EXPECT_EQ(cuda_.streams, 0);
+    EXPECT_EQ(cuda_.modules, 0);
     EXPECT_EQ(current, -1);
     for (const auto& c : nccl_.comms) EXPECT_TRUE(c->destroyed || c->aborted) << "rank " << c->rank;
     EXPECT_EQ(nccl_.bad_releases, 0);
@@ -623,7 +730,8 @@ class NcclAllReduceTest : public ::testing::Test {
     n = nullptr;
   }
 
-  std::unique_ptr<Probe> Make() {
+  // With the check kernels by default; an empty span is a build without them.
+  std::unique_ptr<Probe> Make(std::span<const unsigned char> kernels = kFakeImage) {
     auto cuda = std::make_shared<CudaApi>(FakeCudaApi());
     auto nccl = std::make_shared<NcclApi>(FakeNcclApi());
     return MakeNcclAllReduceProbe(
@@ -633,7 +741,7 @@ class NcclAllReduceTest : public ::testing::Test {
         [nccl] {
           return NcclLoad{nccl, "", ""};
         },
-        [this] { return std::make_unique<FakeLog>(&level_); });
+        [this] { return std::make_unique<FakeLog>(&level_); }, kernels);
   }
 
   static ProbeResult RunIt(Probe& p, std::map<std::string, std::string> given,
@@ -731,6 +839,14 @@ TEST_F(NcclAllReduceTest, SweepsLikeAllReducePerfOnTwoGpus) {
   EXPECT_EQ(nccl_.comms[0]->device, 1);
   EXPECT_EQ(nccl_.comms[1]->device, 0);
   EXPECT_TRUE(nccl_.comms[0]->destroyed && nccl_.comms[1]->destroyed);
+  // Filled and checked on the GPUs: per row and rank one fill and one verify, and only the two
+  // counters come back.
+  EXPECT_EQ(busbw->info.at("check"), "gpu");
+  EXPECT_EQ(cuda_.calls["fill"], 5 * 2 * 2);
+  EXPECT_EQ(cuda_.calls["verify"], 5 * 2 * 2);
+  EXPECT_EQ(cuda_.calls["cuModuleLoadData"], 2);
+  EXPECT_EQ(cuda_.calls["cuMemcpyHtoD"], 0);
+  EXPECT_EQ(cuda_.dtoh_bytes, 5u * 2 * 2 * 16);
   // The result survives its own wire format.
   gpuforge::Result<ProbeResult> back = ParseJsonLine("test", ToJsonLine(r));
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -774,6 +890,69 @@ TEST_F(NcclAllReduceTest, AWrongElementIsWrongDataWithTheMeasurementsKept) {
   EXPECT_EQ(Find(r, "in-place 2048", "wrong")->value, 1);
   EXPECT_EQ(Find(r, "allreduce", "wrong_total")->value, 10);
   EXPECT_GT(Find(r, "out-of-place 2048", "algbw")->value, 0);
+  // The counters, and the sweep's first wrong element once, for the reason.
+  EXPECT_EQ(cuda_.dtoh_bytes, 5u * 2 * 2 * 16 + 4);
+}
+
+// Every row's #wrong and the first wrong element, from the kernels and from the host.
+std::vector<std::string> WrongRows(const ProbeResult& r) {
+  std::vector<std::string> out;
+  for (const Measurement& m : r.measurements) {
+    if (m.metric == "wrong" || m.metric == "wrong_total")
+      out.push_back(m.entity + ": " + std::to_string(m.value));
+  }
+  out.push_back(r.code + ": " + r.reason);
+  return out;
+}
+
+TEST_F(NcclAllReduceTest, TheHostCheckCountsWhatTheKernelsCount) {
+  nccl_.corrupt = true;
+  nccl_.corrupt_every = 3;
+  for (const char* op : {"sum", "prod", "max", "min"}) {
+    std::map<std::string, std::string> params = kSmall;
+    params["op"] = op;
+    const ProbeResult on_gpu = RunIt(*Make(), params);
+    const ProbeResult on_host = RunIt(*Make({}), params);
+    EXPECT_EQ(on_gpu.code, "wrong_data") << op;
+    EXPECT_EQ(WrongRows(on_gpu), WrongRows(on_host)) << op;
+    // 2048 bytes: 512 elements, 1, 4, .. 511 wrong.
+    EXPECT_EQ(Find(on_gpu, "in-place 2048", "wrong")->value, 171) << op;
+    EXPECT_EQ(Find(on_gpu, "allreduce", "busbw")->info.at("check"), "gpu");
+    EXPECT_EQ(Find(on_host, "allreduce", "busbw")->info.at("check"), "host");
+  }
+}
+
+TEST_F(NcclAllReduceTest, TheHostCheckStepsItsPhaseAcrossChunks) {
+  // 5242883 elements: more than one 4 Mi-element chunk, and not a multiple of the period.
+  cuda_.devices.resize(1);
+  nccl_.corrupt = true;
+  nccl_.corrupt_every = 1000003;
+  const std::map<std::string, std::string> params = {
+      {"min_bytes", "20971532"}, {"max_bytes", "20971532"}, {"warmup", "0"}, {"iters", "1"}};
+  const ProbeResult on_gpu = RunIt(*Make(), params);
+  const ProbeResult on_host = RunIt(*Make({}), params);
+  EXPECT_EQ(Find(on_gpu, "out-of-place 20971532", "wrong")->value, 6);
+  EXPECT_EQ(WrongRows(on_gpu), WrongRows(on_host));
+}
+
+TEST_F(NcclAllReduceTest, WithoutKernelsTheHostChecksEveryElement) {
+  std::unique_ptr<Probe> p = Make({});
+  const ProbeResult r = RunIt(*p, kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  EXPECT_EQ(Find(r, "allreduce", "busbw")->info.at("check"), "host");
+  EXPECT_EQ(cuda_.calls["cuModuleLoadData"], 0);
+  EXPECT_EQ(cuda_.calls["cuLaunchKernel"], 0);
+  // Every element of both ranks' results, per row: 2 x (2 + 8 + 32 + 128 + 512) elements.
+  EXPECT_EQ(cuda_.dtoh_bytes, 2u * 2 * 4 * (2 + 8 + 32 + 128 + 512));
+}
+
+TEST_F(NcclAllReduceTest, AModuleThatDoesNotLoadNamesTheGpu) {
+  cuda_.fail_call = "cuModuleLoadData";
+  const ProbeResult r = RunIt(*Make(), kSmall);
+  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.reason,
+            "gpu0 (0000:1b:00.0): cuModuleLoadData failed: out of memory "
+            "(CUDA_ERROR_OUT_OF_MEMORY)");
 }
 
 TEST_F(NcclAllReduceTest, WithoutCheckNothingIsReadBack) {
@@ -784,6 +963,8 @@ TEST_F(NcclAllReduceTest, WithoutCheckNothingIsReadBack) {
   const ProbeResult r = RunIt(*p, params);
   EXPECT_EQ(r.outcome, Outcome::kOk) << r.reason;
   EXPECT_EQ(cuda_.calls["cuMemcpyDtoH"], 0);
+  EXPECT_EQ(cuda_.calls["cuModuleLoadData"], 0);
+  EXPECT_EQ(Find(r, "allreduce", "busbw")->info.at("check"), "off");
 }
 
 TEST_F(NcclAllReduceTest, AFailedInitNamesTheCallWithNcclsWords) {
@@ -834,6 +1015,36 @@ TEST_F(NcclAllReduceTest, CancelEndsAHungWait) {
   const ProbeResult r = RunIt(*p, kSmall, &cancel);
   EXPECT_EQ(r.outcome, Outcome::kError);
   EXPECT_EQ(r.code, "cancelled");
+  EXPECT_TRUE(CommsAborted());
+}
+
+// With NCCL_RUNTIME_CONNECT=1 ncclGroupEnd connects to the peers and blocks on one that is
+// gone: the watchdog polls and aborts while the sweep is inside NCCL.
+TEST_F(NcclAllReduceTest, CancelEndsAHangInsideGroupEnd) {
+  std::atomic<bool> cancel{false};
+  nccl_.group_ends_before_hang = 2;  // the init group, one all-reduce, then the hang
+  nccl_.on_hang = [&cancel] { cancel = true; };
+  const auto start = std::chrono::steady_clock::now();
+  const ProbeResult r = RunIt(*Make(), kSmall, &cancel);
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_NE(r.reason.find("aborted"), std::string::npos) << r.reason;
+  EXPECT_TRUE(CommsAborted());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));  // not given up
+}
+
+TEST_F(NcclAllReduceTest, AnAsynchronousErrorEndsAHangInsideGroupEnd) {
+  nccl_.group_ends_before_hang = 4;
+  nccl_.on_hang = [this] {
+    std::lock_guard lock(nccl_.m);
+    nccl_.async_error = ncclRemoteError;
+  };
+  nccl_.last_error = "NET/IB : Got completion from peer 198.18.0.3 with status=12";
+  const ProbeResult r = RunIt(*Make(), kSmall);
+  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_NE(r.reason.find("an operation in flight failed"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("ncclRemoteError"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("ncclGroupEnd"), std::string::npos) << r.reason;  // the cause wins
   EXPECT_TRUE(CommsAborted());
 }
 
@@ -931,7 +1142,7 @@ TEST_F(NcclAllReduceTest, LoadersDecideSkip) {
       [nccl] {
         return NcclLoad{nccl, "", ""};
       },
-      log);
+      log, kFakeImage);
   EXPECT_EQ(RunIt(*no_cuda, kSmall).code, "no_cuda_driver");
   std::unique_ptr<Probe> no_nccl = MakeNcclAllReduceProbe(
       [cuda] {
@@ -940,7 +1151,7 @@ TEST_F(NcclAllReduceTest, LoadersDecideSkip) {
       [] {
         return NcclLoad{nullptr, "no_nccl", "libnccl.so.2: cannot open shared object file"};
       },
-      log);
+      log, kFakeImage);
   const ProbeResult r = RunIt(*no_nccl, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
   EXPECT_EQ(r.code, "no_nccl");
@@ -1035,6 +1246,22 @@ TEST_F(NcclAllReduceTest, ExchangePartsAreCheckedStrictly) {
   const ProbeResult r = RunIt(*Make(), params, nullptr, down);
   EXPECT_EQ(r.code, "exchange_error");
   EXPECT_NE(r.reason.find("the controller went away"), std::string::npos) << r.reason;
+}
+
+TEST(NcclLogFileTest, WithoutAFileNcclIsNotAskedToLog) {
+  // mkstemp failed and the user chose no file: NCCL_DEBUG would send NCCL's log to stdout.
+  EXPECT_TRUE(NcclLogSettings("INFO", {}, "").empty());
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(NcclLogSettings("INFO", {}, "/tmp/gpuforge-nccl-log-abc123"),
+            (Settings{{"NCCL_DEBUG_FILE", "/tmp/gpuforge-nccl-log-abc123"},
+                      {"NCCL_DEBUG", "INFO"},
+                      {"NCCL_DEBUG_SUBSYS", "INIT,NET,ENV"}}));
+  // The user's file and level win; what the user left unset is still set.
+  const NcclLogEnv user{"WARN", nullptr, "/var/log/nccl.%h.%p"};
+  EXPECT_EQ(NcclLogSettings("INFO", user, "/tmp/gpuforge-nccl-log-abc123"),
+            (Settings{{"NCCL_DEBUG_SUBSYS", "INIT,NET,ENV"}}));
+  const NcclLogEnv level_only{"TRACE", nullptr, nullptr};
+  EXPECT_TRUE(NcclLogSettings("INFO", level_only, "").empty());
 }
 
 TEST(NcclLogFileTest, CapturesWhatIsAppendedDuringARun) {

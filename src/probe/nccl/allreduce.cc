@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <chrono>
@@ -19,6 +20,8 @@
 
 #include "gpuforge/base/quantity.h"
 #include "probe/gpu/failure.h"
+#include "probe/gpu/kernels.h"
+#include "probe/gpu/kernels/nccl_check_abi.h"
 #include "probe/gpu/params.h"
 
 namespace gpuforge::probe::internal {
@@ -67,10 +70,6 @@ class NcclLogFile : public NcclLogCapture {
   void Start(const std::string& level) override {
     SharedLogFile& sh = Shared();
     std::lock_guard lock(sh.m);
-    // A setting in the environment is the user's and wins; setenv is not thread-safe against
-    // getenv elsewhere, which is acceptable because probes run one at a time.
-    if (std::getenv("NCCL_DEBUG") == nullptr) setenv("NCCL_DEBUG", level.c_str(), 1);
-    if (std::getenv("NCCL_DEBUG_SUBSYS") == nullptr) setenv("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV", 1);
     if (!sh.decided) {
       sh.decided = true;
       if (std::getenv("NCCL_DEBUG_FILE") == nullptr) {
@@ -85,10 +84,16 @@ class NcclLogFile : public NcclLogCapture {
         if (fd >= 0) {
           sh.fd = fd;
           sh.path = name;
-          setenv("NCCL_DEBUG_FILE", name.c_str(), 1);
           std::atexit(RemoveLogAtExit);
         }
       }
+    }
+    // setenv is not thread-safe against getenv elsewhere, which is acceptable because probes
+    // run one at a time. Once the file is NCCL's (sh.path cleared) the variable stays as it is.
+    const NcclLogEnv env{std::getenv("NCCL_DEBUG"), std::getenv("NCCL_DEBUG_SUBSYS"),
+                         std::getenv("NCCL_DEBUG_FILE")};
+    for (const auto& [name, value] : NcclLogSettings(level, env, sh.path)) {
+      setenv(name.c_str(), value.c_str(), 1);
     }
     struct stat st {};
     start_ = sh.fd >= 0 && fstat(sh.fd, &st) == 0 ? static_cast<off_t>(st.st_size) : 0;
@@ -141,6 +146,20 @@ std::string WordAfter(std::string_view line, std::string_view marker) {
 }  // namespace
 
 std::unique_ptr<NcclLogCapture> MakeNcclLogFile() { return std::make_unique<NcclLogFile>(); }
+
+std::vector<std::pair<std::string, std::string>> NcclLogSettings(const std::string& level,
+                                                                 const NcclLogEnv& env,
+                                                                 const std::string& own_file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const bool ours = env.file == nullptr && !own_file.empty();
+  // Without a file NCCL logs to stdout, which is the agent's result channel: no level then.
+  if (env.file == nullptr && !ours) return out;
+  if (ours) out.emplace_back("NCCL_DEBUG_FILE", own_file);
+  // A setting in the environment is the user's and wins.
+  if (env.debug == nullptr) out.emplace_back("NCCL_DEBUG", level);
+  if (env.subsys == nullptr) out.emplace_back("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV");
+  return out;
+}
 
 NcclLogSummary ParseNcclLog(std::span<const std::string> lines) {
   static constexpr std::string_view kWorthKeeping[] = {
@@ -329,6 +348,7 @@ struct Sweep {
   int version = 0;  // ncclGetVersion's code
   std::vector<Row> rows;
   std::string first_wrong;  // the first wrong element, for the reason
+  std::string check;        // where the data were checked: "gpu", "host", "off"
 };
 
 std::string Entity(const Row& r) {
@@ -524,6 +544,7 @@ std::vector<Measurement> Measurements(const Settings& s, const Sweep& sweep,
       {"ib_no_device", log.ib_no_device ? "1" : "0"},
       {"ranks", std::to_string(n)},
       {"nodes", std::to_string(s.nodes)},
+      {"check", sweep.check},
   };
   if (log.ib_no_device) info["ib_no_device_line"] = log.ib_no_device_line;
   auto with = [&](std::map<std::string, std::string> more) {
@@ -583,8 +604,9 @@ ncclRedOp_t RedOp(const std::string& op) {
   return ncclSum;
 }
 
-// The GPUs this agent drives, one rank each: the primary context, a stream, and send and
-// receive buffers of the largest size. Everything is released on every path.
+// The GPUs this agent drives, one rank each: the primary context, a stream, send and receive
+// buffers of the largest size and, when the check runs on the GPU, the check kernels and their
+// two counters. Everything is released on every path.
 class Devices {
  public:
   struct Rank {
@@ -593,6 +615,10 @@ class Devices {
     CUstream stream = nullptr;
     CUdeviceptr send = 0;
     CUdeviceptr recv = 0;
+    CUmodule module = nullptr;
+    CUfunction fill = nullptr;
+    CUfunction verify = nullptr;
+    CUdeviceptr counters = 0;  // wrong, first_bad: two unsigned long long
   };
 
   explicit Devices(const CudaApi& cu) : cu_(cu) {}
@@ -600,6 +626,8 @@ class Devices {
     for (auto it = ranks_.rbegin(); it != ranks_.rend(); ++it) {
       if (it->ctx == nullptr) continue;
       cu_.cuCtxSetCurrent(it->ctx);
+      if (it->counters != 0) cu_.cuMemFree(it->counters);
+      if (it->module != nullptr) cu_.cuModuleUnload(it->module);
       if (it->recv != 0) cu_.cuMemFree(it->recv);
       if (it->send != 0) cu_.cuMemFree(it->send);
       if (it->stream != nullptr) cu_.cuStreamDestroy(it->stream);
@@ -611,7 +639,8 @@ class Devices {
   Devices& operator=(const Devices&) = delete;
 
   // Buffers hold data before anything is timed (nccl-tests never times zeros): the send
-  // buffer the rank's number, the receive buffer ones.
+  // buffer the rank's number, the receive buffer ones. Memsets run on the device already; the
+  // check's data come from the fill kernel (or the host without kernels).
   std::optional<Failure> Add(const CudaGpu& gpu, std::uint64_t bytes) {
     ranks_.push_back({gpu});
     Rank& r = ranks_.back();
@@ -629,6 +658,21 @@ class Devices {
     if (auto f = GPUFORGE_CU(cu_, cuMemsetD32, r.recv, std::bit_cast<unsigned>(1.0f), bytes / 4))
       return f;
     return SettleDefaultStream(ranks_.size() - 1);
+  }
+
+  // The fill and verify kernels in rank i's context, and the verify kernel's counters.
+  std::optional<Failure> LoadKernels(std::size_t i, std::span<const unsigned char> image) {
+    Rank& r = ranks_[i];
+    if (auto f = Enter(i)) return f;
+    if (auto f = GPUFORGE_CU(cu_, cuModuleLoadData, &r.module, image.data())) {
+      r.module = nullptr;
+      return f;
+    }
+    if (auto f = GPUFORGE_CU(cu_, cuModuleGetFunction, &r.fill, r.module, kNcclFillKernel))
+      return f;
+    if (auto f = GPUFORGE_CU(cu_, cuModuleGetFunction, &r.verify, r.module, kNcclVerifyKernel))
+      return f;
+    return GPUFORGE_CU(cu_, cuMemAlloc, &r.counters, 2 * sizeof(std::uint64_t));
   }
 
   // Memsets and pageable copies run on the legacy default stream, which the non-blocking
@@ -652,10 +696,16 @@ class Devices {
 // This agent's communicators (one per GPU) and a watchdog thread that, while they live, polls
 // ncclCommGetAsyncError and the cancel flag and aborts them all on either. The CudaApi has no
 // cuStreamQuery, so waiting is a blocking cuStreamSynchronize; the abort is what ends a wait on
-// a peer that is gone (ncclCommAbort stops NCCL's kernels). NCCL calls from this thread and
-// the watchdog's abort are serialised by a mutex, which is not held while waiting; a hang
-// inside an NCCL call itself (ncclCommInitRank's bootstrap waiting for a node that never
-// comes) is not interrupted: the agent's timeout has to end that one.
+// a peer that is gone (ncclCommAbort stops NCCL's kernels).
+//
+// No lock is held across an NCCL call: with NCCL_RUNTIME_CONNECT=1 (the default since 2.22)
+// ncclGroupEnd connects to the peers and blocks when one is gone, and the watchdog must be able
+// to poll and abort then. ncclCommGetAsyncError may be called while another thread uses the
+// communicator, and ncclCommAbort from another thread is how NCCL breaks a hang. The watchdog
+// raises `aborted_` before it aborts, so no NCCL call starts on an aborted communicator after
+// the flag is seen; one already inside NCCL (the hang) is what the abort is for. A hang inside
+// ncclCommInitRank (bootstrap waiting for a node that never comes) comes before the watchdog
+// and the communicators exist: the agent's timeout has to end that one.
 class Clique {
  public:
   Clique(const NcclApi& nc, const CudaApi& cu, Devices& dev, const Context& ctx)
@@ -667,7 +717,8 @@ class Clique {
     }
     cv_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
-    for (std::size_t i = 0; i < comms_.size(); ++i) {
+    // After the watchdog's abort every communicator is gone.
+    for (std::size_t i = 0; i < comms_.size() && !aborted_.load(); ++i) {
       if (comms_[i] == nullptr) continue;
       dev_.Enter(i);
       // Destroy waits for outstanding work and may talk to peers; after a failure that could
@@ -683,9 +734,9 @@ class Clique {
   Clique(const Clique&) = delete;
   Clique& operator=(const Clique&) = delete;
 
-  // One ncclCommInitRank per GPU inside a group, each with its GPU's context current.
+  // One ncclCommInitRank per GPU inside a group, each with its GPU's context current. Before
+  // Watch(): comms_ is written here only.
   std::optional<Failure> Init(const ncclUniqueId& id, int nranks, int base) {
-    std::lock_guard lock(m_);
     comms_.assign(dev_.size(), nullptr);
     std::optional<Failure> failure = GPUFORGE_NCCL(nc_, ncclGroupStart);
     if (failure) return failure;
@@ -707,8 +758,7 @@ class Clique {
 
   // One all-reduce on every GPU, as one group.
   std::optional<Failure> AllReduce(std::uint64_t count, ncclRedOp_t op, bool in_place) {
-    std::lock_guard lock(m_);
-    if (tripped_) return tripped_;
+    if (auto why = Tripped()) return why;
     std::optional<Failure> failure = GPUFORGE_NCCL(nc_, ncclGroupStart);
     if (failure) return failure;
     for (std::size_t i = 0; i < dev_.size() && !failure; ++i) {
@@ -722,6 +772,8 @@ class Clique {
     }
     // The group is closed even after a failed call, so NCCL's group depth stays balanced.
     std::optional<Failure> end = GPUFORGE_NCCL(nc_, ncclGroupEnd);
+    // An abort while NCCL ran makes its calls fail: what the watchdog saw is the cause.
+    if (auto why = Tripped()) return why;
     return failure ? failure : end;
   }
 
@@ -732,13 +784,22 @@ class Clique {
     for (std::size_t i = 0; i < dev_.size() && !failure; ++i) {
       failure = GPUFORGE_CU(cu_, cuStreamSynchronize, dev_[i].stream);
     }
-    std::lock_guard lock(m_);
-    return tripped_ ? tripped_ : failure;
+    if (auto why = Tripped()) return why;
+    return failure;
+  }
+
+  // Why the watchdog aborted, once it has.
+  std::optional<Failure> Tripped() const {
+    // The acquire pairs with the watchdog's release: tripped_ is complete once the flag is up.
+    if (!aborted_.load(std::memory_order_acquire)) return std::nullopt;
+    return tripped_;
   }
 
   void Healthy() { healthy_ = true; }
 
  private:
+  // m_ guards stop_ only, for the wake-up at destruction; NCCL is polled and aborted outside
+  // any lock the sweep takes.
   void Guard() {
     std::unique_lock lock(m_);
     while (!stop_) {
@@ -759,10 +820,10 @@ class Clique {
       }
       if (!why) continue;
       why->reason += "; the communicators were aborted";
-      tripped_ = why;
-      for (ncclComm_t& c : comms_) {
+      tripped_ = std::move(why);
+      aborted_.store(true, std::memory_order_release);
+      for (ncclComm_t c : comms_) {
         if (c != nullptr) nc_.ncclCommAbort(c);
-        c = nullptr;
       }
       return;
     }
@@ -776,8 +837,9 @@ class Clique {
   std::condition_variable cv_;
   bool stop_ = false;
   bool healthy_ = false;
-  std::optional<Failure> tripped_;
-  std::vector<ncclComm_t> comms_;
+  std::atomic<bool> aborted_{false};
+  std::optional<Failure> tripped_;  // written by the watchdog before aborted_ is raised
+  std::vector<ncclComm_t> comms_;   // fixed once Init returns
   std::thread watchdog_;
 };
 
@@ -798,7 +860,18 @@ float Expected(const std::string& op, int nranks, int phase) {
   return static_cast<float>(acc);
 }
 
+// Host check only (a build without kernels): the copies go through a buffer of this size.
 constexpr std::uint64_t kChunkElements = std::uint64_t{4} << 20;  // 16 MiB of floats
+
+// Blocks for a check kernel over n elements: enough to fill every SM once, fewer for small n
+// (the kernels loop over the rest).
+unsigned CheckBlocks(const CudaGpu& gpu, std::uint64_t n) {
+  const std::uint64_t per_sm =
+      static_cast<std::uint64_t>(std::max(1, gpu.threads_per_sm / kNcclCheckBlockThreads));
+  const std::uint64_t full = static_cast<std::uint64_t>(std::max(1, gpu.sms)) * per_sm;
+  const std::uint64_t needed = (n + kNcclCheckBlockThreads - 1) / kNcclCheckBlockThreads;
+  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(full, needed)));
+}
 
 struct Sweeper {
   const CudaApi& cu;
@@ -809,6 +882,7 @@ struct Sweeper {
   Clique& clique;
   int nranks = 0;
   int base = 0;
+  bool on_gpu = false;  // fill and verify with the kernels (Devices::LoadKernels ran)
 
   // Out-of-place, then in-place, for one size.
   std::optional<Failure> MeasureSize(std::uint64_t bytes, std::uint32_t seed, Sweep* sweep) {
@@ -853,9 +927,107 @@ struct Sweeper {
   std::optional<Failure> Check(std::uint64_t count, bool in_place, std::uint32_t seed,
                                std::uint64_t* wrong, Sweep* sweep) {
     const int period = Period(s.op);
-    std::vector<float> pattern(static_cast<std::size_t>(std::min(count, kChunkElements) + period));
-    for (std::size_t j = 0; j < pattern.size(); ++j)
-      pattern[j] = static_cast<float>(1 + j % period);
+    std::vector<float> expected(static_cast<std::size_t>(period));
+    for (int p = 0; p < period; ++p)
+      expected[static_cast<std::size_t>(p)] = Expected(s.op, nranks, p);
+    if (auto f = on_gpu ? FillOnGpu(count, in_place, seed) : FillOnHost(count, in_place, seed))
+      return f;
+    if (auto f = clique.AllReduce(count, RedOp(s.op), in_place)) return f;
+    // Queued behind the all-reduce on each rank's stream, so one wait covers both.
+    if (on_gpu) {
+      if (auto f = LaunchVerify(count, seed, expected)) return f;
+    }
+    if (auto f = clique.Wait()) return f;
+    const Placed where{in_place, count};
+    return on_gpu ? ReadCounters(where, seed, expected, wrong, sweep)
+                  : CompareOnHost(where, seed, expected, wrong, sweep);
+  }
+
+ private:
+  struct Placed {
+    bool in_place = false;
+    std::uint64_t count = 0;
+  };
+
+  // Everything on the rank's own stream, in the order NCCL then sees it.
+  std::optional<Failure> FillOnGpu(std::uint64_t count, bool in_place, std::uint32_t seed) {
+    for (std::size_t i = 0; i < dev.size(); ++i) {
+      const Devices::Rank& r = dev[i];
+      if (auto f = dev.Enter(i)) return f;
+      if (auto f = GPUFORGE_CU(cu, cuMemsetD32Async, r.counters, 0u, 2, r.stream)) return f;
+      if (auto f = GPUFORGE_CU(cu, cuMemsetD32Async, r.counters + sizeof(std::uint64_t),
+                               static_cast<unsigned>(kNcclNoBadElement), 2, r.stream))
+        return f;
+      CUdeviceptr target = in_place ? r.recv : r.send;
+      unsigned long long n = count;
+      unsigned long long phase = static_cast<unsigned long long>(base) + i + seed;
+      unsigned period = static_cast<unsigned>(Period(s.op));
+      void* args[] = {&target, &n, &phase, &period};
+      if (auto f = GPUFORGE_CU(cu, cuLaunchKernel, r.fill, CheckBlocks(r.gpu, count), 1, 1,
+                               kNcclCheckBlockThreads, 1, 1, 0, r.stream, args, nullptr))
+        return f;
+      // A result that never arrives must not pass for one.
+      if (!in_place) {
+        if (auto f = GPUFORGE_CU(cu, cuMemsetD32Async, r.recv, std::bit_cast<unsigned>(-1.0f),
+                                 count, r.stream))
+          return f;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Failure> LaunchVerify(std::uint64_t count, std::uint32_t seed,
+                                      const std::vector<float>& expected) {
+    for (std::size_t i = 0; i < dev.size(); ++i) {
+      const Devices::Rank& r = dev[i];
+      if (auto f = dev.Enter(i)) return f;
+      CUdeviceptr result = r.recv;
+      unsigned long long n = count;
+      unsigned long long phase = seed;
+      unsigned period = static_cast<unsigned>(expected.size());
+      float want[kNcclCheckMaxPeriod];
+      for (std::size_t p = 0; p < kNcclCheckMaxPeriod; ++p)
+        want[p] = expected[p < expected.size() ? p : 0];
+      CUdeviceptr wrong = r.counters, first_bad = r.counters + sizeof(std::uint64_t);
+      void* args[] = {&result,  &n,       &phase, &period,   &want[0],
+                      &want[1], &want[2], &wrong, &first_bad};
+      if (auto f = GPUFORGE_CU(cu, cuLaunchKernel, r.verify, CheckBlocks(r.gpu, count), 1, 1,
+                               kNcclCheckBlockThreads, 1, 1, 0, r.stream, args, nullptr))
+        return f;
+    }
+    return std::nullopt;
+  }
+
+  // Two counters per rank, and the first wrong element's value for the reason.
+  std::optional<Failure> ReadCounters(const Placed& where, std::uint32_t seed,
+                                      const std::vector<float>& expected, std::uint64_t* wrong,
+                                      Sweep* sweep) {
+    *wrong = 0;
+    for (std::size_t i = 0; i < dev.size(); ++i) {
+      if (auto f = dev.Enter(i)) return f;
+      std::uint64_t counters[2] = {0, 0};
+      if (auto f = GPUFORGE_CU(cu, cuMemcpyDtoH, counters, dev[i].counters, sizeof counters))
+        return f;
+      const std::uint64_t first = counters[1];
+      if (counters[0] > 0 && *wrong == 0 && sweep->first_wrong.empty() && first < where.count) {
+        float got = 0;
+        if (auto f = GPUFORGE_CU(cu, cuMemcpyDtoH, &got, dev[i].recv + first * kElementBytes,
+                                 kElementBytes))
+          return f;
+        NoteFirstWrong(i, where, first, got, expected[(first + seed) % expected.size()], sweep);
+      }
+      *wrong += counters[0];
+    }
+    return std::nullopt;
+  }
+
+  // Without kernels: the same data through pageable copies, chunk by chunk.
+  std::optional<Failure> FillOnHost(std::uint64_t count, bool in_place, std::uint32_t seed) {
+    const std::size_t period = static_cast<std::size_t>(Period(s.op));
+    // 1, 2, .., P, 1, 2, ..: a chunk of phase k starts at pattern[k].
+    std::vector<float> pattern(static_cast<std::size_t>(std::min(count, kChunkElements)) + period);
+    for (std::size_t j = 0, ph = 0; j < pattern.size(); ++j, ph = ph + 1 == period ? 0 : ph + 1)
+      pattern[j] = static_cast<float>(1 + ph);
     for (std::size_t i = 0; i < dev.size(); ++i) {
       const Devices::Rank& r = dev[i];
       const std::uint64_t rank = static_cast<std::uint64_t>(base) + i;
@@ -864,7 +1036,8 @@ struct Sweeper {
       for (std::uint64_t at = 0; at < count; at += kChunkElements) {
         const std::uint64_t n = std::min(kChunkElements, count - at);
         const std::size_t phase = (at + rank + seed) % period;
-        if (auto f = GPUFORGE_CU(cu, cuMemcpyHtoD, target + at * 4, pattern.data() + phase, n * 4))
+        if (auto f = GPUFORGE_CU(cu, cuMemcpyHtoD, target + at * kElementBytes,
+                                 pattern.data() + phase, n * kElementBytes))
           return f;
       }
       // A result that never arrives must not pass for one.
@@ -874,32 +1047,40 @@ struct Sweeper {
       }
       if (auto f = dev.SettleDefaultStream(i)) return f;
     }
-    if (auto f = clique.AllReduce(count, RedOp(s.op), in_place)) return f;
-    if (auto f = clique.Wait()) return f;
-    std::vector<float> expected(period);
-    for (int p = 0; p < period; ++p) expected[p] = Expected(s.op, nranks, p);
-    std::vector<float> got(static_cast<std::size_t>(std::min(count, kChunkElements)));
+    return std::nullopt;
+  }
+
+  std::optional<Failure> CompareOnHost(const Placed& where, std::uint32_t seed,
+                                       const std::vector<float>& expected, std::uint64_t* wrong,
+                                       Sweep* sweep) {
+    const std::size_t period = expected.size();
+    std::vector<float> got(static_cast<std::size_t>(std::min(where.count, kChunkElements)));
     *wrong = 0;
     for (std::size_t i = 0; i < dev.size(); ++i) {
       if (auto f = dev.Enter(i)) return f;
-      for (std::uint64_t at = 0; at < count; at += kChunkElements) {
-        const std::uint64_t n = std::min(kChunkElements, count - at);
-        if (auto f = GPUFORGE_CU(cu, cuMemcpyDtoH, got.data(), dev[i].recv + at * 4, n * 4))
+      for (std::uint64_t at = 0; at < where.count; at += kChunkElements) {
+        const std::uint64_t n = std::min(kChunkElements, where.count - at);
+        if (auto f = GPUFORGE_CU(cu, cuMemcpyDtoH, got.data(), dev[i].recv + at * kElementBytes,
+                                 n * kElementBytes))
           return f;
-        for (std::uint64_t j = 0; j < n; ++j) {
-          const float want = expected[(at + j + seed) % period];
-          if (got[j] == want) continue;
-          if ((*wrong)++ == 0 && sweep->first_wrong.empty()) {
-            sweep->first_wrong =
-                fmt::format("{}, rank {}, {} of {} bytes, element {}: {} where {} was expected",
-                            dev[i].gpu.Label(), base + static_cast<int>(i),
-                            in_place ? "in-place" : "out-of-place", count * kElementBytes, at + j,
-                            got[j], want);
-          }
+        // The phase steps with the element: no division per element.
+        std::size_t ph = (at + seed) % period;
+        for (std::uint64_t j = 0; j < n; ++j, ph = ph + 1 == period ? 0 : ph + 1) {
+          if (got[j] == expected[ph]) continue;
+          if ((*wrong)++ == 0 && sweep->first_wrong.empty())
+            NoteFirstWrong(i, where, at + j, got[j], expected[ph], sweep);
         }
       }
     }
     return std::nullopt;
+  }
+
+  void NoteFirstWrong(std::size_t i, const Placed& where, std::uint64_t element, float got,
+                      float want, Sweep* sweep) const {
+    sweep->first_wrong = fmt::format(
+        "{}, rank {}, {} of {} bytes, element {}: {} where {} was expected", dev[i].gpu.Label(),
+        base + static_cast<int>(i), where.in_place ? "in-place" : "out-of-place",
+        where.count * kElementBytes, element, got, want);
   }
 };
 
@@ -939,13 +1120,20 @@ std::optional<Failure> Meet(const NcclApi& nc, const Settings& s, const Context&
 
 std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Settings& s,
                                 const Context& ctx, const std::vector<CudaGpu>& gpus,
-                                Sweep* sweep) {
+                                std::span<const unsigned char> kernels, Sweep* sweep) {
   if (auto f = GPUFORGE_NCCL(nc, ncclGetVersion, &sweep->version)) return f;
   const std::vector<std::uint64_t> sizes = Sizes(s);
+  // The fatbin has SASS from sm_80 up (and compute_90 PTX): older GPUs are checked on the host.
+  const bool on_gpu =
+      s.check && !kernels.empty() &&
+      std::all_of(gpus.begin(), gpus.end(), [](const CudaGpu& g) { return g.cc_major >= 8; });
+  sweep->check = !s.check ? "off" : on_gpu ? "gpu" : "host";
   Devices dev(cu);
-  for (const CudaGpu& g : gpus) {
-    if (auto f = dev.Add(g, sizes.back())) {
-      f->reason = g.Label() + ": " + f->reason;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    std::optional<Failure> f = dev.Add(gpus[i], sizes.back());
+    if (!f && on_gpu) f = dev.LoadKernels(i, kernels);
+    if (f) {
+      f->reason = gpus[i].Label() + ": " + f->reason;
       return f;
     }
   }
@@ -961,7 +1149,7 @@ std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Sett
   Clique clique(nc, cu, dev, ctx);
   if (auto f = clique.Init(id, nranks, base)) return f;
   clique.Watch();
-  Sweeper sweeper{cu, nc, s, ctx, dev, clique, nranks, base};
+  Sweeper sweeper{cu, nc, s, ctx, dev, clique, nranks, base, on_gpu};
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (auto f = sweeper.MeasureSize(sizes[i], static_cast<std::uint32_t>(2 * i + 1), sweep))
       return f;
@@ -978,8 +1166,9 @@ namespace {
 
 class AllReduceProbe : public Probe {
  public:
-  AllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log)
-      : cuda_(std::move(cuda)), nccl_(std::move(nccl)), log_(std::move(log)) {}
+  AllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
+                 std::span<const unsigned char> kernels)
+      : cuda_(std::move(cuda)), nccl_(std::move(nccl)), log_(std::move(log)), kernels_(kernels) {}
 
   std::string key() const override { return kKey; }
   std::string description() const override {
@@ -1039,7 +1228,7 @@ class AllReduceProbe : public Probe {
     log->Start(s.nccl_debug);
     Sweep sweep;
     std::vector<Failure> failures;
-    if (auto f = RunSweep(cu, nc, s, ctx, gpus, &sweep)) failures.push_back(*f);
+    if (auto f = RunSweep(cu, nc, s, ctx, gpus, kernels_, &sweep)) failures.push_back(*f);
     const NcclLogSummary summary = ParseNcclLog(log->Finish());
     // Only a node whose own sweep succeeded trades times; the others are stuck in NCCL or
     // gone, and the controller's timeout ends their round.
@@ -1073,17 +1262,19 @@ class AllReduceProbe : public Probe {
   CudaLoader cuda_;
   NcclLoader nccl_;
   NcclLogFactory log_;
+  std::span<const unsigned char> kernels_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl,
-                                              NcclLogFactory log) {
-  return std::make_unique<AllReduceProbe>(std::move(cuda), std::move(nccl), std::move(log));
+std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
+                                              std::span<const unsigned char> kernels) {
+  return std::make_unique<AllReduceProbe>(std::move(cuda), std::move(nccl), std::move(log),
+                                          kernels);
 }
 
 std::unique_ptr<Probe> MakeNcclAllReduceProbe() {
-  return MakeNcclAllReduceProbe(LoadCudaDriver, LoadNccl, MakeNcclLogFile);
+  return MakeNcclAllReduceProbe(LoadCudaDriver, LoadNccl, MakeNcclLogFile, EmbeddedKernels());
 }
 
 }  // namespace gpuforge::probe::internal

@@ -4,7 +4,9 @@
 // (see anchors.md): sizes from min_bytes to max_bytes by step_factor, each timed out-of-place
 // then in-place over `iters` back-to-back operations on a host steady clock, algbw = bytes /
 // 1e9 / seconds, busbw = algbw * 2(n-1)/n for n ranks (0 with one rank), and after timing one
-// more operation on fresh data whose every element is checked (#wrong).
+// more operation on fresh data whose every element is checked (#wrong). As in nccl-tests the
+// fresh data are written and checked on the GPU (kernels/nccl_check_abi.h): only two counters
+// and the first wrong element come back to the host.
 //
 // One agent drives every GPU it uses (one rank per GPU, one stream each). With nodes > 1 the
 // agents meet through the controller's exchange (Context::exchange): node_index 0 makes the
@@ -17,14 +19,16 @@
 // type, redop. Entity "allreduce": "busbw" (GB/s, largest size out-of-place), "avg_busbw"
 // (GB/s, mean over every row as nccl-tests' footer), "wrong_total" (count), "ranks" (count),
 // "quick_op_ms" (ms, preset=quick only: the slower placement's time per operation); info
-// network, nccl_version, ib_no_device, ib_no_device_line, ranks, nodes. Any wrong element makes
-// the result ERROR "wrong_data" with every measurement kept.
+// network, nccl_version, ib_no_device, ib_no_device_line, ranks, nodes, check ("gpu", "host"
+// when this build has no kernels or a GPU is too old for them, "off" with check=0). Any wrong
+// element makes the result ERROR "wrong_data" with every measurement kept.
 //
 // NCCL's own log is captured into the result's log (see NcclLogCapture).
 
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuforge/probe/probe.h"
@@ -39,8 +43,8 @@ namespace gpuforge::probe::internal {
 class NcclLogCapture {
  public:
   virtual ~NcclLogCapture() = default;
-  // Sets NCCL_DEBUG to `level` and NCCL_DEBUG_SUBSYS, each unless the environment already has
-  // it, and points NCCL_DEBUG_FILE at a private file.
+  // Points NCCL_DEBUG_FILE at a private file and sets NCCL_DEBUG to `level` and
+  // NCCL_DEBUG_SUBSYS, each unless the environment already has it (see NcclLogSettings).
   virtual void Start(const std::string& level) = 0;
   // The lines NCCL wrote since Start().
   virtual std::vector<std::string> Finish() = 0;
@@ -53,6 +57,20 @@ using NcclLogFactory = std::function<std::unique_ptr<NcclLogCapture>()>;
 // respected and not read.
 std::unique_ptr<NcclLogCapture> MakeNcclLogFile();
 
+// The NCCL_* variables as the capture found them; nullptr when unset.
+struct NcclLogEnv {
+  const char* debug = nullptr;   // NCCL_DEBUG
+  const char* subsys = nullptr;  // NCCL_DEBUG_SUBSYS
+  const char* file = nullptr;    // NCCL_DEBUG_FILE
+};
+// What Start() sets, in order: NCCL_DEBUG_FILE=`own_file` (the capture's file, "" when it has
+// none) unless the user chose a file, then NCCL_DEBUG=`level` and NCCL_DEBUG_SUBSYS, each
+// unless set. Nothing at all when NCCL's log would have no file: NCCL would then write it to
+// stdout, the agent's result channel.
+std::vector<std::pair<std::string, std::string>> NcclLogSettings(const std::string& level,
+                                                                 const NcclLogEnv& env,
+                                                                 const std::string& own_file);
+
 // What a run's NCCL log says.
 struct NcclLogSummary {
   std::vector<std::string> kept;  // the lines worth keeping (network, warnings, version, init)
@@ -64,8 +82,11 @@ struct NcclLogSummary {
 // Pure: keeps at most 100 lines, each printable and at most 300 characters.
 NcclLogSummary ParseNcclLog(std::span<const std::string> lines);
 
-// With the real loaders and log capture.
+// With the real loaders, log capture and embedded kernels. `kernels` is a fatbin with
+// gpuforge_nccl_fill and gpuforge_nccl_verify (see kernels.h); when it is empty, or a GPU is
+// older than compute capability 8.0, the data are filled and checked on the host instead.
 std::unique_ptr<Probe> MakeNcclAllReduceProbe();
-std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log);
+std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
+                                              std::span<const unsigned char> kernels);
 
 }  // namespace gpuforge::probe::internal

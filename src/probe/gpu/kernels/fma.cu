@@ -26,3 +26,6 @@ extern "C" __global__ void gpuforge_fma_fp32(float* out, float a, float b, int l
   for (int j = 0; j < kFmaChains; ++j) sum += x[j];
   out[t] = sum;
 }
+
+// nccl.allreduce's fill and verify kernels.
+#include "probe/gpu/kernels/nccl_check.cu"

@@ -1166,6 +1166,13 @@ TEST_F(NcclAllReduceTest, SeveralNodesNeedTheExchange) {
   params["nodes"] = "2";
   const ProbeResult r = RunIt(*Make(), params);
   EXPECT_EQ(r.code, "no_exchange");
+  // Across nodes the warm-up op is what lines the nodes up before timing.
+  params["warmup"] = "0";
+  const ProbeResult cold = RunIt(*Make(), params);
+  EXPECT_EQ(cold.code, "bad_param");
+  EXPECT_EQ(cold.reason,
+            "parameter warmup must be at least 1 when nodes > 1: the warm-up operation lines the nodes up before "
+            "timing starts");
 }
 
 TEST_F(NcclAllReduceTest, TwoAgentsFormOneCommunicatorAndAverageTheirTimes) {

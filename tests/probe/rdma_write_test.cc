@@ -646,6 +646,21 @@ TEST_F(RdmaWriteTest, AMessageLargerThanThePortTakesIsRefusedBeforeAnyWrite) {
   EXPECT_EQ(s.code, "bad_param");
 }
 
+TEST_F(RdmaWriteTest, APeerThatStopsMidPingPongIsAPeerTimeoutNotAHang) {
+  // Writes complete but never land, as when the peer is gone: each side gives up on its own.
+  fabric_.drop_writes = true;
+  RdmaTestHooks quick;
+  quick.peer_silence_s = 0.2;
+  auto server = MakeRdmaWriteLatProbe(Loader(), quick);
+  auto client = MakeRdmaWriteLatProbe(Loader(), quick);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, LatParams("server", "mlx5_0"), *client, LatParams("client", "mlx5_1"), x);
+  EXPECT_EQ(s.code, "peer_timeout");
+  EXPECT_EQ(s.reason, "the peer's write 1 of 20 did not land within 0.2 s: the peer stopped or the link dropped");
+  EXPECT_EQ(c.code, "peer_timeout");
+  EXPECT_EQ(x.rounds(), 3);  // both still took the closing rounds
+}
+
 TEST_F(RdmaWriteTest, PortDownNamesDevicePortAndState) {
   fabric_.Dev("mlx5_1")->port.state = IBV_PORT_DOWN;
   auto server = MakeRdmaWriteLatProbe(Loader());

@@ -297,6 +297,11 @@ gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
   gpuforge::Result<std::int64_t> index = IntParam(ctx, "node_index", 0, s.nodes - 1);
   if (!index.ok()) return index.error();
   s.node_index = static_cast<int>(*index);
+  if (s.nodes > 1 && s.warmup < 1) {
+    // Without a barrier of its own, the warm-up op is what lines the nodes up before the timer.
+    return Error{"parameter warmup must be at least 1 when nodes > 1: the warm-up operation lines the nodes up "
+                 "before timing starts"};
+  }
   gpuforge::Result<std::string> debug = text("nccl_debug");
   if (!debug.ok()) return debug.error();
   std::string level = *debug;

@@ -820,10 +820,21 @@ std::optional<Failure> Session::RunLat(const Part& peer, std::vector<Measurement
       const char want = static_cast<char>(received);
       // The NIC writes this byte behind the compiler's back: an atomic load keeps it re-read.
       std::atomic_ref<char> landed(*recv_last);
+      const auto waiting_since = std::chrono::steady_clock::now();
       for (std::uint64_t spins = 0; landed.load(std::memory_order_acquire) != want; ++spins) {
-        if (spins % 4096 == 4095 && ctx_.Cancelled()) {
+        if (spins % 4096 != 4095) continue;
+        if (ctx_.Cancelled()) {
           return Failure{"cancelled",
                          fmt::format("cancelled waiting for the peer's write {} of {}", received, iters)};
+        }
+        // A peer that died mid ping-pong never writes again; say so rather than spin to the
+        // agent's timeout.
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since).count() >
+            hooks_.peer_silence_s) {
+          return Failure{"peer_timeout",
+                         fmt::format("the peer's write {} of {} did not land within {} s: the peer stopped or "
+                                     "the link dropped",
+                                     received, iters, hooks_.peer_silence_s)};
         }
       }
     }

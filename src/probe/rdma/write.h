@@ -45,6 +45,8 @@ struct RdmaTestHooks {
   std::function<double()> clock;
   // Where loaded kernel modules show (nvidia_peermem, nv_peer_mem).
   std::string sys_module_dir = "/sys/module";
+  // rdma.write_lat gives up on a peer whose next write has not landed after this long.
+  double peer_silence_s = 10;
 };
 std::unique_ptr<Probe> MakeRdmaWriteBwProbe(VerbsLoader verbs, CudaLoader cuda,
                                             RdmaTestHooks hooks = {});

@@ -5,6 +5,7 @@
 // destroy, and fails on request. This is all the testing these probes have had: none has run on
 // RDMA hardware.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -82,6 +83,7 @@ struct Fabric {
   int reg_mr_errno = ENOMEM;
   std::set<uintptr_t> gpu_memory;  // reg_mr of these addresses fails with EFAULT (no peermem)
   bool drop_writes = false;        // writes complete but nothing lands
+  bool dmabuf = false;             // the library has ibv_reg_dmabuf_mr (IBVERBS_1.12)
   int wc_error_at = -1;            // the send (0-based) that completes with wc_error
   ibv_wc_status wc_error = IBV_WC_RETRY_EXC_ERR;
 
@@ -222,6 +224,26 @@ struct Fabric {
       f->mrs[mr->rkey] = {dev, static_cast<char*>(addr), len, access};
       return mr;
     };
+    if (f->dmabuf) {
+      // The region is the GPU range at `iova`; the fake copies into it like any other.
+      api->reg_dmabuf_mr = [f](ibv_pd* pd, uint64_t offset, size_t len, uint64_t iova, int fd,
+                               int access) -> ibv_mr* {
+        std::lock_guard l(f->mu);
+        if (fd < 0 || offset != 0) {
+          errno = EINVAL;
+          return nullptr;
+        }
+        auto* mr = new ibv_mr{};
+        mr->context = pd->context;
+        mr->pd = pd;
+        mr->addr = reinterpret_cast<void*>(iova);
+        mr->length = len;
+        mr->lkey = mr->rkey = f->next_key++;
+        f->mrs[mr->rkey] = {pd->context->device->name, reinterpret_cast<char*>(iova), len, access};
+        f->events.push_back("reg_dmabuf_mr " + std::string(pd->context->device->name));
+        return mr;
+      };
+    }
     api->dereg_mr = [f](ibv_mr* mr) {
       std::lock_guard l(f->mu);
       f->events.push_back("dereg_mr " + f->mrs[mr->rkey].device);
@@ -781,5 +803,124 @@ TEST_F(RdmaWriteTest, CancelStopsTheLatencyWait) {
 
 #endif  // GPUFORGE_HAVE_IBVERBS
 
+
+#if GPUFORGE_HAVE_CUDA
+// Just enough of the CUDA driver for one GPU whose memory is host memory, so that the fake
+// fabric can copy into it: GPUDirect's two registration paths.
+namespace fake_gpu {
+bool dmabuf_export = true;
+std::atomic<int> allocations{0};
+Fabric* refuse_in = nullptr;  // when set, its reg_mr refuses every GPU allocation (no peermem)
+CUresult Init(unsigned) { return CUDA_SUCCESS; }
+CUresult Count(int* n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+CUresult Get(CUdevice* d, int i) {
+  *d = i;
+  return CUDA_SUCCESS;
+}
+CUresult Name(char* name, int len, CUdevice) {
+  std::snprintf(name, static_cast<std::size_t>(len), "NVIDIA H200");
+  return CUDA_SUCCESS;
+}
+CUresult Attribute(int* v, CUdevice_attribute a, CUdevice) {
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0 : 132;
+  return CUDA_SUCCESS;
+}
+CUresult BusId(char* id, int len, CUdevice) {
+  std::snprintf(id, static_cast<std::size_t>(len), "0000:1B:00.0");
+  return CUDA_SUCCESS;
+}
+CUresult Retain(CUcontext* c, CUdevice) {
+  *c = reinterpret_cast<CUcontext>(std::uintptr_t{0x10});
+  return CUDA_SUCCESS;
+}
+CUresult Release(CUdevice) { return CUDA_SUCCESS; }
+CUresult SetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult Alloc(CUdeviceptr* p, size_t n) {
+  void* m = std::aligned_alloc(4096, n);
+  std::memset(m, 0, n);
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  ++allocations;
+  if (refuse_in != nullptr) {
+    std::lock_guard l(refuse_in->mu);
+    refuse_in->gpu_memory.insert(reinterpret_cast<uintptr_t>(m));
+  }
+  return CUDA_SUCCESS;
+}
+CUresult Free(CUdeviceptr p) {
+  std::free(reinterpret_cast<void*>(p));
+  --allocations;
+  return CUDA_SUCCESS;
+}
+CUresult Export(void* handle, CUdeviceptr, size_t size, CUmemRangeHandleType type, unsigned long long) {
+  if (!dmabuf_export || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || size % (2u << 20) != 0) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  *static_cast<int*>(handle) = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return CUDA_SUCCESS;
+}
+CUresult ErrorString(CUresult, const char** s) {
+  *s = "fake error";
+  return CUDA_SUCCESS;
+}
+CudaLoad Load() {
+  auto api = std::make_shared<CudaApi>();
+  api->cuInit = Init;
+  api->cuDeviceGetCount = Count;
+  api->cuDeviceGet = Get;
+  api->cuDeviceGetName = Name;
+  api->cuDeviceGetAttribute = Attribute;
+  api->cuDeviceGetPCIBusId = BusId;
+  api->cuDevicePrimaryCtxRetain = Retain;
+  api->cuDevicePrimaryCtxRelease = Release;
+  api->cuCtxSetCurrent = SetCurrent;
+  api->cuMemAlloc = Alloc;
+  api->cuMemFree = Free;
+  api->cuMemGetHandleForAddressRange = Export;
+  api->cuGetErrorString = ErrorString;
+  api->cuGetErrorName = ErrorString;
+  return {api, "", ""};
+}
+}  // namespace fake_gpu
+
+// GPUDirect: the client's buffer is GPU 0's memory. nvidia-peermem registers it with plain
+// ibv_reg_mr; without peermem (reg_mr of GPU memory fails with EFAULT) the DMA-BUF path takes
+// over; without either the probe says what is missing.
+TEST_F(RdmaWriteTest, GpuMemoryRegistersThroughPeermemElseDmabufElseSaysWhy) {
+  auto run = [&](const std::string& label) {
+    auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+    RdmaTestHooks hooks;
+    hooks.sys_module_dir = "/nonexistent-" + label;  // no nvidia_peermem listed
+    auto client = MakeRdmaWriteBwProbe(Loader(), fake_gpu::Load, hooks);
+    Params cp = BwParams("client", "mlx5_1");
+    cp["gpu"] = "0";
+    TwoWay x;
+    return RunPair(*server, BwParams("server", "mlx5_0"), *client, cp, x).second;
+  };
+  const ProbeResult peermem = run("peermem");
+  ASSERT_EQ(peermem.outcome, Outcome::kOk) << peermem.code << ": " << peermem.reason;
+  EXPECT_EQ(peermem.measurements[0].info.at("registration"), "peermem");
+  EXPECT_EQ(peermem.measurements[0].info.at("memory"), "gpu0 (0000:1b:00.0)");
+
+  // reg_mr refuses GPU memory, as a kernel without peermem does; the library has DMA-BUF.
+  fabric_.dmabuf = true;
+  api_ = fabric_.Api();
+  fake_gpu::refuse_in = &fabric_;
+  const ProbeResult dmabuf = run("dmabuf");
+  ASSERT_EQ(dmabuf.outcome, Outcome::kOk) << dmabuf.code << ": " << dmabuf.reason;
+  EXPECT_EQ(dmabuf.measurements[0].info.at("registration"), "dmabuf");
+
+  fake_gpu::dmabuf_export = false;
+  const ProbeResult neither = run("neither");
+  fake_gpu::dmabuf_export = true;
+  fake_gpu::refuse_in = nullptr;
+  EXPECT_EQ(neither.code, "no_gpudirect");
+  EXPECT_NE(neither.reason.find("nvidia-peermem kernel module, which is not loaded"), std::string::npos)
+      << neither.reason;
+  EXPECT_EQ(fake_gpu::allocations.load(), 0);  // every GPU buffer freed
+}
+#endif
 }  // namespace
 }  // namespace gpuforge::probe::internal

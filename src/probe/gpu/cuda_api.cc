@@ -43,6 +43,8 @@ CudaLoad LoadCudaDriverFrom(std::span<const char* const> names) {
     api->cuEventElapsedTime =
         reinterpret_cast<decltype(api->cuEventElapsedTime)>(lib->Symbol("cuEventElapsedTime"));
   }
+  api->cuMemGetHandleForAddressRange = reinterpret_cast<decltype(api->cuMemGetHandleForAddressRange)>(
+      lib->Symbol("cuMemGetHandleForAddressRange"));
   std::string missing;
 #define GPUFORGE_CUDA_MISSING(fn) \
   if (api->fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(GPUFORGE_STR(fn));

@@ -67,6 +67,9 @@ struct CudaApi {
 #define GPUFORGE_CUDA_MEMBER(fn) decltype(&::fn) fn = nullptr;
   GPUFORGE_CUDA_FUNCTIONS(GPUFORGE_CUDA_MEMBER)
 #undef GPUFORGE_CUDA_MEMBER
+  // Optional (drivers since CUDA 11.7), nullptr without it: a DMA-BUF descriptor for GPU
+  // memory, for GPUDirect RDMA without nvidia-peermem.
+  decltype(&::cuMemGetHandleForAddressRange) cuMemGetHandleForAddressRange = nullptr;
 };
 
 // "cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)", in the driver's own words.

@@ -55,6 +55,8 @@ struct Raw {
   decltype(&::ibv_destroy_qp) destroy_qp = nullptr;
   decltype(&::ibv_modify_qp) modify_qp = nullptr;
   decltype(&::ibv_wc_status_str) wc_status_str = nullptr;
+  // Optional: IBVERBS_1.12 (rdma-core 34 and later); GPUDirect through DMA-BUF.
+  decltype(&::ibv_reg_dmabuf_mr) reg_dmabuf_mr = nullptr;
 };
 
 // What verbs.h's ___ibv_query_port does: a provider with the extended query_port op fills the
@@ -104,6 +106,8 @@ VerbsLoad LoadVerbsFrom(std::span<const char* const> names) {
   bind(&raw->destroy_qp, "ibv_destroy_qp");
   bind(&raw->modify_qp, "ibv_modify_qp");
   bind(&raw->wc_status_str, "ibv_wc_status_str");
+  raw->reg_dmabuf_mr = reinterpret_cast<decltype(raw->reg_dmabuf_mr)>(dlvsym(lib->handle, "ibv_reg_dmabuf_mr",
+                                                                              "IBVERBS_1.12"));
   if (!missing.empty()) {
     return {nullptr, "ibverbs_too_old",
             fmt::format("{} lacks {}: libibverbs is older than this build needs", lib->name,
@@ -127,6 +131,11 @@ VerbsLoad LoadVerbsFrom(std::span<const char* const> names) {
   api->reg_mr = [raw](ibv_pd* pd, void* addr, size_t length, int access) {
     return raw->reg_mr(pd, addr, length, access);
   };
+  if (raw->reg_dmabuf_mr != nullptr) {
+    api->reg_dmabuf_mr = [raw](ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
+      return raw->reg_dmabuf_mr(pd, offset, length, iova, fd, access);
+    };
+  }
   api->dereg_mr = [raw](ibv_mr* mr) { return raw->dereg_mr(mr); };
   api->create_cq = [raw](ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* ch,
                             int vector) { return raw->create_cq(c, cqe, cq_context, ch, vector); };

@@ -59,6 +59,9 @@ struct VerbsApi {
   std::function<ibv_pd*(ibv_context* context)> alloc_pd;
   std::function<int(ibv_pd* pd)> dealloc_pd;
   std::function<ibv_mr*(ibv_pd* pd, void* addr, size_t length, int access)> reg_mr;
+  // GPU memory by DMA-BUF file descriptor (inbox kernels with NVIDIA's open GPU modules, where
+  // nvidia-peermem cannot load); empty when libibverbs predates it (IBVERBS_1.12).
+  std::function<ibv_mr*(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)> reg_dmabuf_mr;
   std::function<int(ibv_mr* mr)> dereg_mr;
   std::function<ibv_cq*(ibv_context* context, int cqe, void* cq_context,
                         ibv_comp_channel* channel, int comp_vector)>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -359,7 +360,16 @@ struct Endpoint {
   std::unique_ptr<char, void (*)(void*)> host_buffer{nullptr, std::free};
   char* buffer = nullptr;
   std::uint64_t buffer_bytes = 0;
+  std::uint64_t gpu_bytes = 0;  // what cuMemAlloc took: buffer_bytes rounded up to 2 MiB
   std::string memory = "host";  // or "gpu0 (0000:1b:00.0)"
+  std::string registration = "host";  // GPU memory: "peermem" or "dmabuf"
+  struct FdClose {
+    void operator()(int* fd) const {
+      ::close(*fd);
+      delete fd;
+    }
+  };
+  std::unique_ptr<int, FdClose> dmabuf_fd;  // kept open while the MR lives
   Handle<ibv_mr> mr;
   Handle<ibv_cq> cq;
   Handle<ibv_qp> qp;
@@ -382,6 +392,7 @@ class Session {
  private:
   std::optional<Failure> Open();
   std::optional<Failure> AllocateBuffer();
+  ibv_mr* RegisterDmabuf();
   std::optional<Failure> CreateQp();
   std::optional<Failure> Connect(const Part& peer);
   std::optional<Failure> Round(const std::string& mine, std::vector<std::string>* parts);
@@ -512,7 +523,10 @@ std::optional<Failure> Session::AllocateBuffer() {
     ep_.cuda_context = std::make_unique<PrimaryContext>(cu, g.device);
     if (auto f = ep_.cuda_context->Enter()) return f;
     CUdeviceptr p = 0;
-    if (auto f = GPUFORGE_CU(cu, cuMemAlloc, &p, ep_.buffer_bytes)) return f;
+    // Whole 2 MiB GPU pages: DMA-BUF export wants an aligned range, and peermem pins pages anyway.
+    const std::uint64_t gpu_page = std::uint64_t{2} << 20;
+    ep_.gpu_bytes = (ep_.buffer_bytes + gpu_page - 1) / gpu_page * gpu_page;
+    if (auto f = GPUFORGE_CU(cu, cuMemAlloc, &p, ep_.gpu_bytes)) return f;
     ep_.gpu_buffer = std::make_unique<CudaOwned<CUdeviceptr>>(p, cu.cuMemFree);
     ep_.buffer = reinterpret_cast<char*>(static_cast<std::uintptr_t>(p));
     ep_.memory = g.Label();
@@ -533,6 +547,13 @@ std::optional<Failure> Session::AllocateBuffer() {
   errno = 0;
   ibv_mr* mr = api_.reg_mr(ep_.pd.get(), ep_.buffer, ep_.buffer_bytes,
                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (mr == nullptr && gpu) {
+    // Without nvidia-peermem, the kernel may still take GPU memory as a DMA-BUF (inbox RDMA
+    // stack with NVIDIA's open kernel modules), as perftest's --use_cuda_dmabuf does.
+    const int peermem_err = VerbsErrno(0);
+    mr = RegisterDmabuf();
+    if (mr == nullptr) errno = peermem_err;
+  }
   if (mr == nullptr) {
     const int err = VerbsErrno(0);
     const std::string what = fmt::format("{} bytes of {} memory on {}", ep_.buffer_bytes, ep_.memory, ep_.device);
@@ -544,14 +565,40 @@ std::optional<Failure> Session::AllocateBuffer() {
       if (!peermem) {
         return Failure{"no_gpudirect",
                        fmt::format("{}: {}; GPUDirect RDMA needs the nvidia-peermem kernel module, "
-                                   "which is not loaded (modprobe nvidia-peermem)",
+                                   "which is not loaded (modprobe nvidia-peermem), or DMA-BUF support "
+                                   "(NVIDIA's open kernel modules, rdma-core 34 or later), which failed too",
                                    what, VerbsCallError("ibv_reg_mr", err))};
       }
     }
     return VerbsFailure("ibv_reg_mr", err, what);
   }
+  if (gpu && ep_.registration == "host") ep_.registration = "peermem";
   ep_.mr = Handle<ibv_mr>(mr, [this](ibv_mr* m) { api_.dereg_mr(m); });
   return std::nullopt;
+}
+
+ibv_mr* Session::RegisterDmabuf() {
+#if GPUFORGE_HAVE_CUDA
+  if (!ep_.cuda_api || ep_.cuda_api->cuMemGetHandleForAddressRange == nullptr || !api_.reg_dmabuf_mr) {
+    return nullptr;
+  }
+  const CUdeviceptr p = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(ep_.buffer));
+  int fd = -1;
+  if (ep_.cuda_api->cuMemGetHandleForAddressRange(&fd, p, ep_.gpu_bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
+          CUDA_SUCCESS ||
+      fd < 0) {
+    return nullptr;
+  }
+  ep_.dmabuf_fd.reset(new int(fd));
+  errno = 0;
+  // iova = the GPU address, so the peer writes to the address this side announces.
+  ibv_mr* mr = api_.reg_dmabuf_mr(ep_.pd.get(), 0, ep_.buffer_bytes, p, fd,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (mr != nullptr) ep_.registration = "dmabuf";
+  return mr;
+#else
+  return nullptr;
+#endif
 }
 
 std::optional<Failure> Session::CreateQp() {
@@ -671,6 +718,7 @@ std::map<std::string, std::string> Session::Info(const Part& peer) const {
       {"link_layer", link},
       {"gid_index", std::to_string(s_.gid_index)},
       {"memory", ep_.memory},
+      {"registration", ep_.registration},
       {"qp", "RC"},
   };
   if (spec_.kind == Kind::kBw) {

@@ -3,12 +3,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
-#include "gpuforge/facts/drift.h"
-#include "gpuforge/facts/gather.h"
 #include "gpuforge/report/validate_report.h"
 #include "gpuforge/validate/runner.h"
 
@@ -28,18 +25,6 @@ std::vector<std::string> Words(const std::vector<std::string>& given) {
     }
   }
   return out;
-}
-
-validate::Verdict Unreachable(const std::string& node, const std::string& why) {
-  validate::Verdict v;
-  v.check = "ssh";
-  v.node = node;
-  v.entity = "node";
-  v.state = validate::State::kError;
-  v.code = "unreachable";
-  v.detail = why;
-  v.next_step = "gpuforge run INVENTORY --nodes " + node + " -- true";
-  return v;
 }
 
 }  // namespace
@@ -137,160 +122,15 @@ Command ValidateCommand() {
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "validate");
               std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
-              remote::FanoutOptions fo;
-              fo.width = o->remote.fanout;
-              fo.cancel = interrupt.flag();
-              fo.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
-              validate::RunOptions ro;
-              ro.retries = o->retries;
-              ro.timeout_s = o->timeout_s;
-              ro.cancel = interrupt.flag();
-
-              std::mutex mu;
-              std::vector<std::vector<validate::Verdict>> per_node(targets->size());
-              std::vector<std::string> agents(targets->size());
-              std::vector<facts::Gathered> gathered;
-              remote::Fleet fleet(*connector, *targets, fo);
-              // Node-local checks, in parallel across nodes.
-              fleet.Each([&](std::size_t i, remote::Session& s) {
-                const std::string& node = s.target().node;
-                bool agent_ok = !need_agent;
-                if (need_agent) {
-                  Result<std::string> path = validate::EnsureAgent(s, *agent);
-                  if (path.ok()) {
-                    agents[i] = *path;
-                    agent_ok = true;
-                  } else {
-                    per_node[i].push_back(Unreachable(node, path.error().message));
-                    per_node[i].back().check = "agent";
-                    per_node[i].back().code = "no_agent";
-                    per_node[i].back().next_step = "gpuforge apply INVENTORY --only agent --nodes " + node;
-                  }
-                }
-                for (const validate::PlannedRun& run : vplan.runs) {
-                  if (run.node != node || !run.peer.empty() || !run.group.empty()) continue;
-                  if (run.check == "facts") {
-                    remote::ExecOptions eo;
-                    eo.input = facts::GatherScript();
-                    eo.output_cap = facts::kMaxGatherBytes;
-                    eo.timeout = std::chrono::seconds(run.timeout_s);
-                    Result<remote::ExecResult> r = s.Exec("sh -s", eo);
-                    std::lock_guard lock(mu);
-                    if (!r.ok()) {
-                      gathered.push_back({node, r.error()});
-                    } else {
-                      gathered.push_back({node, facts::ParseGather(node, r->out)});
-                    }
-                    continue;
-                  }
-                  if (!agent_ok) continue;
-                  std::vector<validate::Verdict> v = validate::RunCheck(s, agents[i], *cluster, *thresholds, run, ro);
-                  per_node[i].insert(per_node[i].end(), v.begin(), v.end());
-                }
-                return true;
-              });
-              std::vector<validate::Verdict> verdicts;
-              for (std::size_t i = 0; i < targets->size(); ++i) {
-                if (fleet.lost(i) && per_node[i].empty()) per_node[i].push_back(Unreachable((*targets)[i].node, fleet.lost(i)->message));
-              }
-              // Facts: drift is judged across the nodes gathered (one profile's nodes against each other too).
-              std::vector<validate::Verdict> fact_verdicts;
-              if (std::find(checks->begin(), checks->end(), "facts") != checks->end()) {
-                std::vector<std::string> ok_nodes;
-                std::vector<facts::Gathered> good;
-                for (facts::Gathered& g : gathered) {
-                  if (g.facts.ok()) {
-                    ok_nodes.push_back(g.node);
-                    good.push_back(std::move(g));
-                  } else {
-                    validate::Verdict v;
-                    v.check = "facts";
-                    v.node = g.node;
-                    v.entity = "node";
-                    v.state = validate::State::kError;
-                    v.code = "facts_unreadable";
-                    v.detail = g.facts.error().message;
-                    v.next_step = "gpuforge facts INVENTORY --nodes " + g.node;
-                    fact_verdicts.push_back(std::move(v));
-                  }
-                }
-                std::vector<facts::Drift> drift = facts::FindDrift(*cluster, good);
-                std::vector<validate::Verdict> judged = validate::JudgeDrift(drift, ok_nodes);
-                fact_verdicts.insert(fact_verdicts.end(), judged.begin(), judged.end());
-              }
-              // Pairs, one at a time so that they do not share links or ports.
-              std::vector<validate::Verdict> pair_verdicts;
-              for (const validate::PlannedRun& run : vplan.runs) {
-                if (run.peer.empty() || interrupt.interrupted()) continue;
-                std::size_t ci = 0, si = 0;
-                for (std::size_t i = 0; i < targets->size(); ++i) {
-                  if ((*targets)[i].node == run.node) ci = i;
-                  if ((*targets)[i].node == run.peer) si = i;
-                }
-                if (agents[ci].empty() || agents[si].empty()) {
-                  validate::Verdict v = Unreachable(run.node, "no agent on " + (agents[ci].empty() ? run.node : run.peer));
-                  v.check = run.check;
-                  v.entity = run.entity;
-                  v.state = validate::State::kSkip;
-                  v.code = "peer_unavailable";
-                  pair_verdicts.push_back(std::move(v));
-                  continue;
-                }
-                Result<std::unique_ptr<remote::Session>> client = connector->Connect((*targets)[ci]);
-                Result<std::unique_ptr<remote::Session>> server = connector->Connect((*targets)[si]);
-                if (!client.ok() || !server.ok()) {
-                  pair_verdicts.push_back(Unreachable(client.ok() ? run.peer : run.node,
-                                                      client.ok() ? server.error().message : client.error().message));
-                  continue;
-                }
-                std::vector<validate::Verdict> v = validate::RunPair(**client, agents[ci], **server, agents[si], *cluster,
-                                                                     *thresholds, run, ro);
-                pair_verdicts.insert(pair_verdicts.end(), v.begin(), v.end());
-              }
-              // Group checks (multi-node NCCL): every member at once, on fresh sessions.
-              for (const validate::PlannedRun& run : vplan.runs) {
-                if (run.group.empty() || interrupt.interrupted()) continue;
-                std::vector<std::unique_ptr<remote::Session>> owned;
-                std::vector<remote::Session*> sessions;
-                std::vector<std::string> member_agents;
-                std::string missing;
-                for (const std::string& member : run.group) {
-                  std::size_t i = 0;
-                  while (i < targets->size() && (*targets)[i].node != member) ++i;
-                  if (i == targets->size() || agents[i].empty()) {
-                    missing = member;
-                    break;
-                  }
-                  Result<std::unique_ptr<remote::Session>> s = connector->Connect((*targets)[i]);
-                  if (!s.ok()) {
-                    missing = member + " (" + s.error().message + ")";
-                    break;
-                  }
-                  sessions.push_back(s->get());
-                  owned.push_back(std::move(*s));
-                  member_agents.push_back(agents[i]);
-                }
-                if (!missing.empty()) {
-                  validate::Verdict v = Unreachable(run.node, "no agent on " + missing);
-                  v.check = run.check;
-                  v.entity = run.entity;
-                  v.state = validate::State::kSkip;
-                  v.code = "member_unavailable";
-                  pair_verdicts.push_back(std::move(v));
-                  continue;
-                }
-                std::vector<validate::Verdict> v =
-                    validate::RunGroupCheck(sessions, member_agents, *cluster, *thresholds, run, ro);
-                pair_verdicts.insert(pair_verdicts.end(), v.begin(), v.end());
-              }
-              fleet.Close();
+              validate::PlanRunOptions po;
+              po.run.retries = o->retries;
+              po.run.timeout_s = o->timeout_s;
+              po.run.cancel = interrupt.flag();
+              po.fanout = o->remote.fanout;
+              po.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
+              const std::vector<validate::Verdict> verdicts = validate::RunPlan(
+                  *connector, *targets, *cluster, *thresholds, vplan, agent ? &*agent : nullptr, po);
               bar.Clear();
-
-              // In order: per node as planned (facts first), then pairs, then what did not apply.
-              for (const validate::Verdict& v : fact_verdicts) verdicts.push_back(v);
-              for (const auto& list : per_node) verdicts.insert(verdicts.end(), list.begin(), list.end());
-              verdicts.insert(verdicts.end(), pair_verdicts.begin(), pair_verdicts.end());
-              verdicts.insert(verdicts.end(), vplan.not_applicable.begin(), vplan.not_applicable.end());
               if (o->format == Format::kJson) {
                 ctx.Out(report::ValidateJson(cluster->name, verdicts, o->strict)
                             .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "gpuforge/plan/node_plan.h"
+#include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/session.h"
 #include "gpuforge/validate/validate.h"
 
@@ -94,5 +96,21 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
 std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const std::string> agents,
                                    const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                    const RunOptions& o);
+
+struct PlanRunOptions {
+  RunOptions run;   // retries, timeout, cancel (Ctrl-C) for every check
+  int fanout = 64;  // nodes worked on at once for the node-local checks
+  std::function<void(const remote::Progress&)> on_progress;
+};
+
+// Runs a whole validate plan over `targets` (the plan's nodes): the agent made sure of on every
+// node (`agent` nullptr when no check needs it), node-local checks in parallel up to the
+// fan-out, the facts script gathered and judged for drift across the nodes, then pairs and
+// group jobs one at a time on fresh sessions, so that they do not share links. Returns every
+// verdict in report order: facts, each node's checks as planned, pairs and groups, then what did
+// not apply. A node that cannot be reached is an ERROR `unreachable`, and the others go on.
+std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remote::Target> targets,
+                             const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
+                             const plan::AgentBinary* agent, const PlanRunOptions& o);
 
 }  // namespace gpuforge::validate

@@ -81,6 +81,14 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (fleet.lost(i) && per_node[i].empty()) per_node[i].push_back(Unreachable(targets[i].node, fleet.lost(i)->message));
   }
+  // Nodes finish gathering in any order; the report follows the inventory's.
+  std::stable_sort(gathered.begin(), gathered.end(), [&](const facts::Gathered& a, const facts::Gathered& b) {
+    auto at = [&](const std::string& node) {
+      return std::find_if(targets.begin(), targets.end(), [&](const remote::Target& x) { return x.node == node; }) -
+             targets.begin();
+    };
+    return at(a.node) < at(b.node);
+  });
   // Facts: drift is judged across the nodes gathered (one profile's nodes against each other too).
   std::vector<Verdict> fact_verdicts;
   if (std::any_of(plan.runs.begin(), plan.runs.end(), [](const PlannedRun& r) { return r.check == "facts"; })) {

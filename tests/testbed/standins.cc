@@ -5,8 +5,8 @@
 namespace gpuforge::testbed {
 namespace {
 
-const char* const kStandins = GPUFORGE_SOURCE_DIR "/tests/testbed/standins.sh";
-const char* const kDebrepo = GPUFORGE_SOURCE_DIR "/tests/testbed/debrepo.sh";
+const std::string kStandins = std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/standins.sh";
+const std::string kDebrepo = std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/debrepo.sh";
 
 }  // namespace
 

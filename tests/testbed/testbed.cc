@@ -23,7 +23,7 @@ extern char** environ;
 namespace gpuforge::testbed {
 namespace {
 
-const char* const kScript = GPUFORGE_SOURCE_DIR "/tests/testbed/testbed.sh";
+const std::string kScript = std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/testbed.sh";
 
 // The script's exit code for "cannot be done on this machine".
 constexpr int kUnsupported = 3;
@@ -217,7 +217,7 @@ bool Available(std::string* why) {
                            "perl", "flock", "setsid"}) {
     if (!Executable(tool)) return no(fmt::format("{} is not installed", tool));
   }
-  if (::access(kScript, R_OK) != 0) return no(fmt::format("{} is missing", kScript));
+  if (::access(kScript.c_str(), R_OK) != 0) return no(fmt::format("{} is missing", kScript));
   Result<CommandOutput> probe = RunCommand({"unshare", "--mount", "--pid", "--uts", "--net",
                                             "--fork", "--propagation", "private", "true"},
                                            std::chrono::seconds(20));

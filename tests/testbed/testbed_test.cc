@@ -367,7 +367,7 @@ TEST(TestbedTeardown, LifelineTakesTheTestbedDownWhenItsOwnerDies) {
   EXPECT_FALSE(fs::exists(dir)) << "the orphaned testbed is still there";
   EXPECT_TRUE(ProcessesMentioning(dir).empty());
   if (fs::exists(dir))
-    RunCommand({GPUFORGE_SOURCE_DIR "/tests/testbed/testbed.sh", "down", "--dir", dir});
+    RunCommand({std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/testbed.sh", "down", "--dir", dir});
 }
 
 }  // namespace

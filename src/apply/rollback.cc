@@ -74,7 +74,7 @@ std::string RestoreScript(std::string_view backup, std::string_view path) {
       "t=$(mktemp {4})\n"
       "trap 'rm -f \"$t\"' EXIT\n"
       "cp -p -- {0} \"$t\"\n"
-      "mv -f -- \"$t\" {1}\n"
+      "mv -fT -- \"$t\" {1}\n"
       "trap - EXIT\n",
       b, p, Visible(backup), ShellQuote(Parent(path)), ShellQuote(std::string(path) + ".gpuforge-rollback.XXXXXX"));
 }
@@ -186,7 +186,7 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
     // The manifest follows: created files are no longer gpuforge's, restored ones are again.
     std::string script = fmt::format("touch {0}\n", ShellQuote(kManifest));
     for (const std::string& p : out.removed) {
-      script += fmt::format("grep -vxF -- {0} {1} > {1}.new || true; mv -f {1}.new {1}\n", ShellQuote(p), ShellQuote(kManifest));
+      script += fmt::format("grep -vxF -- {0} {1} > {1}.new || true; mv -fT {1}.new {1}\n", ShellQuote(p), ShellQuote(kManifest));
     }
     for (const JournalFile& f : files) {
       if (f.action == "remove" && std::find(out.written.begin(), out.written.end(), f.path) != out.written.end()) {

@@ -55,7 +55,7 @@ std::string AtomicWriteScript(const std::string& path, unsigned mode, const std:
   std::string chown = owner.empty() ? "" : fmt::format("chown {} \"$t\"; ", ShellQuote(owner));
   return fmt::format(
       "set -e; umask 077; t=$(mktemp {}); trap 'rm -f \"$t\"' EXIT; cat > \"$t\"; "
-      "chmod {:o} \"$t\"; {}sync \"$t\" 2>/dev/null || sync; mv -f \"$t\" {}; trap - EXIT",
+      "chmod {:o} \"$t\"; {}sync \"$t\" 2>/dev/null || sync; mv -fT \"$t\" {}; trap - EXIT",
       ShellQuote(dir + "/." + base + ".gpuforge-XXXXXX"), mode, chown, ShellQuote(path));
 }
 

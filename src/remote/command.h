@@ -28,7 +28,7 @@ std::optional<long> ParsePidMarker(std::string_view line);
 std::string StopGroupScript(long pgid, bool sudo);
 
 // Writes stdin to `path` atomically as the script's user (root under sudo): mktemp in the same
-// directory, cat, chmod, chown, sync, mv -f. The temporary file is removed on any failure.
+// directory, cat, chmod, chown, sync, mv -fT (never into a directory planted at the path). The temporary file is removed on any failure.
 std::string AtomicWriteScript(const std::string& path, unsigned mode, const std::string& owner);
 
 // "dir/.name.gpuforge-XXXXXX" with a random suffix, for SFTP uploads.

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "gpuforge/remote/known_hosts.h"
 #include "remote/command.h"
 
 namespace gpuforge::remote {
@@ -86,6 +89,28 @@ std::string Fingerprint(ssh_session s, std::string* type) {
   std::string out = text != nullptr ? text : "(no fingerprint)";
   ssh_string_free_char(text);
   return out;
+}
+
+// Set when libssh wanted a passphrase to load a key: the key is encrypted.
+struct PassphraseAsked {
+  bool yes = false;
+};
+
+int RefusePassphrase(const char* /*prompt*/, char* buf, size_t len, int /*echo*/, int /*verify*/, void* userdata) {
+  if (len > 0) buf[0] = '\0';
+  if (userdata != nullptr) static_cast<PassphraseAsked*>(userdata)->yes = true;
+  return -1;
+}
+
+// The callbacks a session keeps after authentication: no prompt ever, nothing to note.
+ssh_callbacks NeverPrompt() {
+  static ssh_callbacks_struct cb = [] {
+    ssh_callbacks_struct c{};
+    c.auth_function = RefusePassphrase;
+    ssh_callbacks_init(&c);
+    return c;
+  }();
+  return &cb;
 }
 
 // "ed25519" for ssh_host_ed25519_key.pub from a key type name.
@@ -440,8 +465,8 @@ class SshSession final : public Session {
       return fail("upload: chmod of");
     }
     // SFTP v3 rename refuses to replace an existing file, and libssh 0.10 does not send
-    // OpenSSH's posix-rename extension; mv -f in the same directory is rename(2), atomic.
-    std::string finish = fmt::format("mv -f {} {}", ShellQuote(tmp), ShellQuote(path));
+    // OpenSSH's posix-rename extension; mv -fT in the same directory is rename(2), atomic, and -T never moves the file into a directory planted at the path.
+    std::string finish = fmt::format("mv -fT {} {}", ShellQuote(tmp), ShellQuote(path));
     if (!o.owner.empty()) finish = fmt::format("chown {} {} && {}", ShellQuote(o.owner), ShellQuote(tmp), finish);
     ExecOptions eo;
     eo.timeout = io_timeout_;
@@ -551,10 +576,28 @@ class SshConnector final : public Connector {
       ssh_disconnect(s.get());
       return k.error();
     }
+    // Without an auth callback, OpenSSL asks for a PEM key's passphrase on the terminal in the
+    // middle of a run (libssh pki_crypto.c passes it no callback), blocking every node's thread.
+    // This one never answers and notes that a key wanted one.
+    PassphraseAsked asked;
+    ssh_callbacks_struct cb{};
+    cb.userdata = &asked;
+    cb.auth_function = RefusePassphrase;
+    ssh_callbacks_init(&cb);
+    ssh_set_callbacks(s.get(), &cb);
     int rc = ssh_userauth_publickey_auto(s.get(), nullptr, nullptr);
+    ssh_set_callbacks(s.get(), NeverPrompt());
     if (rc != SSH_AUTH_SUCCESS) {
       std::string tried = std::getenv("SSH_AUTH_SOCK") != nullptr ? "ssh-agent, " : "";
       tried += t.identity_file.empty() ? "the default identities in ~/.ssh" : t.identity_file;
+      if (asked.yes) {
+        std::string key = t.identity_file.empty() ? "a key in ~/.ssh" : ExpandTilde(t.identity_file);
+        Error e{fmt::format("node {}: authentication refused for {}: {} is an encrypted key, and gpuforge "
+                            "never asks for a passphrase: load it into ssh-agent (`{}`) and run again",
+                            t.node, where, key, t.identity_file.empty() ? "ssh-add" : "ssh-add " + ShellQuote(key))};
+        ssh_disconnect(s.get());
+        return e;
+      }
       Error e{rc == SSH_AUTH_ERROR
                   ? fmt::format("node {}: authentication failed at {}: {}", t.node, where,
                                 ssh_get_error(s.get()))
@@ -567,6 +610,8 @@ class SshConnector final : public Connector {
     }
     Target reached = t;
     reached.endpoint = used;
+    // The user may have come from ~/.ssh/config: sudo follows the user really logged in as.
+    reached.sudo = (t.sudo || t.sudo_wanted) && used.user != "root";
     return std::unique_ptr<Session>(
         std::make_unique<SshSession>(std::move(reached), std::move(s), std::chrono::seconds(30)));
   }
@@ -584,41 +629,102 @@ class SshConnector final : public Connector {
     return cmd + " " + ShellQuote(j.host);
   }
 
+  // gpuforge's own reading of known_hosts decides (remote/known_hosts.h); libssh only
+  // presents the key and, for a host the file has nothing about, appends it.
   Status CheckHostKey(ssh_session s, const std::string& node, const Endpoint& e) {
     std::string type = "?";
     const std::string fp = Fingerprint(s, &type);
     const std::string name = KnownHostsName(e);
+    Result<HostKey> presented = PresentedKey(s);
+    if (!presented.ok()) return Error{fmt::format("node {}: {}", node, presented.error().message)};
     std::lock_guard lock(KnownHostsMutex());
-    switch (ssh_session_is_known_server(s)) {
-      case SSH_KNOWN_HOSTS_OK:
+    Result<std::string> text = ReadKnownHosts();
+    if (!text.ok()) return Error{fmt::format("node {}: {}", node, text.error().message)};
+    Result<HostKeyLookup> found = LookupHostKey(*text, known_hosts_, name, *presented);
+    if (!found.ok()) return Error{fmt::format("node {}: {}", node, found.error().message)};
+    switch (found->status) {
+      case HostKeyStatus::kKnown:
         return Status::Ok();
-      case SSH_KNOWN_HOSTS_CHANGED:
-      case SSH_KNOWN_HOSTS_OTHER:
+      case HostKeyStatus::kRevoked:
+        // OpenSSH's words (sshconnect.c, HOST_REVOKED); it refuses whatever StrictHostKeyChecking says.
         return Error{fmt::format(
-            "node {}: HOST KEY CHANGED for {}: it now presents {} {}, which does not match {}. "
+            "node {}: WARNING: REVOKED HOST KEY DETECTED! The {} host key for {} is marked as revoked "
+            "({}:{}). This could mean that a stolen key is being used to impersonate this host",
+            node, type, name, known_hosts_, found->line)};
+      case HostKeyStatus::kChanged:
+        return Error{fmt::format(
+            "node {}: HOST KEY CHANGED for {}: it now presents {} {}, which does not match {}:{}. "
             "This is a reinstalled node or a man-in-the-middle. If the node was reinstalled, "
             "remove the old key with `ssh-keygen -R '{}' -f {}` and connect again",
-            node, name, type, fp, known_hosts_, name, known_hosts_)};
-      case SSH_KNOWN_HOSTS_NOT_FOUND:
-      case SSH_KNOWN_HOSTS_UNKNOWN:
-        if (o_.accept_new_host_keys) {
-          if (ssh_session_update_known_hosts(s) != SSH_OK) {
-            return Error{fmt::format("node {}: cannot add the host key of {} to {}: {}", node,
-                                     name, known_hosts_, ssh_get_error(s))};
-          }
-          return Status::Ok();
-        }
+            node, name, type, fp, known_hosts_, found->line, name, known_hosts_)};
+      case HostKeyStatus::kCertAuthority:
         return Error{fmt::format(
-            "node {}: unknown host key for {}: {} {}. Check the fingerprint on the node "
-            "(ssh-keygen -lf /etc/ssh/ssh_host_{}_key.pub), then add it with `ssh-keyscan -p {} "
-            "{} >> {}`, or rerun with --accept-new-host-keys",
-            node, name, type, fp, KeyFileKind(type), e.port,
-            e.host, known_hosts_)};
-      case SSH_KNOWN_HOSTS_ERROR:
-      default:
-        return Error{fmt::format("node {}: cannot check the host key of {} against {}: {}",
-                                 node, name, known_hosts_, ssh_get_error(s))};
+            "node {}: {} is vouched for by a @cert-authority line ({}:{}), and gpuforge cannot check "
+            "host certificates; it presents {} {}: add that key for {} to {} once you have checked it",
+            node, name, known_hosts_, found->line, type, fp, name, known_hosts_)};
+      case HostKeyStatus::kUnknown:
+        break;
     }
+    if (o_.accept_new_host_keys) {
+      if (ssh_session_update_known_hosts(s) != SSH_OK) {
+        return Error{fmt::format("node {}: cannot add the host key of {} to {}: {}", node, name,
+                                 known_hosts_, ssh_get_error(s))};
+      }
+      return Status::Ok();
+    }
+    return Error{fmt::format(
+        "node {}: unknown host key for {}: {} {}. Check the fingerprint on the node "
+        "(ssh-keygen -lf /etc/ssh/ssh_host_{}_key.pub), then add it with `ssh-keyscan -p {} "
+        "{} >> {}`, or rerun with --accept-new-host-keys",
+        node, name, type, fp, KeyFileKind(type), e.port, e.host, known_hosts_)};
+  }
+
+  static Result<HostKey> PresentedKey(ssh_session s) {
+    ssh_key raw = nullptr;
+    if (ssh_get_server_publickey(s, &raw) != SSH_OK) return Error{"the server presented no host key"};
+    KeyPtr key(raw);
+    char* b64 = nullptr;
+    if (ssh_pki_export_pubkey_base64(key.get(), &b64) != SSH_OK || b64 == nullptr) {
+      return Error{"cannot read the server's host key"};
+    }
+    HostKey k{"", b64};
+    ssh_string_free_char(b64);
+    k.type = KeyBlobType(k.base64);
+    return k;
+  }
+
+  // The whole file, or "" when there is none yet. A known_hosts past 16 MiB is not one.
+  Result<std::string> ReadKnownHosts() const {
+    constexpr std::size_t kCap = 16u << 20;
+    int fd = ::open(known_hosts_.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+      if (errno == ENOENT) return std::string();
+      return Error{fmt::format("cannot read {}: {}", known_hosts_, std::strerror(errno))};
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Error{fmt::format("{} is not a regular file", known_hosts_)};
+    }
+    std::string out;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int err = errno;
+        ::close(fd);
+        return Error{fmt::format("cannot read {}: {}", known_hosts_, std::strerror(err))};
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+      if (out.size() > kCap) {
+        ::close(fd);
+        return Error{fmt::format("{} is larger than 16 MiB; that is not a known_hosts file", known_hosts_)};
+      }
+    }
+    ::close(fd);
+    return out;
   }
 
   SshOptions o_;

@@ -47,6 +47,7 @@ Result<Target> TargetFor(const model::Cluster& cluster, const model::Node& node)
   t.user_stated = node.ssh.user_set;
   t.port_stated = node.ssh.port_set;
   t.identity_file = node.ssh.identity_file;
+  t.sudo_wanted = node.ssh.sudo;
   t.sudo = node.ssh.sudo && t.endpoint.user != "root";
   if (!node.ssh.jump.empty()) {
     const std::string& spec = node.ssh.jump;

@@ -245,7 +245,7 @@ TEST(ApplyRollback, RefusesFilesChangedSinceTheRunUnlessForced) {
     o.force = force;
     NodeApply a = RollbackNode(*s, o);
     const auto& log = c.log["gpu01"];
-    bool restored = std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("mv -f --") != std::string::npos; });
+    bool restored = std::any_of(log.begin(), log.end(), [](const std::string& l) { return l.find("mv -fT --") != std::string::npos; });
     if (!force) {
       EXPECT_EQ(a.state, NodeApply::State::kFailed);
       EXPECT_EQ(a.step, "check");

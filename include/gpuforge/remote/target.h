@@ -27,7 +27,9 @@ struct Target {
   bool port_stated = true;
   std::string identity_file;    // "" = agent and ssh's default identities
   std::optional<Endpoint> jump;  // reach `endpoint` through this host
-  bool sudo = false;            // privileged steps run through `sudo -n`
+  bool sudo_wanted = false;     // the inventory's ssh.sudo
+  bool sudo = false;            // privileged steps run through `sudo -n`: sudo_wanted and the
+                                // user logged in as (which ~/.ssh/config may name) is not root
 };
 
 // The target of one node. `jump` naming another node resolves to that node's address, port

@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "gpuforge/base/sha256.h"
+
 namespace gpuforge::remote {
 
 std::string ShellQuote(std::string_view text) {
@@ -45,7 +47,19 @@ std::string StopGroupScript(long pgid, bool sudo) {
   return sudo ? "sudo -n /bin/sh -c " + ShellQuote(body) : body;
 }
 
-std::string AtomicWriteScript(const std::string& path, unsigned mode, const std::string& owner) {
+UploadDigest UploadDigest::Of(std::string_view content) { return {content.size(), base::Sha256Hex(content)}; }
+
+std::string VerifyUploadScript(const std::string& file, const UploadDigest& want) {
+  return fmt::format(
+      "n=$(wc -c < {0}); if [ \"$n\" -ne {1} ]; then "
+      "echo \"$n of {1} bytes arrived; nothing was installed\" >&2; exit 1; fi; "
+      "h=$(sha256sum < {0} | cut -c1-64); if [ \"$h\" != {2} ]; then "
+      "echo \"what arrived is not what was sent (SHA-256 $h, want {2}); nothing was installed\" >&2; exit 1; fi",
+      file, want.size, want.sha256);
+}
+
+std::string AtomicWriteScript(const std::string& path, unsigned mode, const std::string& owner,
+                              const UploadDigest& want) {
   std::string dir = "/";
   std::string base = path;
   if (auto slash = path.rfind('/'); slash != std::string::npos) {
@@ -54,9 +68,10 @@ std::string AtomicWriteScript(const std::string& path, unsigned mode, const std:
   }
   std::string chown = owner.empty() ? "" : fmt::format("chown {} \"$t\"; ", ShellQuote(owner));
   return fmt::format(
-      "set -e; umask 077; t=$(mktemp {}); trap 'rm -f \"$t\"' EXIT; cat > \"$t\"; "
+      "set -e; umask 077; t=$(mktemp {}); trap 'rm -f \"$t\"' EXIT; cat > \"$t\"; {}; "
       "chmod {:o} \"$t\"; {}sync \"$t\" 2>/dev/null || sync; mv -fT \"$t\" {}; trap - EXIT",
-      ShellQuote(dir + "/." + base + ".gpuforge-XXXXXX"), mode, chown, ShellQuote(path));
+      ShellQuote(dir + "/." + base + ".gpuforge-XXXXXX"), VerifyUploadScript("\"$t\"", want), mode, chown,
+      ShellQuote(path));
 }
 
 std::string TemporarySibling(const std::string& path, std::string_view suffix) {

@@ -3,6 +3,7 @@
 // The shell text gpuforge sends to nodes, kept pure so that tests pin it: quoting, the
 // wrapper that reports the remote process group, the stop script and the atomic-write script.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,9 +28,23 @@ std::optional<long> ParsePidMarker(std::string_view line);
 // gone at the end.
 std::string StopGroupScript(long pgid, bool sudo);
 
+// What an upload must arrive as: its size in bytes and its SHA-256 (sha256sum's hex).
+struct UploadDigest {
+  std::size_t size = 0;
+  std::string sha256;
+  static UploadDigest Of(std::string_view content);
+};
+
+// Shell text that exits 1, with the reason on stderr, unless the file `file` (shell text: a
+// quoted path or "$t") holds exactly `want`. `cat` takes an early EOF (a controller or jump host
+// killed mid-upload) for success, so nothing is installed before this passes.
+std::string VerifyUploadScript(const std::string& file, const UploadDigest& want);
+
 // Writes stdin to `path` atomically as the script's user (root under sudo): mktemp in the same
-// directory, cat, chmod, chown, sync, mv -fT (never into a directory planted at the path). The temporary file is removed on any failure.
-std::string AtomicWriteScript(const std::string& path, unsigned mode, const std::string& owner);
+// directory, cat, the size and SHA-256 checked against `want`, chmod, chown, sync, mv -fT (never
+// into a directory planted at the path). The temporary file is removed on any failure.
+std::string AtomicWriteScript(const std::string& path, unsigned mode, const std::string& owner,
+                              const UploadDigest& want);
 
 // "dir/.name.gpuforge-XXXXXX" with a random suffix, for SFTP uploads.
 std::string TemporarySibling(const std::string& path, std::string_view suffix);

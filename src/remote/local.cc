@@ -213,7 +213,7 @@ class LocalSession final : public Session {
     eo.input = std::string(content);
     eo.sudo = o.sudo;
     eo.timeout = std::chrono::seconds(120);
-    Result<ExecResult> r = Exec(AtomicWriteScript(path, o.mode & 07777, o.owner), eo);
+    Result<ExecResult> r = Exec(AtomicWriteScript(path, o.mode & 07777, o.owner, UploadDigest::Of(content)), eo);
     if (!r.ok()) return r.error();
     if (!r->Succeeded()) {
       std::string why = r->err;

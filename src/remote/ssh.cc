@@ -466,7 +466,10 @@ class SshSession final : public Session {
     }
     // SFTP v3 rename refuses to replace an existing file, and libssh 0.10 does not send
     // OpenSSH's posix-rename extension; mv -fT in the same directory is rename(2), atomic, and -T never moves the file into a directory planted at the path.
-    std::string finish = fmt::format("mv -fT {} {}", ShellQuote(tmp), ShellQuote(path));
+    // What SFTP wrote is checked by size and digest on the node before it goes into place: a
+    // write the server took short, or a link cut mid-file, installs nothing.
+    std::string finish = fmt::format("{{ {}; }} && mv -fT {} {}", VerifyUploadScript(ShellQuote(tmp), UploadDigest::Of(content)),
+                                     ShellQuote(tmp), ShellQuote(path));
     if (!o.owner.empty()) finish = fmt::format("chown {} {} && {}", ShellQuote(o.owner), ShellQuote(tmp), finish);
     ExecOptions eo;
     eo.timeout = io_timeout_;
@@ -489,7 +492,7 @@ class SshSession final : public Session {
     eo.timeout = io_timeout_;
     eo.input = std::string(content);
     eo.sudo = true;
-    Result<ExecResult> r = Exec(AtomicWriteScript(path, o.mode & 07777, o.owner), eo);
+    Result<ExecResult> r = Exec(AtomicWriteScript(path, o.mode & 07777, o.owner, UploadDigest::Of(content)), eo);
     if (!r.ok()) return r.error();
     if (!r->Succeeded()) {
       return Error{fmt::format("node {}: upload {} through sudo: {}: {}", target_.node, path,

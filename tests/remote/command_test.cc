@@ -100,7 +100,7 @@ TEST(RemoteCommand, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
   fs::path target = dir / "nccl.conf";
   std::ofstream(target) << "old\n";
   int status = -1;
-  Sh(AtomicWriteScript(target.string(), 0640, ""), &status, "new 'quoted' $(x)\n");
+  Sh(AtomicWriteScript(target.string(), 0640, "", UploadDigest::Of("new 'quoted' $(x)\n")), &status, "new 'quoted' $(x)\n");
   EXPECT_EQ(status, 0);
   std::ifstream in(target);
   std::string content((std::istreambuf_iterator<char>(in)), {});
@@ -121,7 +121,7 @@ TEST(RemoteCommand, AtomicWriteFailureKeepsTheOldFile) {
   std::ofstream(target) << "old\n";
   int status = -1;
   // chown to a user that does not exist fails after the temporary file was written.
-  Sh(AtomicWriteScript(target.string(), 0644, "no-such-user-gpuforge"), &status, "new\n");
+  Sh(AtomicWriteScript(target.string(), 0644, "no-such-user-gpuforge", UploadDigest::Of("new\n")), &status, "new\n");
   EXPECT_NE(status, 0);
   std::ifstream in(target);
   std::string content((std::istreambuf_iterator<char>(in)), {});
@@ -129,6 +129,59 @@ TEST(RemoteCommand, AtomicWriteFailureKeepsTheOldFile) {
   int files = 0;
   for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1) << "the temporary file was left behind";
+}
+
+// `cat > "$t"` takes an early EOF for success: a controller or jump host killed mid-upload left a
+// 5 MB agent installed at ~1 MB, mode 0755 (issue #12, item 2). Now the size and the SHA-256
+// are checked before anything moves into place.
+TEST(RemoteCommand, AtomicWriteInstallsNothingThatArrivedShortOrChanged) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / "atomic-write-short";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path target = dir / "gpuforge-agent";
+  std::ofstream(target) << "old\n";
+  const std::string sent(5000, 'a');
+  auto files = [&] {
+    int n = 0;
+    for (auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+    return n;
+  };
+  auto content = [&] {
+    std::ifstream in(target);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  int status = -1;
+  std::string out = Sh(AtomicWriteScript(target.string(), 0755, "", UploadDigest::Of(sent)), &status, sent.substr(0, 1200));
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(out, "1200 of 5000 bytes arrived; nothing was installed\n");
+  EXPECT_EQ(content(), "old\n");
+  EXPECT_EQ(files(), 1) << "the temporary file was left behind";
+
+  std::string changed = sent;
+  changed[4999] = 'b';
+  out = Sh(AtomicWriteScript(target.string(), 0755, "", UploadDigest::Of(sent)), &status, changed);
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(out, "what arrived is not what was sent (SHA-256 " + UploadDigest::Of(changed).sha256 + ", want " +
+                     UploadDigest::Of(sent).sha256 + "); nothing was installed\n");
+  EXPECT_EQ(content(), "old\n");
+  EXPECT_EQ(files(), 1);
+
+  Sh(AtomicWriteScript(target.string(), 0755, "", UploadDigest::Of(sent)), &status, sent);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(content(), sent);
+}
+
+TEST(RemoteCommand, VerifyUploadChecksAQuotedPath) {
+  namespace fs = std::filesystem;
+  fs::path f = fs::path(::testing::TempDir()) / "it's uploaded";
+  std::ofstream(f) << "abc";
+  int status = -1;
+  Sh(VerifyUploadScript(ShellQuote(f.string()), UploadDigest::Of("abc")), &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(Sh(VerifyUploadScript(ShellQuote(f.string()), UploadDigest::Of("abcd")), &status),
+            "3 of 4 bytes arrived; nothing was installed\n");
+  EXPECT_EQ(status, 1);
 }
 
 TEST(RemoteCommand, TemporarySiblingStaysInTheSameDirectory) {

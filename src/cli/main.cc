@@ -1,3 +1,7 @@
 #include "cli/app.h"
+#include "gpuforge/remote/session.h"
 
-int main(int argc, char** argv) { return gpuforge::cli::Run(argc, argv); }
+int main(int argc, char** argv) {
+  gpuforge::remote::IgnoreSigpipe();
+  return gpuforge::cli::Run(argc, argv);
+}

@@ -253,6 +253,9 @@ class LocalConnector final : public Connector {
 
 }  // namespace
 
-std::unique_ptr<Connector> MakeLocalConnector() { return std::make_unique<LocalConnector>(); }
+std::unique_ptr<Connector> MakeLocalConnector() {
+  IgnoreSigpipe();
+  return std::make_unique<LocalConnector>();
+}
 
 }  // namespace gpuforge::remote

@@ -1,5 +1,8 @@
 #include "gpuforge/remote/session.h"
 
+#include <csignal>
+#include <mutex>
+
 #include <fmt/format.h>
 
 namespace gpuforge::remote {
@@ -23,6 +26,11 @@ std::string DescribeEnd(const ExecResult& r, const ExecOptions& o) {
       return fmt::format("interrupted{}", tail);
   }
   return "?";
+}
+
+void IgnoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::signal(SIGPIPE, SIG_IGN); });
 }
 
 }  // namespace gpuforge::remote

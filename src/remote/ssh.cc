@@ -738,6 +738,7 @@ class SshConnector final : public Connector {
 }  // namespace
 
 std::unique_ptr<Connector> MakeSshConnector(const SshOptions& options) {
+  IgnoreSigpipe();
   return std::make_unique<SshConnector>(options);
 }
 

@@ -31,6 +31,21 @@ ExecResult Must(Result<ExecResult> r) {
   return r.ok() ? *r : ExecResult{};
 }
 
+// A local upload whose reader dies (mktemp fails, as on a full disk) used to end the whole
+// controller with SIGPIPE, rc 141 and no output (issue #12, item 8). It is an error value now.
+// The test would die the same way: gtest leaves SIGPIPE at its default.
+TEST(LocalSession, AnUploadWhoseReaderDiesIsAnErrorNotSigpipe) {
+  auto s = Local();
+  Status st = s->Upload(std::string(4 << 20, 'x'), "/nonexistent-gpuforge-dir/agent", {});
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.error().message.starts_with("node gpu01 (local): upload /nonexistent-gpuforge-dir/agent: mktemp"))
+      << st.error().message;
+  ExecOptions o;
+  o.input = std::string(4 << 20, 'y');
+  ExecResult r = Must(s->Exec("exit 0", o));
+  EXPECT_TRUE(r.Succeeded());
+}
+
 TEST(LocalSession, RunsWithStdinQuotingAndExitStatus) {
   auto s = Local();
   EXPECT_EQ(s->target().node, "gpu01");

@@ -95,4 +95,10 @@ class Connector {
   virtual Result<std::unique_ptr<Session>> Connect(const Target& target) = 0;
 };
 
+// Sets SIGPIPE to ignored for the whole process, once. A pipe whose reader died (a local
+// upload's sh on a full disk, a jump host's ssh killed) then fails the write with EPIPE, which
+// every writer handles as a value, instead of ending gpuforge with rc 141 and no output. The
+// connectors call it; so does main().
+void IgnoreSigpipe();
+
 }  // namespace gpuforge::remote

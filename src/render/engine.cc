@@ -235,12 +235,41 @@ Result<Output> Render(const model::Cluster& c, const Options& o) {
 
 namespace {
 
+std::filesystem::path TargetOf(const RenderedFile& f, const std::string& dir) {
+  std::filesystem::path target = std::filesystem::path(dir) / (f.node.empty() ? "_cluster" : f.node);
+  return target / std::filesystem::path(f.path).relative_path();
+}
+
+// Every existing component below `dir` down to `target` must be what it looks like: a symbolic
+// link planted at DIR/gpu01 or DIR/gpu01/etc would carry the node's files into another tree
+// (issue #12, item 11). `dir` itself is the operator's choice and may be a link.
+Status RefuseLinksBelow(const std::filesystem::path& dir, const std::filesystem::path& target) {
+  std::filesystem::path at = dir;
+  for (const auto& part : target.lexically_relative(dir)) {
+    at /= part;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::Ok();  // nothing below it exists yet
+      return Error{fmt::format("render --out: cannot check {}: {}", at.string(), std::strerror(errno))};
+    }
+    if (S_ISLNK(st.st_mode)) {
+      return Error{fmt::format("render --out: {} is a symbolic link; gpuforge writes below --out only into real "
+                               "directories and files. Nothing was written",
+                               at.string())};
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status WriteTree(const Output& out, const std::string& dir) {
+  // All checked before the first write, so a refused tree is not half-written.
   for (const RenderedFile& f : out.files) {
-    std::filesystem::path target = std::filesystem::path(dir) / (f.node.empty() ? "_cluster" : f.node);
-    target /= std::filesystem::path(f.path).relative_path();
+    if (Status s = RefuseLinksBelow(dir, TargetOf(f, dir)); !s.ok()) return s;
+  }
+  for (const RenderedFile& f : out.files) {
+    std::filesystem::path target = TargetOf(f, dir);
     mode_t mode = static_cast<mode_t>(std::strtoul(f.mode.c_str(), nullptr, 8));
     if (Status s = base::WriteFileAtomically(target, f.content, mode); !s.ok()) return s;
   }

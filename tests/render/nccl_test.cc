@@ -223,6 +223,35 @@ TEST(RenderEngine, WriteTreeMirrorsTargetPathsAndLeavesNoTemporaries) {
   EXPECT_EQ(ss.str(), FindFile(*out, "gpu001", "/etc/nccl.conf")->content);
 }
 
+// A symbolic link planted at a node's directory (or deeper) under --out carried the rendered
+// files into the tree it pointed at (issue #12, item 11). Refused, and nothing is written.
+TEST(RenderEngine, WriteTreeRefusesSymlinksBelowOutAndWritesNothing) {
+  model::Cluster c = LoadExample("h200-ib-32gpu.yaml");
+  Result<Output> out = Render(c, Opts());
+  ASSERT_TRUE(out.ok());
+  auto dir = TempDir("symlinked");
+  auto elsewhere = TempDir("symlink-target");
+  for (std::string link : {"gpu002", "gpu002/etc"}) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    if (link == "gpu002/etc") std::filesystem::create_directories(dir / "gpu002");
+    std::filesystem::create_directory_symlink(elsewhere, dir / link);
+    Status s = WriteTree(*out, dir.string());
+    ASSERT_FALSE(s.ok()) << link;
+    EXPECT_EQ(s.error().message, "render --out: " + (dir / link).string() +
+                                     " is a symbolic link; gpuforge writes below --out only into real directories "
+                                     "and files. Nothing was written");
+    EXPECT_TRUE(std::filesystem::is_empty(elsewhere)) << link;
+    EXPECT_FALSE(std::filesystem::exists(dir / "gpu001")) << "written before the refusal";
+  }
+  // --out itself may be a link: it is the operator's own choice.
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory_symlink(elsewhere, dir);
+  EXPECT_TRUE(WriteTree(*out, dir.string()).ok());
+  EXPECT_TRUE(std::filesystem::exists(elsewhere / "gpu001/etc/nccl.conf"));
+  std::filesystem::remove(dir);
+}
+
 TEST(RenderEngine, FailedWriteLeavesTheOldFileIntact) {
   model::Cluster c = LoadExample("h200-ib-32gpu.yaml");
   Result<Output> out = Render(c, Opts());

@@ -1,0 +1,71 @@
+#include "gpuforge/base/read_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gpuforge::base {
+namespace {
+
+std::string_view KindOf(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a regular file";
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string DescribeBytes(std::size_t n) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
+  if (n >= (1u << 10) && n % (1u << 10) == 0) return fmt::format("{} KiB", n >> 10);
+  return fmt::format("{} bytes", n);
+}
+
+Result<std::string> ReadInputFile(const InputFile& in) {
+  auto fail = [&](std::string_view why) { return Error{fmt::format("cannot read {} {}: {}", in.what, in.path, why)}; };
+  // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+  Fd fd(::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd.get() < 0) return fail(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(fmt::format("it is {}, not a regular file", KindOf(st.st_mode)));
+  const std::string too_big = fmt::format("it is larger than {}; refusing to read it", DescribeBytes(in.cap));
+  if (static_cast<std::size_t>(st.st_size) > in.cap) return fail(too_big);
+  std::string out;
+  out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) break;
+    // A file that grows while read (or a /proc file that reports size 0) still stops at the cap.
+    if (out.size() + static_cast<std::size_t>(n) > in.cap) return fail(too_big);
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace gpuforge::base

@@ -19,7 +19,7 @@
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/plan/saved_plan.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 #include "gpuforge/report/plan_report.h"
 
 namespace gpuforge::cli {
@@ -207,7 +207,7 @@ Command ApplyCommand() {
                   blocks.emplace_back((*targets)[i].node, lines[i].empty() && fleet.lost(i) ? "error: " + fleet.lost(i)->message + "\n" : lines[i]);
                 }
                 fleet.Close();
-                for (const report::Folded& g : report::FoldIdentical(blocks)) {
+                for (const base::Folded& g : base::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
                 ctx.Out(fmt::format("\n{} changes on {} nodes, in batches of {}. Apply them? Only 'yes' is accepted: ",
@@ -346,7 +346,7 @@ Command ApplyCommand() {
                                             {"nodes", nodes}};
                 ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
               } else {
-                for (const report::Folded& g : report::FoldIdentical(blocks)) {
+                for (const base::Folded& g : base::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
                 for (const std::string& l : handler_lines) ctx.Out(l + "\n");

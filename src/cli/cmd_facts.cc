@@ -10,7 +10,7 @@
 #include "gpuforge/facts/gather.h"
 #include "gpuforge/facts/json.h"
 #include "gpuforge/remote/fanout.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 namespace gpuforge::cli {
 
@@ -117,7 +117,7 @@ Command FactsCommand() {
                   }
                   lines.emplace_back(g.node, text);
                 }
-                for (const report::Folded& f : report::FoldIdentical(lines)) {
+                for (const base::Folded& f : base::FoldIdentical(lines)) {
                   ctx.Out(fmt::format("{}: {}", ctx.out_style.Bold(f.nodes), f.text));
                 }
                 for (const facts::Gathered& g : gathered) {

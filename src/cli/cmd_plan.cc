@@ -22,7 +22,7 @@
 #include "gpuforge/plan/desired.h"
 #include "gpuforge/plan/diff.h"
 #include "gpuforge/plan/saved_plan.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 #include "gpuforge/report/plan_report.h"
 #include "remote/command.h"
 #include "gpuforge/report/estimate_report.h"
@@ -171,7 +171,7 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
     blocks.emplace_back((*targets)[i].node, report::PlanSummary(*plans[i]) + "\n" +
                                                 report::PlanLines(*plans[i], s, flags.diff ? &diffs[i] : nullptr));
   }
-  for (const report::Folded& g : report::FoldIdentical(blocks)) {
+  for (const base::Folded& g : base::FoldIdentical(blocks)) {
     ctx.Out(fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text));
   }
   for (std::size_t i = 0; i < errors.size(); ++i) {

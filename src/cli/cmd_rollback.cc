@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 namespace gpuforge::cli {
 
@@ -153,7 +153,7 @@ Command RollbackCommand() {
                                             {"cluster_handlers", lines}, {"nodes", nodes}};
                 ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
               } else {
-                for (const report::Folded& g : report::FoldIdentical(blocks)) {
+                for (const base::Folded& g : base::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
                 for (const std::string& l : lines) ctx.Out(l + "\n");

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/remote/fanout.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -154,14 +154,14 @@ Command RunCommand() {
               } else {
                 std::vector<std::pair<std::string, std::string>> blocks;
                 for (std::size_t i = 0; i < runs.size(); ++i) blocks.emplace_back((*targets)[i].node, Block(runs[i], eo));
-                std::vector<report::Folded> groups;
+                std::vector<base::Folded> groups;
                 if (o->no_fold) {
                   for (auto& [node, text] : blocks) groups.push_back({node, 1, text});
                 } else {
-                  groups = report::FoldIdentical(blocks);
+                  groups = base::FoldIdentical(blocks);
                 }
                 const std::string rule(15, '-');
-                for (const report::Folded& g : groups) {
+                for (const base::Folded& g : groups) {
                   ctx.Out(fmt::format("{}\n{} ({})\n{}\n{}", rule, ctx.out_style.Bold(g.nodes), g.count, rule, g.text));
                 }
               }

@@ -6,7 +6,7 @@
 #include <array>
 #include <cstring>
 
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 namespace gpuforge::plan {
 
@@ -219,7 +219,7 @@ std::vector<FoldedPlan> FoldPlans(std::span<const NodePlan> plans) {
     keyed.emplace_back(plans[i].node, key);
   }
   std::vector<FoldedPlan> out;
-  for (const report::Folded& g : report::FoldIdentical(keyed)) {
+  for (const base::Folded& g : base::FoldIdentical(keyed)) {
     const NodePlan* first = nullptr;
     for (std::size_t i = 0; i < plans.size() && first == nullptr; ++i) {
       if (keyed[i].second == g.text) first = &plans[i];

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpuforge::report {
+namespace gpuforge::base {
 
 struct Folded {
   std::string nodes;   // folded hostlist, e.g. "gpu[01-04],head"
@@ -19,4 +19,4 @@ struct Folded {
 // Groups by identical text; groups appear in the order of their first node.
 std::vector<Folded> FoldIdentical(const std::vector<std::pair<std::string, std::string>>& node_text);
 
-}  // namespace gpuforge::report
+}  // namespace gpuforge::base

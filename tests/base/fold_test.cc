@@ -1,8 +1,8 @@
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 #include <gtest/gtest.h>
 
-namespace gpuforge::report {
+namespace gpuforge::base {
 namespace {
 
 TEST(Fold, IdenticalOutputsFoldIntoOneHostlist) {
@@ -27,4 +27,4 @@ TEST(Fold, DifferentTextNeverFolds) {
 TEST(Fold, EmptyInputGivesNothing) { EXPECT_TRUE(FoldIdentical({}).empty()); }
 
 }  // namespace
-}  // namespace gpuforge::report
+}  // namespace gpuforge::base

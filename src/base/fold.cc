@@ -1,10 +1,10 @@
-#include "gpuforge/report/fold.h"
+#include "gpuforge/base/fold.h"
 
 #include <unordered_map>
 
 #include "gpuforge/base/hostlist.h"
 
-namespace gpuforge::report {
+namespace gpuforge::base {
 
 std::vector<Folded> FoldIdentical(
     const std::vector<std::pair<std::string, std::string>>& node_text) {
@@ -27,4 +27,4 @@ std::vector<Folded> FoldIdentical(
   return out;
 }
 
-}  // namespace gpuforge::report
+}  // namespace gpuforge::base

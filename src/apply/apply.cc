@@ -8,6 +8,7 @@
 #include <set>
 
 #include "apply/internal.h"
+#include "gpuforge/base/sha256.h"
 #include "remote/command.h"
 
 namespace gpuforge::apply {
@@ -361,7 +362,7 @@ Result<NodePlan> ReadNodePlan(remote::Session& s, const DesiredNode& d, bool sud
   }
   Result<ActualNode> actual = ParseNodeState(node, r->out, d);
   if (!actual.ok()) return actual.error();
-  if (state_sha256 != nullptr) *state_sha256 = Sha256Hex(r->out);
+  if (state_sha256 != nullptr) *state_sha256 = base::Sha256Hex(r->out);
   return PlanNodeState(node, d, *actual);
 }
 

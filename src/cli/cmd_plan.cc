@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "gpuforge/base/files.h"
+#include "gpuforge/base/sha256.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/render/render.h"
@@ -230,7 +231,7 @@ Result<plan::AgentBinary> LoadAgent() {
   if (!in && !in.eof()) return Error{fmt::format("agent: cannot read {}", source.string())};
   auto blob = std::make_shared<plan::Blob>();
   blob->bytes = ss.str();
-  blob->sha256 = plan::Sha256Hex(blob->bytes);
+  blob->sha256 = base::Sha256Hex(blob->bytes);
   struct utsname u {};
   if (::uname(&u) != 0) return Error{"agent: uname failed"};
   return plan::AgentBinary{std::move(blob), u.machine};
@@ -254,7 +255,7 @@ std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
     ctx.Error(fmt::format("{}: cannot read it", path));
     return std::nullopt;
   }
-  return plan::Sha256Hex(ss.str());
+  return base::Sha256Hex(ss.str());
 }
 
 std::string LocalUserAtHost() {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/sha256.h"
 
 namespace gpuforge::plan {
 namespace {
@@ -24,7 +25,7 @@ std::string DesiredDigest(const DesiredNode& d) {
   for (const std::string& u : d.services) s += fmt::format("service\x1f{}\x1e", u);
   s += fmt::format("removals\x1f{}\x1e", d.manage_removals);
   s += fmt::format("agent_arch\x1f{}\x1e", d.agent_arch);
-  return Sha256Hex(s);
+  return base::Sha256Hex(s);
 }
 
 std::string ToJson(const SavedPlan& p) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gpuforge/base/sha256.h"
 #include "remote/command.h"
 #include "remote/fake_session.h"
 #include "testbed/testbed.h"
@@ -28,7 +29,7 @@ remote::ExecResult Exited(int status, std::string out = "", std::string err = ""
 }
 
 std::string StateLine(std::string_view content, unsigned mode = 0644) {
-  return fmt::format("F {:o} root {} {}\n", mode, content.size(), Sha256Hex(content));
+  return fmt::format("F {:o} root {} {}\n", mode, content.size(), base::Sha256Hex(content));
 }
 
 // The node state script's answer for a Debian node with `files` (file state lines) and `rest`
@@ -84,11 +85,11 @@ TEST(PlanParseState, StrictAboutEveryField) {
             "node gpu01: unexpected output from the file state script, line 2 (more than the 1 lines expected): 'N'");
   EXPECT_EQ(ParseState("gpu01", "N", 1).error().message,
             "node gpu01: unexpected output from the file state script, line 1 (no end of line): 'N'");
-  EXPECT_EQ(ParseState("gpu01", "F 644 root;rm 1 " + Sha256Hex("") + "\n", 1).error().message,
+  EXPECT_EQ(ParseState("gpu01", "F 644 root;rm 1 " + base::Sha256Hex("") + "\n", 1).error().message,
             fmt::format("node gpu01: unexpected output from the file state script, line 1 (owner is not a user name): "
                         "'F 644 root;rm 1 {}'",
-                        Sha256Hex("")));
-  EXPECT_NE(ParseState("gpu01", "F 9z4 root 1 " + Sha256Hex("") + "\n", 1).error().message.find("mode is not octal"),
+                        base::Sha256Hex("")));
+  EXPECT_NE(ParseState("gpu01", "F 9z4 root 1 " + base::Sha256Hex("") + "\n", 1).error().message.find("mode is not octal"),
             std::string::npos);
   EXPECT_NE(ParseState("gpu01", "F 644 root 1 XYZ\n", 1).error().message.find("not a SHA-256"), std::string::npos);
   // Control characters from the node never reach the terminal.
@@ -130,7 +131,7 @@ TEST(PlanCommands, StateScriptRunsOnHostileNames) {
   ASSERT_EQ(r->exit_code, 0) << r->output;
   Result<std::vector<ActualFile>> s = ParseState("local", r->output, paths.size());
   ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_EQ((*s)[0].sha256, Sha256Hex("hello\n"));
+  EXPECT_EQ((*s)[0].sha256, base::Sha256Hex("hello\n"));
   EXPECT_EQ((*s)[0].size, 6u);
   EXPECT_EQ((*s)[1].kind, ActualFile::Kind::kAbsent);
   EXPECT_EQ((*s)[2].kind, ActualFile::Kind::kOther);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "gpuforge/apply/apply.h"
+#include "gpuforge/base/sha256.h"
 #include "remote/command.h"
 #include "remote/fake_session.h"
 #include "testbed/testbed.h"
@@ -65,7 +66,7 @@ TEST(ApplyNodeState, ScriptRunsOnThisMachineAndParses) {
   ASSERT_TRUE(a.ok()) << a.error().message << "\n" << r->output;
   EXPECT_EQ(a->os_id, "debian");
   EXPECT_FALSE(a->arch.empty());
-  EXPECT_EQ(a->files[0].sha256, plan::Sha256Hex("hello\n"));
+  EXPECT_EQ(a->files[0].sha256, base::Sha256Hex("hello\n"));
   EXPECT_EQ(a->files[1].kind, ActualFile::Kind::kAbsent);
   EXPECT_FALSE(a->packages[0].empty());  // dpkg is installed on Debian
   EXPECT_TRUE(a->packages[1].empty());
@@ -223,7 +224,7 @@ TEST(ApplyRollback, RefusesFilesChangedSinceTheRunUnlessForced) {
   const std::string run = "20261130T064252Z-0000abcd";
   const std::string journal = fmt::format(
       R"({{"run":"{}","files":[{{"path":"/etc/nccl.conf","action":"change","backup":"/var/lib/gpuforge/backups/{}/etc/nccl.conf","sha256":"{}"}}]}})",
-      run, run, plan::Sha256Hex("written\n"));
+      run, run, base::Sha256Hex("written\n"));
   for (bool force : {false, true}) {
     FakeConnector c;
     c.nodes["gpu01"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
@@ -231,7 +232,7 @@ TEST(ApplyRollback, RefusesFilesChangedSinceTheRunUnlessForced) {
       r.exit_status = 0;
       if (cmd.find("grep -F") != std::string::npos) r.out = journal + "\n";
       if (cmd.starts_with("for p in")) {
-        r.out = fmt::format("F 644 root 7 {}\n", plan::Sha256Hex("edited\n"));
+        r.out = fmt::format("F 644 root 7 {}\n", base::Sha256Hex("edited\n"));
       }
       return r;
     };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/base/sha256.h"
 #include "gpuforge/plan/saved_plan.h"
 #include "gpuforge/render/render.h"
 
@@ -22,7 +23,7 @@ model::Cluster Inline(const std::string& yaml) {
 }
 
 ActualFile Regular(std::string_view content, unsigned mode = 0644) {
-  return {ActualFile::Kind::kRegular, Sha256Hex(content), mode, "root", content.size()};
+  return {ActualFile::Kind::kRegular, base::Sha256Hex(content), mode, "root", content.size()};
 }
 
 DesiredPackage Pkg(std::string name, std::string version) {
@@ -218,7 +219,7 @@ TEST(PlanNodeState, RefusesWhatItShouldNotTouch) {
 }
 
 TEST(PlanNodeState, TheAgentGoesOnlyToNodesOfTheBuildsArchitecture) {
-  AgentBinary agent{std::make_shared<Blob>(Blob{"\x7f" "ELF...", Sha256Hex("\x7f" "ELF...")}), "x86_64"};
+  AgentBinary agent{std::make_shared<Blob>(Blob{"\x7f" "ELF...", base::Sha256Hex("\x7f" "ELF...")}), "x86_64"};
   model::Cluster c = Example("h200-ib-32gpu.yaml");
   DesiredNode d = DesiredNodeState(c, *c.FindNode("gpu001"), {{"/etc/a", "a", 0644}, {"/var/z", "z", 0644}},
                                    {Part::kFiles, Part::kAgent}, &agent);
@@ -264,9 +265,9 @@ TEST(PlanSavedPlan, RoundTripAndStrictParse) {
   SavedPlan p;
   p.created = "2026-11-30T08:00:00Z";
   p.inventory = "/srv/inv.yaml";
-  p.inventory_sha256 = Sha256Hex("inv");
+  p.inventory_sha256 = base::Sha256Hex("inv");
   p.parts = "files";
-  p.nodes = {{"gpu01", DesiredDigest(Sample()), Sha256Hex("state"), 1, 2, 0}};
+  p.nodes = {{"gpu01", DesiredDigest(Sample()), base::Sha256Hex("state"), 1, 2, 0}};
   std::string text = ToJson(p);
   EXPECT_TRUE(LooksLikeSavedPlan(text));
   EXPECT_FALSE(LooksLikeSavedPlan("version: 1\ncluster: {name: x}\n"));

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/base/sha256.h"
 #include "gpuforge/report/validate_report.h"
 #include "gpuforge/validate/runner.h"
 #include "remote/fake_session.h"
@@ -288,7 +289,7 @@ remote::ExecResult Exited(int status, std::string out = "") {
 plan::AgentBinary Agent() {
   auto blob = std::make_shared<plan::Blob>();
   blob->bytes = "agent bytes";
-  blob->sha256 = plan::Sha256Hex(blob->bytes);
+  blob->sha256 = base::Sha256Hex(blob->bytes);
   return {blob, "x86_64"};
 }
 

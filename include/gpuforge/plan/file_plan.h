@@ -130,9 +130,6 @@ struct NodePlan {
 Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> desired,
                           std::span<const ActualFile> actual);
 
-// Lowercase hex SHA-256, as sha256sum prints it.
-std::string Sha256Hex(std::string_view data);
-
 // Nodes with identical plans, folded: {"gpu[01-32]", plans[i]} with the text of one.
 struct FoldedPlan {
   std::string nodes;

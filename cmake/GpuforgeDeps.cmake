@@ -6,6 +6,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBSSH REQUIRED IMPORTED_TARGET libssh)
+# SHA-256 (base/sha256.cc) is OpenSSL's EVP; libssh links libcrypto already.
+find_package(OpenSSL REQUIRED)
 # nvidia-smi -q -x and the NCCL topology XML read back in tests are parsed with pugixml.
 find_package(pugixml REQUIRED)
 

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssh-dev nlohmann-json3-dev
+  libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssh-dev libssl-dev nlohmann-json3-dev
   libkainjow-mustache-dev libgtest-dev libgmock-dev libibverbs-dev librdmacm-dev
   libpugixml-dev
   # Real peers the tests compare against or drive: Slurm's hostlist tools and daemons,

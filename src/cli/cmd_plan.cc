@@ -225,13 +225,15 @@ Result<plan::AgentBinary> LoadAgent() {
   if (ec) return Error{fmt::format("agent: cannot find this binary (/proc/self/exe): {}", ec.message())};
   std::filesystem::path stripped = self.parent_path() / "gpuforge-agent";
   std::filesystem::path source = std::filesystem::is_regular_file(stripped, ec) ? stripped : self;
+  Result<std::string> sha = base::Sha256FileHex(source.string());
+  if (!sha.ok()) return Error{fmt::format("agent: cannot read {}", source.string())};
   std::ifstream in(source, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   if (!in && !in.eof()) return Error{fmt::format("agent: cannot read {}", source.string())};
   auto blob = std::make_shared<plan::Blob>();
   blob->bytes = ss.str();
-  blob->sha256 = base::Sha256Hex(blob->bytes);
+  blob->sha256 = std::move(*sha);
   struct utsname u {};
   if (::uname(&u) != 0) return Error{"agent: uname failed"};
   return plan::AgentBinary{std::move(blob), u.machine};
@@ -248,14 +250,12 @@ std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only) {
 }
 
 std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in && !in.eof()) {
+  Result<std::string> sha = base::Sha256FileHex(path);
+  if (!sha.ok()) {
     ctx.Error(fmt::format("{}: cannot read it", path));
     return std::nullopt;
   }
-  return base::Sha256Hex(ss.str());
+  return std::move(*sha);
 }
 
 std::string LocalUserAtHost() {

@@ -22,7 +22,7 @@
 #include "gpuforge/base/names.h"
 #include "gpuforge/inventory/schema.h"
 #include "gpuforge/model/gpu_catalog.h"
-#include "inventory/yaml_reader.h"
+#include "gpuforge/inventory/yaml_reader.h"
 
 namespace gpuforge::inventory {
 

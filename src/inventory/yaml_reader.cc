@@ -1,4 +1,4 @@
-#include "inventory/yaml_reader.h"
+#include "gpuforge/inventory/yaml_reader.h"
 
 #include <fmt/format.h>
 

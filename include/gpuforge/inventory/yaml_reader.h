@@ -1,8 +1,10 @@
 #pragma once
 
 // Typed, position-aware access to a yaml-cpp tree: every getter reports what is wrong at the
-// node's file:line:col into a Diagnostics sink and returns nothing, so the loader can keep
-// going and report every problem in one run.
+// node's file:line:col into a Diagnostics sink and returns nothing, so a reader can keep going
+// and report every problem in one run. The inventory loader reads through it, and so does
+// every other YAML input (validate's GPU model table), so all of them point at file:line:col
+// with the line and a caret.
 
 #include <yaml-cpp/yaml.h>
 

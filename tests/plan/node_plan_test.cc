@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuforge/inventory/loader.h"
 #include "gpuforge/base/sha256.h"
+#include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/saved_plan.h"
 #include "gpuforge/render/render.h"
 

@@ -23,7 +23,8 @@ std::string Errors(std::string_view yaml) {
 }
 
 TEST(ValidateModelTable, ReadsFiguresUnderTheCatalogueName) {
-  Result<ModelTable> t = ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}}\n");
+  Result<ModelTable> t =
+      ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}}\n");
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_EQ(t->models.count("H100"), 1u);
   EXPECT_EQ(t->models.at("H100").at("h2d_gbs").value, 48);
@@ -45,8 +46,9 @@ TEST(ValidateModelTable, UnknownModel) {
 }
 
 TEST(ValidateModelTable, UnknownFigureNameListsTheNames) {
-  EXPECT_EQ(Errors("version: 1\nmodels:\n  H100: {h2d: {value: 48, source: x}}\n"),
-            R"d(m.yaml:3:10: error: unknown key 'h2d' in model H100 (allowed: h2d_gbs, d2h_gbs, hbm_copy_gbs, bf16_tflops, fp32_tflops, allreduce_busbw_gbs, ib_write_gbits)
+  EXPECT_EQ(
+      Errors("version: 1\nmodels:\n  H100: {h2d: {value: 48, source: x}}\n"),
+      R"d(m.yaml:3:10: error: unknown key 'h2d' in model H100 (allowed: h2d_gbs, d2h_gbs, hbm_copy_gbs, bf16_tflops, fp32_tflops, allreduce_busbw_gbs, ib_write_gbits)
  3 |   H100: {h2d: {value: 48, source: x}}
    |          ^~~
 1 error in m.yaml)d");
@@ -82,29 +84,35 @@ TEST(ValidateModelTable, EveryFigureNeedsASource) {
 }
 
 TEST(ValidateModelTable, VersionAndShape) {
-  EXPECT_EQ(Errors("version: 2\nmodels: {}\n"), R"d(m.yaml:1:10: error: 'version' in the GPU model table is '2'; this gpuforge reads version 1
+  EXPECT_EQ(
+      Errors("version: 2\nmodels: {}\n"),
+      R"d(m.yaml:1:10: error: 'version' in the GPU model table is '2'; this gpuforge reads version 1
  1 | version: 2
    |          ^
 1 error in m.yaml)d");
-  EXPECT_EQ(Errors("version: 1\n"), R"d(m.yaml:1:1: error: the GPU model table is missing required key 'models'
+  EXPECT_EQ(Errors("version: 1\n"),
+            R"d(m.yaml:1:1: error: the GPU model table is missing required key 'models'
  1 | version: 1
    | ^
 1 error in m.yaml)d");
-  EXPECT_EQ(Errors("version: 1\nmodels: [H100]\nextra: 1\n"), R"d(m.yaml:2:9: error: 'models' must be a mapping of key: value, not a list
+  EXPECT_EQ(Errors("version: 1\nmodels: [H100]\nextra: 1\n"),
+            R"d(m.yaml:2:9: error: 'models' must be a mapping of key: value, not a list
  2 | models: [H100]
    |         ^
 m.yaml:3:1: error: unknown key 'extra' in the GPU model table (allowed: version, models)
  3 | extra: 1
    | ^~~~~
 2 errors in m.yaml)d");
-  EXPECT_EQ(Errors("- version: 1\n"), R"d(m.yaml:1:1: error: the GPU model table must be a mapping of key: value, not a list
+  EXPECT_EQ(Errors("- version: 1\n"),
+            R"d(m.yaml:1:1: error: the GPU model table must be a mapping of key: value, not a list
  1 | - version: 1
    | ^
 1 error in m.yaml)d");
 }
 
 TEST(ValidateModelTable, SyntaxErrorPointsAtTheOpener) {
-  EXPECT_EQ(Errors("version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}\n"), R"d(m.yaml:3:9: error: this '{' is never closed: a flow mapping needs a matching '}'
+  EXPECT_EQ(Errors("version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}\n"),
+            R"d(m.yaml:3:9: error: this '{' is never closed: a flow mapping needs a matching '}'
  3 |   H100: {h2d_gbs: {value: 48, source: x}
    |         ^
 1 error in m.yaml)d");
@@ -145,8 +153,8 @@ m.yaml:11:5: error: duplicate key 'bf16_tflops' in model H200; YAML keeps only o
 }
 
 TEST(ValidateModelTable, AFileNamesItsPath) {
-  const std::filesystem::path p =
-      std::filesystem::temp_directory_path() / ("gpuforge-models-" + std::to_string(::getpid()) + ".yaml");
+  const std::filesystem::path p = std::filesystem::temp_directory_path() /
+                                  ("gpuforge-models-" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(p) << "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 0, source: x}}\n";
   Result<ModelTable> t = LoadModelTable(p.string());
   std::filesystem::remove(p);
@@ -155,7 +163,8 @@ TEST(ValidateModelTable, AFileNamesItsPath) {
  3 |   H100: {h2d_gbs: {value: 0, source: x}}
    |                           ^
 1 error in )d" + p.string());
-  EXPECT_EQ(LoadModelTable(p.string()).error().message, p.string() + ": cannot read the GPU model pass marks");
+  EXPECT_EQ(LoadModelTable(p.string()).error().message,
+            p.string() + ": cannot read the GPU model pass marks");
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ class Digest {
     if (ctx_ == nullptr) throw std::bad_alloc();
     Check(EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr));
   }
-  void Update(const void* data, std::size_t size) { Check(EVP_DigestUpdate(ctx_.get(), data, size)); }
+  void Update(const void* data, std::size_t size) {
+    Check(EVP_DigestUpdate(ctx_.get(), data, size));
+  }
   std::string Hex() {
     std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
     unsigned int size = 0;
@@ -50,7 +52,8 @@ std::string Sha256Hex(std::string_view data) {
 }
 
 Result<std::string> Sha256FileHex(const std::string& path) {
-  std::unique_ptr<std::FILE, decltype(&std::fclose)> f(std::fopen(path.c_str(), "rbe"), &std::fclose);
+  std::unique_ptr<std::FILE, decltype(&std::fclose)> f(std::fopen(path.c_str(), "rbe"),
+                                                       &std::fclose);
   if (f == nullptr) return Error{fmt::format("{}: {}", path, std::strerror(errno))};
   Digest d;
   std::vector<char> buf(kSha256FileChunk);

@@ -4,11 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
+#include "gpuforge/base/diag.h"
+#include "gpuforge/inventory/yaml_reader.h"
 #include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::validate {
@@ -76,47 +78,89 @@ std::span<const std::string_view> ModelFigureNames() {
   return kNames;
 }
 
-Result<ModelTable> ParseModelTable(std::string_view file, std::string_view yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return Error{fmt::format("{}:{}:{}: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)};
+namespace {
+
+using inventory::YamlReader;
+
+// One {value, source} entry; nothing when it has a problem, which is reported.
+std::optional<ModelFigure> ReadFigure(const YamlReader& r, const YAML::Node& n, const std::string& figure) {
+  static constexpr std::array<std::string_view, 2> kKeys = {"value", "source"};
+  if (!r.CheckMap(n, figure, kKeys)) return std::nullopt;
+  std::optional<double> value =
+      r.Num(n, "value", figure, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(), true);
+  if (value && *value <= 0) {
+    r.Error(YamlReader::Get(n, "value"), figure + " must be positive");
+    value.reset();
   }
-  auto at = [&](const YAML::Node& n) { return fmt::format("{}:{}:{}", file, n.Mark().line + 1, n.Mark().column + 1); };
-  if (!root.IsMap() || !root["version"] || root["version"].as<std::string>("") != "1") {
-    return Error{fmt::format("{}: expected 'version: 1' and 'models:'", file)};
+  std::optional<std::string> source = r.Str(n, "source", figure, true);
+  if (source && source->empty()) {
+    r.Error(YamlReader::Get(n, "source"), figure + " has no source");
+    source.reset();
   }
-  const YAML::Node models = root["models"];
-  if (!models || !models.IsMap()) return Error{fmt::format("{}: 'models' is missing or not a map", file)};
-  ModelTable t;
+  if (!value || !source) return std::nullopt;
+  return ModelFigure{*value, *source};
+}
+
+bool IsFigureName(std::string_view key) {
+  for (std::string_view k : ModelFigureNames()) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+// Every problem in the table is reported, as the inventory loader reports them.
+void ReadModelTable(const YamlReader& r, const YAML::Node& root, ModelTable* t) {
+  static constexpr std::array<std::string_view, 2> kTop = {"version", "models"};
+  constexpr std::string_view kWhat = "the GPU model table";
+  if (!r.CheckMap(root, kWhat, kTop)) return;
+  if (std::optional<std::string> v = r.Str(root, "version", kWhat, true); v && *v != "1") {
+    r.Error(YamlReader::Get(root, "version"), fmt::format("'version' in {} is '{}'; this gpuforge reads version 1", kWhat, *v));
+  }
+  const YAML::Node models = YamlReader::Get(root, "models");
+  if (!YamlReader::Has(root, "models")) {
+    r.Missing(root, "models", kWhat);
+    return;
+  }
+  if (!r.CheckOpenMap(models, "'models'")) return;
   for (const auto& m : models) {
-    const std::string name = m.first.as<std::string>("");
+    if (!m.first.IsScalar()) continue;  // reported by CheckOpenMap
+    const std::string& name = m.first.Scalar();
     const model::GpuModelInfo* info = model::FindGpuModel(name);
-    if (info == nullptr) return Error{fmt::format("{}: '{}' is not a GPU model of the catalogue", at(m.first), name)};
-    if (!m.second.IsMap()) return Error{fmt::format("{}: model {} is not a map", at(m.second), name)};
+    if (info == nullptr) r.Error(m.first, fmt::format("'{}' is not a GPU model of the catalogue", name));
+    if (!r.CheckMap(m.second, "model " + name, ModelFigureNames())) continue;
     for (const auto& f : m.second) {
-      const std::string key = f.first.as<std::string>("");
-      bool known = false;
-      for (std::string_view k : ModelFigureNames()) known = known || k == key;
-      if (!known) return Error{fmt::format("{}: '{}' is not a figure name", at(f.first), key)};
-      const YAML::Node v = f.second;
-      if (!v.IsMap() || !v["value"] || !v["source"]) {
-        return Error{fmt::format("{}: {}.{} needs {{value, source}}", at(v), name, key)};
-      }
-      double value = 0;
-      try {
-        value = v["value"].as<double>();
-      } catch (const YAML::Exception&) {
-        return Error{fmt::format("{}: {}.{} value is not a number", at(v["value"]), name, key)};
-      }
-      if (!std::isfinite(value) || value <= 0) return Error{fmt::format("{}: {}.{} must be positive", at(v["value"]), name, key)};
-      const std::string source = v["source"].as<std::string>("");
-      if (source.empty()) return Error{fmt::format("{}: {}.{} has no source", at(v["source"]), name, key)};
-      t.models[std::string(info->name)][key] = {value, source};
+      // A key that is not a figure name is reported by CheckMap, with the name meant.
+      if (!f.first.IsScalar() || !IsFigureName(f.first.Scalar())) continue;
+      std::optional<ModelFigure> figure = ReadFigure(r, f.second, name + "." + f.first.Scalar());
+      if (info != nullptr && figure) t->models[std::string(info->name)][f.first.Scalar()] = std::move(*figure);
     }
   }
-  return t;
+}
+
+}  // namespace
+
+Result<ModelTable> ParseModelTable(std::string_view file, std::string_view yaml) {
+  const SourceFile source{std::string(file), std::string(yaml)};
+  Diagnostics diags;
+  const inventory::YamlReader r(std::string(file), &diags);
+  ModelTable t;
+  try {
+    // yaml-cpp throws on syntax errors; caught here, so no exception leaves validate.
+    ReadModelTable(r, YAML::Load(source.text()), &t);
+  } catch (const YAML::ParserException& e) {
+    inventory::ReportSyntaxError(e, source, &diags);
+  } catch (const YAML::Exception& e) {
+    SourcePos pos = e.mark.is_null() ? SourcePos{source.path(), 0, 0}
+                                     : SourcePos{source.path(), e.mark.line + 1, e.mark.column + 1};
+    diags.Error(pos, fmt::format("cannot read this part of the GPU model table: {}", e.msg));
+  }
+  if (!diags.has_errors()) return t;
+  diags.Sort();
+  std::string message;
+  for (const Diagnostic& d : diags.items()) message += FormatDiagnostic(d, &source);
+  const std::size_t errors = diags.error_count();
+  message += fmt::format("{} error{} in {}", errors, errors == 1 ? "" : "s", source.path());
+  return Error{std::move(message)};
 }
 
 std::string DefaultModelTablePath() {

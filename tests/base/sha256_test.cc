@@ -18,8 +18,10 @@ TEST(Sha256, KnownVectors) {
   // Two blocks: the padding crosses a block boundary.
   EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(Sha256Hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
-  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(Sha256Hex(std::string(1000, 'a')),
+            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 class Sha256File : public ::testing::Test {
@@ -40,7 +42,8 @@ class Sha256File : public ::testing::Test {
 TEST_F(Sha256File, SameDigestAsTheStringOnEitherSideOfAChunk) {
   // Bytes that differ by position, so a chunk read twice or skipped changes the digest.
   std::string data;
-  for (std::size_t i = 0; i < 3 * kSha256FileChunk + 17; ++i) data.push_back(static_cast<char>(i * 131 % 251));
+  for (std::size_t i = 0; i < 3 * kSha256FileChunk + 17; ++i)
+    data.push_back(static_cast<char>(i * 131 % 251));
   for (std::size_t size : {std::size_t{0}, std::size_t{1}, kSha256FileChunk - 1, kSha256FileChunk,
                            kSha256FileChunk + 1, 2 * kSha256FileChunk, data.size()}) {
     const std::string content = data.substr(0, size);

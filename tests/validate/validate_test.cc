@@ -80,19 +80,6 @@ TEST(ValidateThresholds, DefaultsOverridesAndTheDataFile) {
       << bad.error().message;
 }
 
-TEST(ValidateThresholds, ModelTableIsStrict) {
-  EXPECT_TRUE(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48, source: x}}\n").ok());
-  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H999: {h2d_gbs: {value: 48, source: x}}\n").error().message,
-            "m.yaml:3:3: 'H999' is not a GPU model of the catalogue");
-  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d: {value: 48, source: x}}\n").error().message,
-            "m.yaml:3:10: 'h2d' is not a figure name");
-  EXPECT_EQ(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: -1, source: x}}\n").error().message,
-            "m.yaml:3:27: H100.h2d_gbs must be positive");
-  EXPECT_FALSE(ParseModelTable("m.yaml", "version: 1\nmodels:\n  H100: {h2d_gbs: {value: 48}}\n").ok());
-  EXPECT_FALSE(ParseModelTable("m.yaml", "version: 2\nmodels: {}\n").ok());
-  EXPECT_FALSE(ParseModelTable("m.yaml", "[").ok());
-}
-
 TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   model::Cluster c = Load(kInventory);
   Result<std::vector<std::string>> all = SelectChecks({});

@@ -11,6 +11,7 @@
 
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/report/validate_report.h"
+#include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
 #include "remote/fake_session.h"
 

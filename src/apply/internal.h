@@ -1,6 +1,7 @@
 #pragma once
 
-// Small text helpers apply.cc and rollback.cc share: node output made safe to show, paths.
+// Small text helpers apply's files and rollback.cc share: node output made safe to show, paths,
+// the alphabets node output is checked against.
 
 #include <string>
 #include <string_view>
@@ -24,5 +25,12 @@ inline std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
+
+inline bool AllOf(std::string_view s, std::string_view alphabet) {
+  return !s.empty() && s.find_first_not_of(alphabet) == std::string_view::npos;
+}
+
+inline constexpr std::string_view kDigits = "0123456789";
+inline constexpr std::string_view kHex = "0123456789abcdef";
 
 }  // namespace gpuforge::apply::internal

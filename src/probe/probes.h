@@ -1,7 +1,7 @@
 #pragma once
 
 // Factories for the storage and TCP probes (registry.cc lists them), the test hooks their
-// tests reach, and the few helpers storage.cc and tcp.cc share: a file descriptor owner,
+// tests reach, and the few helpers the storage probes and tcp.cc share: a file descriptor owner,
 // typed parameters whose errors name the parameter, and failures that name the call.
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #pragma once
 
 // The list of every probe this build has: one factory per probe, each in its own file
-// (storage.cc, tcp.cc, gpu_*.cc, ...). AllProbes() returns them in this order.
+// (storage_read.cc, tcp.cc, gpu_*.cc, ...). AllProbes() returns them in this order.
 
 #include <memory>
 #include <vector>

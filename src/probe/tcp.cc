@@ -33,101 +33,24 @@
 #include "gpuforge/base/names.h"
 #include "probe/probes.h"
 
-namespace gpuforge::probe::internal {
-namespace {
+#include "probe/tcp_socket.h"
 
-using Clock = std::chrono::steady_clock;
+namespace gpuforge::probe::internal {
+
+namespace tcp {
+namespace {
 
 constexpr std::array<char, 8> kMagic = {'g', 'p', 'u', 'f', 'o', 'r', 'g', 'e'};
 constexpr std::size_t kHello = 16;
 constexpr std::uint32_t kMaxStreams = 64;
 constexpr std::size_t kChunk = std::size_t{1} << 20;
-constexpr int kPollMs = 100;  // how often a wait looks at the cancel flag
 
 double Seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-Clock::time_point After(double seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 double Gbits(std::uint64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) * 8 / 1e9 / seconds : 0;
-}
-
-// Stops a wait: the probe's cancel flag, or the other end of a loopback test giving up.
-struct Stop {
-  const Context* ctx = nullptr;
-  const std::atomic<bool>* abort = nullptr;
-  const std::atomic<bool>* abort2 = nullptr;
-  bool operator()() const {
-    return (ctx != nullptr && ctx->Cancelled()) || (abort != nullptr && abort->load()) ||
-           (abort2 != nullptr && abort2->load());
-  }
-};
-
-enum class Wait { kReady, kTimedOut, kStopped };
-
-// Polls in short slices so a cancel is seen within kPollMs. A poll error counts as ready: the
-// next call on the socket reports it with its own name.
-Wait WaitFor(int fd, short events, Clock::time_point deadline, const Stop& stop) {
-  for (;;) {
-    if (stop()) return Wait::kStopped;
-    const auto now = Clock::now();
-    if (now >= deadline) return Wait::kTimedOut;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left + 1, 1, kPollMs)));
-    if (r > 0 || (r < 0 && errno != EINTR)) return Wait::kReady;
-  }
-}
-
-Failure NotReady(Wait w, std::string_view what, double timeout) {
-  if (w == Wait::kStopped) return {"cancelled", fmt::format("cancelled while {}", what)};
-  return {"timeout", fmt::format("nothing happened for {} s while {}", timeout, what)};
-}
-
-std::optional<Failure> RecvExact(int fd, void* buf, std::size_t len, double timeout,
-                                 const Stop& stop, std::string_view what) {
-  char* p = static_cast<char*>(buf);
-  while (len > 0) {
-    const ssize_t n = ::recv(fd, p, len, MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<std::size_t>(n);
-    } else if (n == 0) {
-      return Failure{"short_transfer",
-                     fmt::format("the peer closed the connection while {}", what)};
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (Wait w = WaitFor(fd, POLLIN, After(timeout), stop); w != Wait::kReady) {
-        return NotReady(w, what, timeout);
-      }
-    } else if (errno != EINTR) {
-      return SysFailure("recv", what, errno);
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<Failure> SendExact(int fd, const void* buf, std::size_t len, double timeout,
-                                 const Stop& stop, std::string_view what) {
-  const char* p = static_cast<const char*>(buf);
-  while (len > 0) {
-    const ssize_t n = ::send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n >= 0) {
-      p += n;
-      len -= static_cast<std::size_t>(n);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (Wait w = WaitFor(fd, POLLOUT, After(timeout), stop); w != Wait::kReady) {
-        return NotReady(w, what, timeout);
-      }
-    } else if (errno != EINTR) {
-      return SysFailure("send", what, errno);
-    }
-  }
-  return std::nullopt;
 }
 
 void PutBig(unsigned char* out, std::uint64_t v, int bytes) {
@@ -138,12 +61,6 @@ std::uint64_t GetBig(const unsigned char* in, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | in[i];
   return v;
-}
-
-std::string Address(const sockaddr_in& a) {
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
-  return fmt::format("{}:{}", text, ntohs(a.sin_port));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -706,7 +623,8 @@ class TcpBandwidthProbe : public Probe {
 };
 
 }  // namespace
+}  // namespace tcp
 
-std::unique_ptr<Probe> MakeTcpBandwidthProbe() { return std::make_unique<TcpBandwidthProbe>(); }
+std::unique_ptr<Probe> MakeTcpBandwidthProbe() { return std::make_unique<tcp::TcpBandwidthProbe>(); }
 
 }  // namespace gpuforge::probe::internal

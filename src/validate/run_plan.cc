@@ -6,6 +6,7 @@
 #include "gpuforge/facts/drift.h"
 #include "gpuforge/facts/gather.h"
 #include "gpuforge/remote/fanout.h"
+#include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
 
 namespace gpuforge::validate {

@@ -7,19 +7,14 @@
 #include <variant>
 #include <thread>
 
-#include "remote/command.h"
+#include "gpuforge/validate/agent.h"
+#include "gpuforge/validate/exchange_hub.h"
+#include "validate/text.h"
 
 namespace gpuforge::validate {
 namespace {
 
-using remote::ShellQuote;
-
-std::string Visible(std::string_view text, std::size_t cap = 300) {
-  std::string out;
-  for (char c : text.substr(0, cap)) out.push_back(c >= 0x20 && c < 0x7f ? c : (c == '\n' ? '|' : '?'));
-  if (text.size() > cap) out += "...";
-  return out;
-}
+using internal::Visible;
 
 std::string LastLine(const std::string& out) {
   std::size_t end = out.find_last_not_of('\n');
@@ -86,111 +81,6 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std:
 }
 
 }  // namespace
-
-std::string TemporaryAgentPath(std::string_view sha256) {
-  return fmt::format("/var/tmp/gpuforge-agent-{}", sha256.substr(0, 16));
-}
-
-Result<std::string> EnsureAgent(remote::Session& s, const plan::AgentBinary& agent) {
-  const std::string& node = s.target().node;
-  const std::string tmp = TemporaryAgentPath(agent.blob->sha256);
-  remote::ExecOptions eo;
-  eo.output_cap = 64 << 10;
-  // The installed agent is read as any user (0755); the digest of a large file takes a moment.
-  const std::string script = fmt::format(
-      "uname -m\n"
-      "for f in {} {}; do if [ -f \"$f\" ]; then sha256sum < \"$f\" | cut -c1-64; else echo -; fi; done\n",
-      ShellQuote(plan::kAgentPath), ShellQuote(tmp));
-  Result<remote::ExecResult> r = s.Exec(script, eo);
-  if (!r.ok()) return r.error();
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos < r->out.size()) {
-    std::size_t nl = r->out.find('\n', pos);
-    if (nl == std::string::npos) nl = r->out.size();
-    lines.push_back(r->out.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  if (!r->Succeeded() || lines.size() != 3) {
-    return Error{fmt::format("node {}: could not look for the agent ({}): {}", node, remote::DescribeEnd(*r, eo),
-                             Visible(r->out + r->err))};
-  }
-  if (lines[1] == agent.blob->sha256) return std::string(plan::kAgentPath);
-  if (lines[2] == agent.blob->sha256) return tmp;
-  if (lines[0] != agent.arch) {
-    return Error{fmt::format("node {}: no matching agent there, and this build ({}) cannot run on the node ({}); install "
-                             "gpuforge built for {} at {}",
-                             node, agent.arch, Visible(lines[0], 32), Visible(lines[0], 32), plan::kAgentPath)};
-  }
-  remote::UploadOptions uo;
-  uo.mode = 0755;
-  if (Status st = s.Upload(agent.blob->bytes, tmp, uo); !st.ok()) return st.error();
-  return tmp;
-}
-
-std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s, bool exchange) {
-  std::string s = ShellQuote(agent) + " agent run " + ShellQuote(run.probe);
-  for (const auto& [k, v] : run.params) {
-    if (k == "network") continue;  // the controller's own note, not a probe parameter
-    s += " --param " + ShellQuote(k + "=" + v);
-  }
-  return s + fmt::format(" --timeout {}", timeout_s) + (exchange ? " --exchange" : "");
-}
-
-ExchangeHub::ExchangeHub(std::size_t participants, std::chrono::steady_clock::time_point deadline,
-                         const std::atomic<bool>* cancel)
-    : offered_(participants, 0), left_(participants, false), deadline_(deadline), cancel_(cancel) {}
-
-std::optional<std::string> ExchangeHub::Offer(std::size_t who, std::string part) {
-  std::unique_lock lock(mu_);
-  if (!failure_.empty() || who >= offered_.size()) return std::nullopt;
-  const std::size_t round = offered_[who]++;
-  if (rounds_.size() <= round) rounds_.resize(round + 1, std::vector<std::string>(offered_.size()));
-  rounds_[round][who] = std::move(part);
-  cv_.notify_all();
-  auto complete = [&] {
-    return std::all_of(offered_.begin(), offered_.end(), [&](std::size_t n) { return n > round; });
-  };
-  while (!complete() && failure_.empty()) {
-    for (std::size_t i = 0; i < offered_.size(); ++i) {
-      if (left_[i] && offered_[i] <= round) {
-        failure_ = fmt::format("participant {} ended before exchange round {}", i, round + 1);
-      }
-    }
-    if (!failure_.empty()) break;
-    if (cancel_ != nullptr && cancel_->load()) {
-      failure_ = "interrupted during the exchange";
-      break;
-    }
-    if (cv_.wait_until(lock, std::min(deadline_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100))) ==
-            std::cv_status::timeout &&
-        std::chrono::steady_clock::now() >= deadline_) {
-      failure_ = fmt::format("exchange round {} timed out waiting for every participant", round + 1);
-    }
-  }
-  if (!failure_.empty() && !complete()) {
-    cv_.notify_all();
-    return std::nullopt;
-  }
-  return probe::ExchangeReplyLine(rounds_[round]) + "\n";
-}
-
-void ExchangeHub::Leave(std::size_t who) {
-  std::lock_guard lock(mu_);
-  if (who < left_.size()) left_[who] = true;
-  cv_.notify_all();
-}
-
-void ExchangeHub::Fail(std::string why) {
-  std::lock_guard lock(mu_);
-  if (failure_.empty()) failure_ = std::move(why);
-  cv_.notify_all();
-}
-
-std::string ExchangeHub::failure() const {
-  std::lock_guard lock(mu_);
-  return failure_;
-}
 
 std::vector<std::variant<probe::ProbeResult, Verdict>> RunGroup(std::span<const GroupMember> members, int timeout_s,
                                                                 const std::atomic<bool>* cancel) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/exchange_hub.h"
 #include "gpuforge/validate/runner.h"
 #include "remote/fake_session.h"
 

@@ -12,6 +12,7 @@
 #include "gpuforge/base/sha256.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/report/validate_report.h"
+#include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
 #include "remote/fake_session.h"
 

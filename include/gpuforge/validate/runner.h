@@ -1,15 +1,12 @@
 #pragma once
 
-// The remote side of `gpuforge validate`: getting the agent onto a node, running a probe there
-// through it and reading its JSON line back, retries, and pairs of nodes. Through the
+// The runs of `gpuforge validate`: a probe run on a node through its agent and its JSON line
+// read back, with retries; pairs and groups of nodes at once, conversing through the exchange
+// (exchange_hub.h); a whole plan. The agent itself is found or pushed by agent.h. Through the
 // remote::Session interface only, so tests drive it with the recording fake.
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -21,45 +18,6 @@
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::validate {
-
-// Where a pushed agent goes when the node has no matching one at plan::kAgentPath: the login
-// user's, no root needed, named by the binary's digest.
-std::string TemporaryAgentPath(std::string_view sha256);
-
-// Finds or pushes the agent: plan::kAgentPath when its SHA-256 is the local agent's, else a
-// copy at TemporaryAgentPath (uploaded when missing or different) when the node's `uname -m`
-// matches. Returns the path to run. Errors name the node: another architecture, a failed
-// upload.
-Result<std::string> EnsureAgent(remote::Session& s, const plan::AgentBinary& agent);
-
-// `AGENT agent run PROBE --param k=v ... --timeout T [--exchange]`, every word quoted.
-std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s, bool exchange = false);
-
-// The controller's side of the probe exchange (probe.h): each participant's offers, round by
-// round; a round completes when every participant has offered in it, and each gets every
-// part. A participant whose command ended, a deadline passing, a cancel or a bad offer fails
-// the round for all (their stdin is closed, so their agents stop waiting and say why).
-class ExchangeHub {
- public:
-  ExchangeHub(std::size_t participants, std::chrono::steady_clock::time_point deadline,
-              const std::atomic<bool>* cancel);
-  // Blocks until round complete: the reply line (with newline), or nullopt when it failed.
-  std::optional<std::string> Offer(std::size_t who, std::string part);
-  // `who`'s command ended; rounds it has not offered in fail.
-  void Leave(std::size_t who);
-  void Fail(std::string why);
-  std::string failure() const;  // "" while nothing failed
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::size_t> offered_;  // rounds each participant has offered in
-  std::vector<bool> left_;
-  std::vector<std::vector<std::string>> rounds_;
-  std::chrono::steady_clock::time_point deadline_;
-  const std::atomic<bool>* cancel_;
-  std::string failure_;
-};
 
 // One member of a group run: where it runs, with which agent, as what.
 struct GroupMember {

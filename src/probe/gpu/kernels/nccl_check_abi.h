@@ -1,7 +1,7 @@
 #pragma once
 
 // What the kernels gpuforge_nccl_fill and gpuforge_nccl_verify (nccl_check.cu) do, shared by
-// the kernels and the host code that launches them (probe/nccl/allreduce.cc). Plain constants
+// the kernels and the host code that launches them (probe/nccl/sweep.cc). Plain constants
 // only, so that both g++ and nvcc read it.
 //
 // nccl.allreduce's validation data: element i of a buffer filled with `phase` and `period` is

@@ -1,0 +1,227 @@
+#include "apply/steps.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apply/internal.h"
+#include "remote/command.h"
+
+namespace gpuforge::apply::internal {
+using namespace plan;  // the plan this stage carries out
+using remote::ShellQuote;
+
+NodeRun::NodeRun(remote::Session& session, const DesiredNode& wanted, const ApplyOptions& options)
+    : s(session), desired(wanted), o(options), node(session.target().node) {
+  eo.sudo = o.sudo;
+}
+
+void NodeRun::Fail(std::string step, std::string detail) {
+  out.state = NodeApply::State::kFailed;
+  out.step = std::move(step);
+  out.detail = std::move(detail);
+}
+
+bool NodeRun::Run(const std::string& step, const std::string& command, const remote::ExecOptions& opts) {
+  Result<remote::ExecResult> r = s.Exec(command, opts);
+  if (!r.ok()) {
+    Fail(step, r.error().message);
+    return false;
+  }
+  if (r->Succeeded()) return true;
+  std::string text = Trimmed(r->err + (r->err.empty() || r->out.empty() ? "" : "\n") + r->out);
+  // The end of a long output (apt's) is where the reason is.
+  if (text.size() > 2000) text = "..." + text.substr(text.size() - 2000);
+  Fail(step, remote::DescribeEnd(*r, opts) + (text.empty() ? "" : ": " + Visible(text, 2000)));
+  return false;
+}
+
+bool NodeRun::TakeLock() {
+  Result<remote::ExecResult> lock = s.Exec(LockScript(o.holder), eo);
+  if (!lock.ok()) {
+    Fail("lock", lock.error().message);
+    return false;
+  }
+  if (lock->end == remote::ExecEnd::kExited && lock->exit_status == kLockHeldExit) {
+    out.state = NodeApply::State::kLocked;
+    out.step = "lock";
+    out.detail = fmt::format("{} is held: {}; if that run is gone, remove the directory by hand", kLockDir,
+                             Visible(Trimmed(lock->out)));
+    return false;
+  }
+  if (!lock->Succeeded()) {
+    std::string text = Trimmed(lock->err);
+    Fail("lock", remote::DescribeEnd(*lock, eo) + (text.empty() ? "" : ": " + Visible(text)));
+    return false;
+  }
+  return true;
+}
+
+bool NodeRun::ReadState() {
+  std::string state_sha;
+  Result<NodePlan> plan = ReadNodePlan(s, desired, o.sudo, &state_sha);
+  if (!plan.ok()) {
+    Fail("read state", plan.error().message);
+    return false;
+  }
+  read = true;
+  out.plan = std::move(*plan);
+  if (!o.expect_state_sha256.empty() && state_sha != o.expect_state_sha256) {
+    out.state = NodeApply::State::kStale;
+    out.step = "read state";
+    out.detail = "the node changed since the plan was made; nothing was done here (run plan again)";
+    return false;
+  }
+  if (!out.plan.HasChanges()) {
+    out.state = NodeApply::State::kUnchanged;
+    return false;
+  }
+  return true;
+}
+
+bool NodeRun::BackUp(std::span<const std::string> touched, std::span<const std::string> backups,
+                     std::span<const std::string> owed) {
+  return Run("backup", PrepareScript(o.run_id, touched, backups, owed), eo);
+}
+
+bool NodeRun::UploadFiles(bool repositories) {
+  for (std::size_t i = 0; i < desired.files.size(); ++i) {
+    const FileChange& f = out.plan.files[i];
+    const bool repo = std::find(desired.repository_files.begin(), desired.repository_files.end(), f.path) !=
+                      desired.repository_files.end();
+    if (f.action == Action::kNone || repo != repositories) continue;
+    remote::UploadOptions uo;
+    uo.mode = desired.files[i].mode;
+    uo.owner = "root:root";
+    uo.sudo = o.sudo;
+    if (Status st = s.Upload(desired.files[i].Content(), f.path, uo); !st.ok()) {
+      Fail("upload " + f.path, st.error().message);
+      return false;
+    }
+    out.written.push_back(f.path);
+  }
+  return true;
+}
+
+bool NodeRun::InstallPackages() {
+  std::vector<std::string> specs;
+  for (const plan::ItemChange& it : out.plan.items) {
+    if (it.kind == plan::ItemChange::Kind::kPackage && it.action != Action::kNone) specs.push_back(it.want);
+  }
+  if (!specs.empty()) {
+    remote::ExecOptions po = eo;
+    po.timeout = o.package_timeout;
+    po.output_cap = 16 << 20;
+    if (!Run("packages", PackagesScript(desired.family, desired.repository_files, specs), po)) return false;
+    for (const plan::ItemChange& it : out.plan.items) {
+      if (it.kind != plan::ItemChange::Kind::kPackage || it.action == Action::kNone) continue;
+      out.items.push_back("package " + it.want);
+      out.reboot_needed = out.reboot_needed || it.impact == plan::Impact::kReboot;
+    }
+  }
+  return true;
+}
+
+bool NodeRun::RemoveFiles(const std::vector<std::string>& removals) {
+  if (!removals.empty()) {
+    if (!Run("remove", RemoveScript(removals), eo)) return false;
+    out.removed = removals;
+  }
+  return true;
+}
+
+bool NodeRun::CarryOutItems(std::vector<std::string>* started) {
+  for (const plan::ItemChange& it : out.plan.items) {
+    if (it.kind == plan::ItemChange::Kind::kPackage || it.action == Action::kNone) continue;
+    const std::string step = fmt::format("{} {}", plan::ToString(it.kind), it.id);
+    if (!Run(step, ItemScript(it), eo)) return false;
+    out.items.push_back(step);
+    if (it.kind == plan::ItemChange::Kind::kService && it.want.find("start") != std::string::npos) started->push_back(it.id);
+  }
+  return true;
+}
+
+bool NodeRun::RunHandlers(const std::vector<std::string>& started, const std::vector<std::string>& owed) {
+  for (const std::string& h : out.plan.Handlers()) {
+    if (IsClusterHandler(h)) {
+      out.deferred.push_back(h);
+      continue;
+    }
+    // A service started in this run read the new files already.
+    bool fresh = std::any_of(started.begin(), started.end(),
+                             [&](const std::string& u) { return h == "systemctl restart " + u; });
+    if (fresh) continue;
+    if (!Run("handler " + h, h, eo)) return false;
+    out.handlers.push_back(h);
+  }
+  if (!owed.empty() && !Run("handlers done", "rm -f -- " + ShellQuote(kPendingHandlers) + "\n", eo)) return false;
+  return true;
+}
+
+void NodeRun::WriteManifest() {
+  std::vector<std::string> next = plan::NextManifest(desired, out.plan.managed, out.written, out.removed,
+                                                     out.state == NodeApply::State::kApplied ||
+                                                         out.state == NodeApply::State::kUnchanged);
+  std::vector<std::string> had = out.plan.managed;
+  std::sort(had.begin(), had.end());
+  if (next != had) {
+    std::string text;
+    for (const std::string& p : next) text += p + "\n";
+    remote::UploadOptions uo;
+    uo.mode = 0644;
+    uo.owner = "root:root";
+    uo.sudo = o.sudo;
+    if (Status st = s.Upload(text, std::string(kManifest), uo); !st.ok() && out.state != NodeApply::State::kFailed) {
+      Fail("manifest", st.error().message);
+    }
+  }
+}
+
+void NodeRun::WriteJournal() {
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < out.plan.files.size(); ++i) {
+    const FileChange& f = out.plan.files[i];
+    const bool written = std::find(out.written.begin(), out.written.end(), f.path) != out.written.end();
+    const bool removed = std::find(out.removed.begin(), out.removed.end(), f.path) != out.removed.end();
+    if (!written && !removed) continue;
+    nlohmann::ordered_json e = {{"path", f.path}, {"action", ToString(f.action)},
+                                {"backup", f.action == Action::kCreate ? "" : BackupPath(o.run_id, f.path)}};
+    if (written && i < desired.files.size()) e["sha256"] = desired.files[i].Sha256();
+    files.push_back(std::move(e));
+  }
+  nlohmann::ordered_json items = nlohmann::ordered_json::array();
+  for (const plan::ItemChange& it : out.plan.items) {
+    if (it.action == Action::kNone) continue;
+    items.push_back({{"kind", plan::ToString(it.kind)}, {"id", it.id}, {"from", it.from}, {"to", it.to}});
+  }
+  nlohmann::ordered_json j = {{"run", o.run_id},   {"time", o.time_utc}, {"node", node},
+                              {"result", ToString(out.state)}, {"files", files}, {"items", items},
+                              {"done", out.items}, {"handlers", out.handlers}};
+  if (out.state == NodeApply::State::kFailed) {
+    j["failed_step"] = out.step;
+    j["error"] = out.detail;
+  }
+  const NodeApply before = out;
+  const std::string line = j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+  if (!Run("journal", JournalScript(line), eo) && before.state == NodeApply::State::kFailed) {
+    // The first failure is the one to report.
+    out.step = before.step;
+    out.detail = before.detail + " (and the journal could not be written)";
+  }
+}
+
+void NodeRun::ReleaseLock() {
+  if (Result<remote::ExecResult> u = s.Exec(UnlockScript(), eo); !u.ok() || !u->Succeeded()) {
+    out.lock_left = true;
+    if (out.state != NodeApply::State::kFailed) {
+      Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err)) : u.error().message);
+    }
+  }
+}
+
+}  // namespace gpuforge::apply::internal

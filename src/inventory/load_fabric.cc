@@ -1,0 +1,314 @@
+// The fabric sections: 'networks', 'switches' and the 'links' that cable NICs to switch ports.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "gpuforge/base/names.h"
+#include "gpuforge/inventory/schema.h"
+#include "inventory/sections.h"
+
+namespace gpuforge::inventory::internal {
+
+namespace {
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+model::NetKind NetKindOf(const std::string& s) {
+  return s == "infiniband" ? model::NetKind::kInfiniband
+         : s == "roce"     ? model::NetKind::kRoce
+                           : model::NetKind::kEthernet;
+}
+
+using quantity::Dimension;
+
+std::vector<std::string> Loader::NetworkNames() const {
+  std::vector<std::string> known;
+  for (const auto& n : cluster_.networks) known.push_back(n.name);
+  return known;
+}
+
+void Loader::LoadNetworks(const YAML::Node& n) {
+  if (!r_.CheckOpenMap(n, "networks")) return;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    YAML::Node key = it->first;
+    YAML::Node b = it->second;
+    if (!key.IsScalar()) continue;
+    std::string name = key.Scalar();
+    if (cluster_.FindNetwork(name) != nullptr) continue;  // duplicate key: reported by CheckOpenMap
+    CheckWith(key, names::CheckName, name, "network name");
+    std::string what = fmt::format("network '{}'", name);
+    model::Network net;
+    net.name = name;
+    net.where = r_.Pos(key);
+    // Registered even when its body is wrong, so NICs, switches and tiers on it are not
+    // reported as well.
+    if (r_.CheckMap(b, what, schema::kNetwork)) {
+      if (auto role = r_.Choice(b, "role", what, {"compute", "storage", "control"}, true)) {
+        net.role = *role == "compute"   ? model::NetRole::kCompute
+                   : *role == "storage" ? model::NetRole::kStorage
+                                        : model::NetRole::kControl;
+      }
+      if (auto kind = r_.Choice(b, "kind", what, {"infiniband", "roce", "ethernet"}, true)) net.kind = NetKindOf(*kind);
+      if (auto rate = r_.Qty(b, "rate", what, Dimension::kBandwidth)) net.rate_bytes_per_s = *rate;
+      static const std::map<std::string, model::Topology> kTopo = {
+          {"fat-tree", model::Topology::kFatTree},
+          {"spine-leaf", model::Topology::kSpineLeaf},
+          {"rail-optimized", model::Topology::kRailOptimized},
+          {"single-switch", model::Topology::kSingleSwitch},
+          {"l2", model::Topology::kL2},
+          {"torus", model::Topology::kTorus}};
+      if (auto t = r_.Choice(b, "topology", what,
+                             {"fat-tree", "spine-leaf", "rail-optimized", "single-switch", "l2", "torus"})) {
+        net.topology = kTopo.at(*t);
+      }
+    }
+    cluster_.networks.push_back(std::move(net));
+  }
+}
+
+void Loader::LoadSwitches(const YAML::Node& n) {
+  if (!r_.CheckSeq(n, "switches")) return;
+  for (const YAML::Node& e : n) {
+    YAML::Node name_node = Get(e, "name");
+    if (!r_.CheckMap(e, "a switch entry", schema::kSwitch) || !Has(e, "name")) {
+      if (e.IsMap()) r_.Missing(e, "name", "a switch entry");
+      NoteFailedEntry(name_node);
+      continue;
+    }
+    std::optional<std::vector<std::string>> names;
+    if (CheckHostlistChars(name_node, "-.", "switch name",
+                           "a switch name is a host name: letters, digits, '-' and '.' (with hostlist brackets)")) {
+      names = Expand(name_node, "switch name", 16384);
+    }
+    if (!names) {
+      NoteFailedEntry(name_node);
+      continue;
+    }
+    std::string what = fmt::format("switch entry '{}'", name_node.Scalar());
+    model::Switch base;
+    base.where = r_.Pos(name_node);
+    if (auto t = r_.Choice(e, "tier", what, {"leaf", "spine", "core"}, true)) {
+      base.tier = *t == "leaf" ? model::SwitchTier::kLeaf : *t == "spine" ? model::SwitchTier::kSpine : model::SwitchTier::kCore;
+    }
+    if (auto net = r_.Str(e, "network", what, true)) {
+      if (cluster_.FindNetwork(*net) == nullptr) {
+        r_.Error(Get(e, "network"), fmt::format("{} is on network '{}', which is not defined under 'networks'{}", what, *net,
+                                                DidYouMean(*net, NetworkNames())));
+      }
+      base.network = *net;
+    }
+    if (auto m = r_.Str(e, "model", what)) {
+      CheckWith(Get(e, "model"), names::CheckName, *m, "switch model");
+      base.model = *m;
+    }
+    auto ports = r_.Int(e, "ports", what, 1, 4096, true);
+    if (ports) base.ports = static_cast<int>(*ports);
+    if (auto rate = r_.Qty(e, "port_rate", what, Dimension::kBandwidth, true)) base.port_rate_bytes_per_s = *rate;
+    for (const std::string& name : *names) {
+      CheckWith(name_node, names::CheckHostname, name, "switch name");
+      if (FindSwitch(name) != nullptr) {
+        r_.Error(name_node, fmt::format("switch '{}' is declared twice", name));
+        continue;
+      }
+      if (FindNode(name) != nullptr || broken_nodes_.count(name)) {
+        r_.Error(name_node, fmt::format("switch '{}' has the name of a node; link ends could not tell them apart", name));
+        continue;
+      }
+      if (!ports) broken_switches_.insert(name);
+      model::Switch s = base;
+      s.name = name;
+      switch_index_[name] = cluster_.switches.size();
+      cluster_.switches.push_back(std::move(s));
+    }
+  }
+}
+
+Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_view what) {
+  EndpointList out;
+  auto text = r_.ScalarOf(n, what);
+  if (!text) return out;
+  // Split at the one ':' outside brackets: DEVICES:PORTS.
+  int depth = 0;
+  std::vector<std::size_t> colons;
+  for (std::size_t i = 0; i < text->size(); ++i) {
+    char c = (*text)[i];
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ':' && depth == 0) colons.push_back(i);
+  }
+  if (colons.size() != 1) {
+    r_.Error(n, fmt::format("{} '{}' must be NODE:NIC or SWITCH:PORT, with one ':' (hostlists allowed on both sides, "
+                            "e.g. gpu[01-04]:mlx5_0 or leaf1:[1-4])",
+                            what, *text));
+    return out;
+  }
+  const std::size_t colon = colons[0];
+  auto devs = ExpandPart(n, std::string_view(*text).substr(0, colon), 0, what, kMaxNodes);
+  if (!devs) return out;
+  auto ports = ExpandPart(n, std::string_view(*text).substr(colon + 1), colon + 1, what, 4096);
+  if (!ports) return out;
+  if (devs->size() * ports->size() > kMaxNodes * 16) {
+    r_.Error(n, fmt::format("{} '{}' expands to {} endpoints; the limit is {}", what, *text,
+                            devs->size() * ports->size(), kMaxNodes * 16));
+    return out;
+  }
+  // One message per link end, naming the first problem: a wrong range must not print a
+  // screenful of errors.
+  std::vector<std::string> problems;
+  bool silent_failure = false;
+  std::vector<std::string> known;  // built on first need
+  for (const std::string& d : *devs) {
+    const model::Switch* sw = FindSwitch(d);
+    const model::Node* node = FindNode(d);
+    if (sw == nullptr && node == nullptr) {
+      if (broken_nodes_.count(d) || MaybeFromFailedEntry(d)) {
+        silent_failure = true;
+        continue;
+      }
+      if (known.empty()) {
+        for (const auto& s : cluster_.switches) known.push_back(s.name);
+        if (cluster_.nodes.size() < 5000) {
+          for (const auto& s : cluster_.nodes) known.push_back(s.name);
+        }
+      }
+      problems.push_back(fmt::format("'{}' is neither a node nor a switch{}", d, DidYouMean(d, known)));
+      continue;
+    }
+    if (sw != nullptr && broken_switches_.count(d)) {
+      silent_failure = true;
+      continue;
+    }
+    for (const std::string& p : *ports) {
+      model::Endpoint ep;
+      ep.device = d;
+      if (sw != nullptr) {
+        ep.kind = model::Endpoint::Kind::kSwitchPort;
+        int port = 0;
+        auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+        if (ec != std::errc() || ptr != p.data() + p.size() || port < 1 || port > sw->ports) {
+          problems.push_back(fmt::format("switch {} has ports 1-{}; there is no port '{}'", d, sw->ports, p));
+          continue;
+        }
+        ep.port = port;
+      } else {
+        ep.kind = model::Endpoint::Kind::kNic;
+        const model::Profile* prof = FindProfile(node->profile);
+        bool has = prof != nullptr && std::any_of(prof->nics.begin(), prof->nics.end(),
+                                                  [&](const model::NicSpec& s) { return s.name == p; });
+        if (!has) {
+          if (prof == nullptr || broken_nic_profiles_.count(prof->name)) {
+            silent_failure = true;
+            continue;
+          }
+          std::vector<std::string> nics;
+          for (const auto& s : prof->nics) nics.push_back(s.name);
+          std::string hint = nics.empty() ? "; the profile has no 'nics'" : DidYouMean(p, nics);
+          if (hint.empty()) hint = fmt::format(" (it has {})", Join(nics));
+          problems.push_back(fmt::format("node {} (profile '{}') has no NIC '{}'{}", d, prof->name, p, hint));
+          continue;
+        }
+        ep.nic = p;
+      }
+      out.ends.push_back(std::move(ep));
+    }
+  }
+  if (!problems.empty()) {
+    std::string more = problems.size() > 1 ? fmt::format(" (and {} in this link end)", Count(problems.size() - 1, "more problem")) : "";
+    r_.Error(n, fmt::format("{} '{}': {}{}", what, *text, problems.front(), more));
+  }
+  out.ok = problems.empty() && !silent_failure;
+  return out;
+}
+
+void Loader::LoadLinks(const YAML::Node& n) {
+  if (!r_.CheckSeq(n, "links")) return;
+  std::map<std::string, SourcePos> used;  // "leaf1:3" / "gpu001:mlx5_0" -> first use
+  for (const YAML::Node& e : n) {
+    if (!r_.CheckMap(e, "a link entry", schema::kLink)) continue;
+    std::optional<double> rate = r_.Qty(e, "rate", "a link entry", Dimension::kBandwidth);
+    bool complete = true;
+    for (std::string_view key : {"from", "to"}) {
+      if (!Has(e, key)) {
+        r_.Missing(e, key, "a link entry");
+        complete = false;
+      }
+    }
+    if (!complete) continue;
+    YAML::Node from = Get(e, "from"), to = Get(e, "to");
+    EndpointList a = ExpandEndpoint(from, "link end");
+    EndpointList b = ExpandEndpoint(to, "link end");
+    if (!a.ok || !b.ok) continue;
+    if (a.ends.size() != b.ends.size()) {
+      r_.Error(to, fmt::format("link '{}' -> '{}' pairs {} endpoints with {}; the two sides are zipped in order, so they must "
+                               "expand to the same count",
+                               from.Scalar(), to.Scalar(), a.ends.size(), b.ends.size()));
+      continue;
+    }
+    // Problems are reported once per side of the entry, with a count, as in ExpandEndpoint.
+    struct Problem {
+      std::string first;
+      std::size_t count = 0;
+    };
+    Problem twice_from, twice_to, nic_to_nic, loop;
+    auto note = [](Problem* p, std::string msg) {
+      if (p->count++ == 0) p->first = std::move(msg);
+    };
+    for (std::size_t i = 0; i < a.ends.size(); ++i) {
+      model::Link l{a.ends[i], b.ends[i], 0, r_.Pos(e)};
+      if (l.a.kind == model::Endpoint::Kind::kNic && l.b.kind == model::Endpoint::Kind::kNic) {
+        note(&nic_to_nic, fmt::format("link {} -> {} joins two NICs; gpuforge models NICs cabled to switch ports",
+                                      l.a.ToString(), l.b.ToString()));
+        continue;
+      }
+      if (l.a.device == l.b.device) {
+        note(&loop, fmt::format("link {} -> {} joins {} to itself", l.a.ToString(), l.b.ToString(), l.a.device));
+        continue;
+      }
+      bool dup = false;
+      for (auto [ep, side, problem] : {std::tuple{&l.a, &from, &twice_from}, std::tuple{&l.b, &to, &twice_to}}) {
+        std::string key = ep->ToString();
+        auto [it, inserted] = used.emplace(key, r_.Pos(*side));
+        if (!inserted) {
+          const char* thing = ep->kind == model::Endpoint::Kind::kNic ? "NIC" : "switch port";
+          note(problem, fmt::format("{} {} is cabled twice, first at {}", thing, key, it->second.ToString()));
+          dup = true;
+        }
+      }
+      if (dup) continue;
+      auto end_rate = [&](const model::Endpoint& ep) {
+        if (ep.kind == model::Endpoint::Kind::kSwitchPort) return FindSwitch(ep.device)->port_rate_bytes_per_s;
+        const model::Profile* p = FindProfile(FindNode(ep.device)->profile);
+        for (const auto& nic : p->nics) {
+          if (nic.name == ep.nic) return nic.rate_bytes_per_s;
+        }
+        return 0.0;
+      };
+      l.rate_bytes_per_s = rate ? *rate : std::min(end_rate(l.a), end_rate(l.b));
+      // Keep node ends first so readers of the model need not check both orders.
+      if (l.b.kind == model::Endpoint::Kind::kNic) std::swap(l.a, l.b);
+      cluster_.links.push_back(std::move(l));
+    }
+    for (auto [problem, at] : {std::pair{&nic_to_nic, &to}, std::pair{&loop, &to}, std::pair{&twice_from, &from},
+                               std::pair{&twice_to, &to}}) {
+      if (problem->count == 0) continue;
+      std::string more = problem->count > 1 ? fmt::format(" (and {} more like it in this entry)", problem->count - 1) : "";
+      r_.Error(*at, problem->first + more);
+    }
+  }
+}
+
+}  // namespace gpuforge::inventory::internal

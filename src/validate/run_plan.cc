@@ -37,7 +37,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   fo.on_progress = o.on_progress;
   std::mutex mu;
   std::vector<std::vector<Verdict>> per_node(targets.size());
-  std::vector<std::string> agents(targets.size());
+  std::vector<AgentOnNode> agents(targets.size());
   std::vector<facts::Gathered> gathered;
   remote::Fleet fleet(connector, std::vector<remote::Target>(targets.begin(), targets.end()), fo);
   // Node-local checks, in parallel across nodes.
@@ -45,7 +45,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
     const std::string& node = s.target().node;
     bool agent_ok = agent == nullptr;
     if (agent != nullptr) {
-      Result<std::string> path = EnsureAgent(s, *agent);
+      Result<AgentOnNode> path = EnsureAgent(s, *agent);
       if (path.ok()) {
         agents[i] = *path;
         agent_ok = true;
@@ -148,7 +148,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
     if (run.group.empty() || Interrupted(o.run.cancel)) continue;
     std::vector<std::unique_ptr<remote::Session>> owned;
     std::vector<remote::Session*> sessions;
-    std::vector<std::string> member_agents;
+    std::vector<AgentOnNode> member_agents;
     std::string missing;
     for (const std::string& member : run.group) {
       std::size_t i = 0;

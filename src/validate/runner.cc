@@ -36,7 +36,7 @@ Verdict ErrorVerdict(const PlannedRun& run, std::string code, std::string detail
 }
 
 // One attempt: runs the agent, returns the parsed result or an ERROR verdict.
-std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std::string& agent, const PlannedRun& run,
+std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const AgentOnNode& agent, const PlannedRun& run,
                                                   const PlannedRun& as, int timeout_s, const std::atomic<bool>* cancel,
                                                   ExchangeHub* hub = nullptr, std::size_t who = 0) {
   remote::ExecOptions eo;
@@ -56,7 +56,7 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std:
       return hub->Offer(who, std::move(*part));
     };
   }
-  Result<remote::ExecResult> r = s.Exec(AgentCommand(agent, as, timeout_s, hub != nullptr), eo);
+  Result<remote::ExecResult> r = s.Exec(VerifiedAgentCommand(agent, as, timeout_s, hub != nullptr), eo);
   if (hub != nullptr) hub->Leave(who);
   if (!r.ok()) return ErrorVerdict(run, "unreachable", r.error().message, "check the node's SSH (gpuforge run NODE -- true)");
   if (r->end == remote::ExecEnd::kTimedOut) {
@@ -72,7 +72,7 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const std:
     return ErrorVerdict(run, "agent_output",
                         fmt::format("{} ({}; stderr: {})", parsed.error().message, remote::DescribeEnd(*r, eo),
                                     Visible(r->err)),
-                        "check that the agent runs on the node: " + agent + " agent list");
+                        "check that the agent runs on the node: " + agent.path + " agent list");
   }
   if (parsed->probe != run.probe) {
     return ErrorVerdict(run, "agent_output", fmt::format("asked for {}, the agent answered {}", run.probe, parsed->probe), "");
@@ -102,7 +102,7 @@ std::vector<std::variant<probe::ProbeResult, Verdict>> RunGroup(std::span<const 
   return out;
 }
 
-std::vector<Verdict> RunCheck(remote::Session& s, const std::string& agent, const model::Cluster& c,
+std::vector<Verdict> RunCheck(remote::Session& s, const AgentOnNode& agent, const model::Cluster& c,
                               const Thresholds& t, const PlannedRun& run, const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
   const int attempts = run.performance ? std::max(1, o.retries) : 1;
@@ -122,8 +122,8 @@ std::vector<Verdict> RunCheck(remote::Session& s, const std::string& agent, cons
   return last;
 }
 
-std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_agent, remote::Session& server,
-                             const std::string& server_agent, const model::Cluster& c, const Thresholds& t,
+std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_agent, remote::Session& server,
+                             const AgentOnNode& server_agent, const model::Cluster& c, const Thresholds& t,
                              const PlannedRun& run, const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
   const int attempts = run.performance ? std::max(1, o.retries) : 1;
@@ -162,7 +162,7 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
   return last;
 }
 
-std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const std::string> agents,
+std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const AgentOnNode> agents,
                                    const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                    const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;

@@ -308,7 +308,7 @@ TEST(FabricRunner, GroupMembersGetTheirIndexAndTheExchange) {
   auto s1 = connect("g01");
   auto s2 = connect("g02");
   const std::vector<remote::Session*> sessions = {s1.get(), s2.get()};
-  const std::vector<std::string> agents = {"/a", "/a"};
+  const std::vector<AgentOnNode> agents = {{"/a"}, {"/a"}};
   std::vector<Verdict> v = RunGroupCheck(sessions, agents, c, t, run, RunOptions{});
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].state, State::kPass);

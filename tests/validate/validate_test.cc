@@ -7,7 +7,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "gpuforge/base/sha256.h"
 #include "gpuforge/inventory/loader.h"
@@ -287,23 +293,119 @@ std::unique_ptr<remote::Session> Connect(FakeConnector& c, const std::string& no
   return std::move(c.Connect(t)).value();
 }
 
-TEST(ValidateRunner, FindsOrPushesTheAgent) {
+std::unique_ptr<remote::Session> ConnectAs(FakeConnector& c, const std::string& node, const std::string& user,
+                                           bool sudo = false) {
+  remote::Target t;
+  t.node = node;
+  t.endpoint.user = user;
+  t.sudo = sudo;
+  return std::move(c.Connect(t)).value();
+}
+
+TEST(ValidateRunner, FindsOrPushesTheAgentWhereOnlyItsUserCanWrite) {
   plan::AgentBinary a = Agent();
+  const std::string& sha = a.blob->sha256;
   FakeConnector c;
   c.nodes["n01"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
-    return Exited(0, "x86_64\n" + a.blob->sha256 + "\n-\n");
+    return Exited(0, "x86_64\n/root\n" + sha + "\n-\n");
   };
-  EXPECT_EQ(*EnsureAgent(*Connect(c, "n01"), a), std::string(plan::kAgentPath));
-  c.nodes["n02"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "x86_64\n-\n-\n"); };
-  EXPECT_EQ(*EnsureAgent(*Connect(c, "n02"), a), TemporaryAgentPath(a.blob->sha256));
-  EXPECT_EQ(c.log["n02"].back(), "upload: " + TemporaryAgentPath(a.blob->sha256) + " (755)");
-  EXPECT_EQ(c.nodes["n02"].files[TemporaryAgentPath(a.blob->sha256)], "agent bytes");
-  c.nodes["n03"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "aarch64\n-\n-\n"); };
-  Result<std::string> other = EnsureAgent(*Connect(c, "n03"), a);
+  Result<AgentOnNode> installed = EnsureAgent(*ConnectAs(c, "n01", "root"), a);
+  ASSERT_TRUE(installed.ok()) << installed.error().message;
+  EXPECT_EQ(installed->path, std::string(plan::kAgentPath));
+  EXPECT_EQ(installed->sha256, sha);
+
+  // As root (or through sudo) the copy goes to a root-only directory, root-owned, never /var/tmp.
+  c.nodes["n02"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "x86_64\n/root\n-\n-\n"); };
+  Result<AgentOnNode> pushed = EnsureAgent(*ConnectAs(c, "n02", "ops", true), a);
+  ASSERT_TRUE(pushed.ok()) << pushed.error().message;
+  EXPECT_EQ(pushed->path, "/var/lib/gpuforge/agent/gpuforge-agent-" + sha);
+  EXPECT_EQ(c.log["n02"].back(), "upload: /var/lib/gpuforge/agent/gpuforge-agent-" + sha + " (755)");
+  EXPECT_EQ(c.nodes["n02"].files[pushed->path], "agent bytes");
+  ASSERT_GE(c.log["n02"].size(), 3u);
+  EXPECT_NE(c.log["n02"][1].find("chown root:root -- '/var/lib/gpuforge/agent'"), std::string::npos) << c.log["n02"][1];
+
+  // A login user without sudo runs the agent as itself: its own 0700 directory.
+  c.nodes["n05"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+    return Exited(0, "x86_64\n/home/ops\n-\n-\n");
+  };
+  Result<AgentOnNode> own = EnsureAgent(*ConnectAs(c, "n05", "ops"), a);
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_EQ(own->path, "/home/ops/.cache/gpuforge/gpuforge-agent-" + sha);
+  EXPECT_NE(c.log["n05"][1].find("chmod 0700"), std::string::npos) << c.log["n05"][1];
+  c.nodes["n06"].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+    return Exited(0, "x86_64\n/home/x;reboot\n-\n-\n");
+  };
+  Result<AgentOnNode> hostile_home = EnsureAgent(*ConnectAs(c, "n06", "ops"), a);
+  ASSERT_FALSE(hostile_home.ok());
+  EXPECT_NE(hostile_home.error().message.find("is not a plain absolute path"), std::string::npos);
+
+  c.nodes["n03"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "aarch64\n/root\n-\n-\n"); };
+  Result<AgentOnNode> other = EnsureAgent(*ConnectAs(c, "n03", "root"), a);
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message.find("this build (x86_64) cannot run on the node (aarch64)"), std::string::npos);
   c.nodes["n04"].exec = [&](const std::string&) -> Result<remote::ExecResult> { return Exited(0, "x86_64\n$(reboot)\n"); };
-  EXPECT_FALSE(EnsureAgent(*Connect(c, "n04"), a).ok());
+  EXPECT_FALSE(EnsureAgent(*ConnectAs(c, "n04", "root"), a).ok());
+}
+
+// The guard every probe run goes through, run by the real /bin/sh on real files (issue #12,
+// item 1): owner, mode, links and digest are checked in the same shell that execs the agent.
+TEST(ValidateRunner, TheAgentGuardRefusesWhatAnotherUserCouldHaveSwapped) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gpuforge-agent-guard-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "safe");
+  fs::permissions(dir / "safe", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+  const std::string body = "#!/bin/sh\necho \"ran $*\"\n";
+  const fs::path agent = dir / "safe" / "gpuforge-agent";
+  std::ofstream(agent) << body;
+  fs::permissions(agent, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                             fs::perms::others_exec);
+  PlannedRun run;
+  run.probe = "storage.read";
+  auto sh = [](const std::string& script, int* status) {
+    const std::string file = ::testing::TempDir() + "/agent_guard.sh";
+    std::ofstream(file) << script;
+    FILE* p = ::popen(("/bin/sh " + file + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    *status = WEXITSTATUS(::pclose(p));
+    return out;
+  };
+  int status = -1;
+  const AgentOnNode good{agent.string(), base::Sha256Hex(body)};
+  EXPECT_EQ(sh(VerifiedAgentCommand(good, run, 30), &status), "ran agent run storage.read --timeout 30\n");
+  EXPECT_EQ(status, 0);
+
+  // Another digest: a trojan renamed over the genuine copy.
+  std::string out = sh(VerifiedAgentCommand({agent.string(), std::string(64, 'a')}, run, 30), &status);
+  EXPECT_EQ(status, 126);
+  EXPECT_NE(out.find("its SHA-256 is " + base::Sha256Hex(body) + ", not " + std::string(64, 'a')), std::string::npos) << out;
+
+  // Writable by others, or in a directory others can write (the sticky /var/tmp of old).
+  fs::permissions(agent, fs::perms::others_write, fs::perm_options::add);
+  out = sh(VerifiedAgentCommand(good, run, 30), &status);
+  EXPECT_EQ(status, 126) << out;
+  EXPECT_NE(out.find("refusing to run the agent"), std::string::npos) << out;
+  fs::permissions(agent, fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(dir / "safe", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(sh(VerifiedAgentCommand(good, run, 30), &status).find("ran"), std::string::npos);
+  EXPECT_EQ(status, 126);
+  fs::permissions(dir / "safe", fs::perms::group_write | fs::perms::others_write | fs::perms::sticky_bit,
+                  fs::perm_options::remove);
+
+  // Owned by another user (a node user's plant), or reached through a link.
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(agent.c_str(), 65534, 65534), 0);
+    sh(VerifiedAgentCommand(good, run, 30), &status);
+    EXPECT_EQ(status, 126);
+    ASSERT_EQ(::chown(agent.c_str(), 0, 0), 0);
+  }
+  fs::create_symlink(agent, dir / "safe" / "link");
+  sh(VerifiedAgentCommand({(dir / "safe" / "link").string(), base::Sha256Hex(body)}, run, 30), &status);
+  EXPECT_EQ(status, 126);
+  fs::remove_all(dir);
 }
 
 TEST(ValidateRunner, RetriesAPerformanceCheckUntilItPassesAndStopsOnErrors) {

@@ -15,6 +15,7 @@
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/session.h"
+#include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::validate {
@@ -22,7 +23,7 @@ namespace gpuforge::validate {
 // One member of a group run: where it runs, with which agent, as what.
 struct GroupMember {
   remote::Session* session = nullptr;
-  std::string agent;
+  AgentOnNode agent;
   PlannedRun run;
 };
 
@@ -40,18 +41,18 @@ struct RunOptions {
 
 // Runs one node-local check and judges it. A transport failure, a timeout (naming the check)
 // or output that is not a probe result is an ERROR verdict, never a pass.
-std::vector<Verdict> RunCheck(remote::Session& s, const std::string& agent, const model::Cluster& c,
+std::vector<Verdict> RunCheck(remote::Session& s, const AgentOnNode& agent, const model::Cluster& c,
                               const Thresholds& t, const PlannedRun& run, const RunOptions& o);
 
 // A pair: the probe's server side on `server` (the peer), its client side on `client`.
-std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_agent, remote::Session& server,
-                             const std::string& server_agent, const model::Cluster& c, const Thresholds& t,
+std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_agent, remote::Session& server,
+                             const AgentOnNode& server_agent, const model::Cluster& c, const Thresholds& t,
                              const PlannedRun& run, const RunOptions& o);
 
 // A group check (PlannedRun::group): one agent per member node at once, each with
 // node_index=K, conversing through the exchange; judged as one job (JudgeGroup). sessions and
 // agents are in group order.
-std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const std::string> agents,
+std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, std::span<const AgentOnNode> agents,
                                    const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                    const RunOptions& o);
 

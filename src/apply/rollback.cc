@@ -21,6 +21,8 @@ std::string JournalReadScript(std::string_view run_id) {
 
 Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id) {
   JournalRun out;
+  std::vector<JournalFile> intent;
+  bool intent_seen = false, done_seen = false;
   std::size_t pos = 0, line = 0;
   const std::string prefix = fmt::format("{}/backups/{}/", kStateDir, run_id);
   while (pos < output.size()) {
@@ -44,6 +46,9 @@ Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, 
     if (!j.contains("run") || j["run"] != run_id) continue;  // grep matched elsewhere in the line
     if (j.contains("rollback_of")) continue;                 // a rollback is not undone from here
     if (!j.contains("files") || !j["files"].is_array()) return bad("no files list");
+    const bool is_intent = j.contains("result") && j["result"] == kIntentResult;
+    (is_intent ? intent_seen : done_seen) = true;
+    std::vector<JournalFile>& into = is_intent ? intent : out.files;
     for (const nlohmann::json& f : j["files"]) {
       if (!f.is_object()) return bad("a file entry is not an object");
       JournalFile jf;
@@ -59,8 +64,12 @@ Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, 
           (jf.sha256.size() != 64 || jf.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)) {
         return bad("no SHA-256 of what the run wrote");
       }
-      out.files.push_back(std::move(jf));
+      into.push_back(std::move(jf));
     }
+  }
+  if (!done_seen && intent_seen) {
+    out.files = std::move(intent);
+    out.from_intent = true;
   }
   return out;
 }
@@ -136,18 +145,34 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
       out.detail = fmt::format("run {} changed no files here", o.target_run);
       return;
     }
-    // Each file must still be what the run left; a later change is someone's work.
+    // Each file must still be what the run left; a later change is someone's work. After an
+    // interrupted run (its intent record only), a file may also still be as it was before the
+    // run: the backup's content, or absent for one it was to create.
+    const bool from_intent = parsed->from_intent;
     std::vector<std::string> paths;
     for (const JournalFile& f : files) paths.push_back(f.path);
+    if (from_intent) {
+      for (const JournalFile& f : files) paths.push_back(f.backup.empty() ? f.path : f.backup);
+    }
     std::optional<std::string> state = exec("read state", StateScript(paths));
     if (!state) return;
     Result<std::vector<ActualFile>> actual = ParseState(node, *state, paths.size());
     if (!actual.ok()) return fail("read state", actual.error().message);
     std::vector<std::string> moved;
+    std::vector<bool> untouched(files.size(), false);  // still as before the run: nothing to undo
     for (std::size_t i = 0; i < files.size(); ++i) {
       const ActualFile& a = (*actual)[i];
-      const bool as_left = files[i].action == "remove" ? a.kind == ActualFile::Kind::kAbsent
-                                                       : a.kind == ActualFile::Kind::kRegular && a.sha256 == files[i].sha256;
+      const bool regular = a.kind == ActualFile::Kind::kRegular;
+      bool as_left = files[i].action == "remove" ? a.kind == ActualFile::Kind::kAbsent
+                                                 : regular && a.sha256 == files[i].sha256;
+      if (from_intent && !as_left) {
+        const ActualFile& before = (*actual)[files.size() + i];
+        const bool as_before = files[i].action == "create"
+                                   ? a.kind == ActualFile::Kind::kAbsent
+                                   : regular && before.kind == ActualFile::Kind::kRegular && a.sha256 == before.sha256;
+        untouched[i] = as_before;
+        as_left = as_before;
+      }
       if (!as_left) moved.push_back(files[i].path);
     }
     if (!moved.empty() && !o.force) {
@@ -155,7 +180,9 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
                                        "them anyway)",
                                        o.target_run, fmt::join(moved, ", ")));
     }
-    for (const JournalFile& f : files) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const JournalFile& f = files[i];
+      if (untouched[i]) continue;
       if (f.action == "create") {
         if (!exec("remove " + f.path, RemoveScript(std::span<const std::string>(&f.path, 1)))) return;
         out.removed.push_back(f.path);
@@ -167,7 +194,8 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
     std::vector<std::string> handlers;
     for (const plan::ImpactRule& r : plan::ImpactTable()) {
       if (r.handler.empty()) continue;
-      bool hit = std::any_of(files.begin(), files.end(), [&](const JournalFile& f) { return &plan::ImpactFor(f.path) == &r; });
+      bool hit = false;
+      for (std::size_t i = 0; i < files.size(); ++i) hit = hit || (!untouched[i] && &plan::ImpactFor(files[i].path) == &r);
       std::string h(r.handler);
       if (hit && std::find(handlers.begin(), handlers.end(), h) == handlers.end()) handlers.push_back(h);
     }
@@ -180,6 +208,10 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
       out.handlers.push_back(h);
     }
     out.state = NodeApply::State::kApplied;
+    if (from_intent) {
+      out.detail = fmt::format("from run {}'s intent record: it never finished here (interrupted or its link lost)",
+                               o.target_run);
+    }
   }();
 
   if (!out.written.empty() || !out.removed.empty()) {
@@ -212,7 +244,7 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
       out.detail = before_journal.detail + " (and the journal could not be written)";
     }
   }
-  if (Result<remote::ExecResult> u = s.Exec(UnlockScript(), eo); !u.ok() || !u->Succeeded()) {
+  if (Result<remote::ExecResult> u = s.Exec(UnlockScript(o.apply.holder), eo); !u.ok() || !u->Succeeded()) {
     out.lock_left = true;
     if (out.state != NodeApply::State::kFailed) fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) : u.error().message);
   }

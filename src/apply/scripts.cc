@@ -37,20 +37,42 @@ std::string BackupPath(std::string_view run_id, std::string_view path) {
 std::string LockScript(std::string_view holder) {
   const std::string dir = ShellQuote(kStateDir), lock = ShellQuote(kLockDir),
                     file = ShellQuote(std::string(kLockDir) + "/holder");
+  // Only a lock that is there is "held": any other failed mkdir (EACCES, ENOSPC, a read-only
+  // file system) is that error, not a holder with an empty name.
   return fmt::format(
       "umask 022\n"
       "mkdir -p {0} || exit 1\n"
-      "if mkdir {1} 2>/dev/null; then\n"
+      "if err=$(mkdir {1} 2>&1); then\n"
       "  printf '%s\\n' {3} > {2} || {{ rm -rf {1}; exit 1; }}\n"
       "  exit 0\n"
       "fi\n"
-      "cat {2} 2>/dev/null\n"
-      "exit {4}\n",
+      "if [ -d {1} ]; then cat {2} 2>/dev/null; exit {4}; fi\n"
+      "printf '%s\\n' \"$err\" >&2\n"
+      "exit 1\n",
       dir, lock, file, ShellQuote(holder), kLockHeldExit);
 }
 
-std::string UnlockScript() {
-  return fmt::format("rm -f {} && rmdir {}\n", ShellQuote(std::string(kLockDir) + "/holder"), ShellQuote(kLockDir));
+std::string UnlockScript(std::string_view holder) {
+  // Only this run's lock: a run that outlived its lock (someone removed it) must not delete the
+  // next run's.
+  const std::string lock = ShellQuote(kLockDir), file = ShellQuote(std::string(kLockDir) + "/holder");
+  return fmt::format(
+      "if [ \"$(cat {1} 2>/dev/null)\" = {2} ]; then rm -f {1} && rmdir {0}; exit; fi\n"
+      "if [ -d {0} ]; then printf 'the lock is held by another run now: %s\\n' \"$(cat {1} 2>/dev/null)\" >&2; "
+      "else echo 'the lock was already gone' >&2; fi\n"
+      "exit 1\n",
+      lock, file, ShellQuote(holder));
+}
+
+std::string UnlockRunScript(std::string_view run_id) {
+  const std::string lock = ShellQuote(kLockDir), file = ShellQuote(std::string(kLockDir) + "/holder");
+  return fmt::format(
+      "[ -d {0} ] || exit {3}\n"
+      "h=$(cat {1} 2>/dev/null)\n"
+      "case \"$h\" in {2}*) rm -f {1} && rmdir {0} || exit 1; printf '%s\\n' \"$h\"; exit 0;; esac\n"
+      "printf '%s\\n' \"$h\"\n"
+      "exit {4}\n",
+      lock, file, ShellQuote(fmt::format("run {} ", run_id)), kNoLockExit, kLockHeldExit);
 }
 
 std::string PrepareScript(std::string_view run_id, std::span<const std::string> paths,

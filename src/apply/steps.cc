@@ -50,8 +50,9 @@ bool NodeRun::TakeLock() {
   if (lock->end == remote::ExecEnd::kExited && lock->exit_status == kLockHeldExit) {
     out.state = NodeApply::State::kLocked;
     out.step = "lock";
-    out.detail = fmt::format("{} is held: {}; if that run is gone, remove the directory by hand", kLockDir,
-                             Visible(Trimmed(lock->out)));
+    out.detail = fmt::format("{} is held: {}; if that run is gone, `gpuforge unlock INVENTORY --run ID` removes "
+                             "its lock",
+                             kLockDir, Visible(Trimmed(lock->out)));
     return false;
   }
   if (!lock->Succeeded()) {
@@ -86,7 +87,25 @@ bool NodeRun::ReadState() {
 
 bool NodeRun::BackUp(std::span<const std::string> touched, std::span<const std::string> backups,
                      std::span<const std::string> owed) {
-  return Run("backup", PrepareScript(o.run_id, touched, backups, owed), eo);
+  // The intent record goes in the same invocation as the backups, after them and before the
+  // first write: a run killed anywhere later (SIGKILL, a lost link) leaves a journal line that
+  // points at its backups, and rollback works from it (issue #12, item 3).
+  return Run("backup", PrepareScript(o.run_id, touched, backups, owed) + JournalScript(IntentLine()), eo);
+}
+
+std::string NodeRun::IntentLine() const {
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < out.plan.files.size(); ++i) {
+    const FileChange& f = out.plan.files[i];
+    if (f.action == Action::kNone) continue;
+    nlohmann::ordered_json e = {{"path", f.path}, {"action", ToString(f.action)},
+                                {"backup", f.action == Action::kCreate ? "" : BackupPath(o.run_id, f.path)}};
+    if (f.action != Action::kRemove && i < desired.files.size()) e["sha256"] = desired.files[i].Sha256();
+    files.push_back(std::move(e));
+  }
+  nlohmann::ordered_json j = {{"run", o.run_id}, {"time", o.time_utc}, {"node", node},
+                              {"result", std::string(kIntentResult)}, {"files", files}};
+  return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 bool NodeRun::UploadFiles(bool repositories) {
@@ -216,7 +235,7 @@ void NodeRun::WriteJournal() {
 }
 
 void NodeRun::ReleaseLock() {
-  if (Result<remote::ExecResult> u = s.Exec(UnlockScript(), eo); !u.ok() || !u->Succeeded()) {
+  if (Result<remote::ExecResult> u = s.Exec(UnlockScript(o.holder), eo); !u.ok() || !u->Succeeded()) {
     out.lock_left = true;
     if (out.state != NodeApply::State::kFailed) {
       Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err)) : u.error().message);

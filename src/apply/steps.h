@@ -28,6 +28,9 @@ struct NodeRun {
   // records `owed` as pending handlers.
   bool BackUp(std::span<const std::string> touched, std::span<const std::string> backups,
               std::span<const std::string> owed);
+  // The journal line written before the first change: every file the run is about to write or
+  // remove, its backup and the digest of what it will write.
+  std::string IntentLine() const;
   // Uploads the changed files: the repository lists (`repositories`), or every other file.
   bool UploadFiles(bool repositories);
   // One package transaction with every package the plan changes.

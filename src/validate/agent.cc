@@ -100,7 +100,7 @@ Result<AgentOnNode> EnsureAgent(remote::Session& s, const plan::AgentBinary& age
   // pushed copies go: one build's agent at a time.
   const std::string q = ShellQuote(dir);
   const std::string prepare = fmt::format(
-      "set -e\numask 077\nmkdir -p -- {0}\n{1}\nchmod {2} -- {0}\n"
+      "set -e\numask 022\nmkdir -p -- {0}\n{1}\nchmod {2} -- {0}\n"
       "if [ -L {0} ] || [ -n \"$(find {0} -maxdepth 0 \\( ! -user \"$(id -u)\" -o -perm /022 \\) -print)\" ]; then\n"
       "  echo \"{3} is not owned by $(id -un) alone; refusing to put the agent there\" >&2; exit 1\nfi\n"
       "find {0} -maxdepth 1 -type f -name 'gpuforge-agent-*' ! -name {4} -delete\n",
@@ -118,6 +118,11 @@ Result<AgentOnNode> EnsureAgent(remote::Session& s, const plan::AgentBinary& age
   if (as_root) uo.owner = "root:root";
   if (Status st = s.Upload(agent.blob->bytes, path, uo); !st.ok()) return st.error();
   return AgentOnNode{path, sha};
+}
+
+std::string RemovePushedAgentScript(std::string_view path) {
+  const std::string p = ShellQuote(path);
+  return fmt::format("rm -f -- {0}; rmdir -- \"$(dirname -- {0})\" 2>/dev/null; true\n", p);
 }
 
 std::string AgentCommand(std::string_view agent, const PlannedRun& run, int timeout_s, bool exchange) {

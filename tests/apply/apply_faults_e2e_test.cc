@@ -186,12 +186,15 @@ class ApplyFaults : public ::testing::Test {
   bool Locked(std::size_t i) { return Out(i, fmt::format("test -e {}/lock && echo held || echo free", kStateDir)) == "held\n"; }
 
   // The journal lines of host i, parsed.
-  std::vector<nlohmann::json> Journal(std::size_t i) {
+  // Host i's journal: the runs' completion records, or (intents) the intent records each run
+  // writes after its backups and before its first change.
+  std::vector<nlohmann::json> Journal(std::size_t i, bool intents = false) {
     std::vector<nlohmann::json> out;
     for (const std::string& l : Lines(Out(i, fmt::format("cat {}/journal.jsonl 2>/dev/null; true", kStateDir)))) {
       nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
       EXPECT_FALSE(j.is_discarded()) << l;
-      if (!j.is_discarded()) out.push_back(std::move(j));
+      if (j.is_discarded()) continue;
+      if ((j.value("result", "") == "started") == intents) out.push_back(std::move(j));  // apply::kIntentResult
     }
     return out;
   }
@@ -303,7 +306,8 @@ TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUn
   EXPECT_TRUE(Contains(refused.output, fmt::format("{} (1): refused: /var/lib/gpuforge/lock is held: run {} by ",
                                                    Name(1), run)))
       << refused.output;
-  EXPECT_TRUE(Contains(refused.output, "; if that run is gone, remove the directory by hand")) << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "; if that run is gone, `gpuforge unlock INVENTORY --run ID` removes its lock"))
+      << refused.output;
   EXPECT_TRUE(Locked(1));
 
   // The operator removes it; the rerun converges.
@@ -357,6 +361,11 @@ TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks)
   ASSERT_EQ(journal.size(), 1u);
   EXPECT_EQ(journal[0]["run"], run);
   EXPECT_EQ(journal[0]["result"], "failed");
+  // Before the first write, the run said what it was about to change.
+  std::vector<nlohmann::json> intent = Journal(1, true);
+  ASSERT_EQ(intent.size(), 1u);
+  EXPECT_EQ(intent[0]["run"], run);
+  EXPECT_FALSE(intent[0]["files"].empty()) << intent[0].dump();
   EXPECT_EQ(journal[0]["failed_step"], "upload " + dir + "/90-gpuforge.conf");
   EXPECT_TRUE(Contains(journal[0]["error"].get<std::string>(), "failure (disk full")) << journal[0].dump();
   ExpectConverged(0, rendered.at(Name(0)));
@@ -448,7 +457,7 @@ TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) 
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created", Name(0)))) << apply.output;
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): refused: /var/lib/gpuforge/lock is held: {}; if that run is "
-                                                 "gone, remove the directory by hand\n",
+                                                 "gone, `gpuforge unlock INVENTORY --run ID` removes its lock\n",
                                                  Name(1), holder)))
       << apply.output;
   EXPECT_TRUE(Contains(apply.output, ": 1 applied, 0 unchanged, 1 failed.")) << apply.output;

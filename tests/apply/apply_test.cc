@@ -168,7 +168,7 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   EXPECT_NE(log[6].find("\"result\":\"applied\""), std::string::npos);
   EXPECT_NE(log[6].find("\"backup\":\"/var/lib/gpuforge/backups/20261130T064252Z-0000abcd/etc/nccl.conf\""),
             std::string::npos);
-  EXPECT_EQ(log[7], "exec: " + UnlockScript());
+  EXPECT_EQ(log[7], "exec: " + UnlockScript(kOpts.holder));
   EXPECT_EQ(PrepareScript(kOpts.run_id, paths, backups),
             "set -e\numask 022\nmkdir -p -- '/etc'\nmkdir -p -- '/etc/gpuforge'\n"
             "mkdir -p -- '/var/lib/gpuforge/backups'\nchmod 0700 '/var/lib/gpuforge/backups'\n"
@@ -201,7 +201,7 @@ TEST(PlanApply, UnchangedNodeWritesNothing) {
     EXPECT_FALSE(l.starts_with("upload:")) << l;
     EXPECT_FALSE(l.starts_with("exec: set -e")) << l;
   }
-  EXPECT_EQ(c.log["gpu01"].back(), "exec: " + UnlockScript());
+  EXPECT_EQ(c.log["gpu01"].back(), "exec: " + UnlockScript(kOpts.holder));
 }
 
 TEST(PlanApply, HeldLockRefusesWithTheHolder) {
@@ -214,7 +214,7 @@ TEST(PlanApply, HeldLockRefusesWithTheHolder) {
   EXPECT_EQ(a.state, NodeApply::State::kLocked);
   EXPECT_EQ(a.detail,
             "/var/lib/gpuforge/lock is held: run 20261130T060000Z-00000001 by ops@admin at 2026-11-30T06:00:00Z; if "
-            "that run is gone, remove the directory by hand");
+            "that run is gone, `gpuforge unlock INVENTORY --run ID` removes its lock");
   // Nothing else was sent: no state read, no upload, and the other run's lock is not released.
   EXPECT_EQ(c.log["gpu01"].size(), 1u);
 }
@@ -241,7 +241,7 @@ TEST(PlanApply, FailedUploadLeavesEachFileOldOrNewAndIsJournalled) {
   ASSERT_GE(log.size(), 2u);
   EXPECT_NE(log[log.size() - 2].find("\"result\":\"failed\""), std::string::npos) << log[log.size() - 2];
   EXPECT_NE(log[log.size() - 2].find("\"failed_step\":\"upload /etc/b\""), std::string::npos);
-  EXPECT_EQ(log.back(), "exec: " + UnlockScript());
+  EXPECT_EQ(log.back(), "exec: " + UnlockScript(kOpts.holder));
 }
 
 TEST(PlanApply, FailedHandlerIsReportedWithItsOutput) {
@@ -266,7 +266,7 @@ TEST(PlanApply, HostileStateOutputIsAClearError) {
   EXPECT_EQ(a.detail,
             "node gpu01: unexpected output from the node state script, line 4 (not a file state (N, O or F MODE OWNER "
             "SIZE SHA256)): 'F 644 root 2 $(reboot)'");
-  EXPECT_EQ(c.log["gpu01"].back(), "exec: " + UnlockScript());
+  EXPECT_EQ(c.log["gpu01"].back(), "exec: " + UnlockScript(kOpts.holder));
 }
 
 }  // namespace

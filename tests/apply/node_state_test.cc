@@ -258,7 +258,7 @@ TEST(ApplyRollback, RefusesFilesChangedSinceTheRunUnlessForced) {
       EXPECT_EQ(a.written, std::vector<std::string>{"/etc/nccl.conf"});
       EXPECT_TRUE(restored);
     }
-    EXPECT_EQ(log.back(), "exec: " + UnlockScript());
+    EXPECT_EQ(log.back(), "exec: " + UnlockScript("rollback"));
   }
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "gpuforge/validate/agent.h"
 #include "testbed/testbed.h"
 
 namespace gpuforge::validate {
@@ -80,16 +81,32 @@ TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
                            "PASS  tcp.bandwidth       peer tb02 (testbed)", "Verdict: PASS"}) {
     EXPECT_NE(out.output.find(line), std::string::npos) << line << "\n" << out.output;
   }
-  // validate pushed the agent itself (no apply ran), under the login user's /var/tmp.
-  // (The hosts share this machine's /var/tmp, where other builds' agents may lie too: look
-  // for this build's, by its digest.)
+  // validate pushed the agent itself (no apply ran), as root into the root-only directory, named
+  // by its whole digest: never into /var/tmp, where a node user could swap it (issue #12, item 1).
   const std::string agent = std::filesystem::path(GPUFORGE_BINARY).parent_path() / "gpuforge-agent";
-  auto sum = testbed::RunCommand({"/bin/sh", "-c", "sha256sum < " + agent + " | cut -c1-16"});
+  auto sum = testbed::RunCommand({"/bin/sh", "-c", "sha256sum < " + agent + " | cut -c1-64"});
   ASSERT_TRUE(sum.ok() && sum->exit_code == 0);
-  auto r = testbed::RunCommand(
-      tb_->SshArgv(0, "root", "test -x /var/tmp/gpuforge-agent-" + sum->output.substr(0, 16) + " && echo pushed"));
+  const std::string pushed = "/var/lib/gpuforge/agent/gpuforge-agent-" + sum->output.substr(0, 64);
+  // Gone when the run ended: nothing validate pushed is left on the node to trust later.
+  auto r = testbed::RunCommand(tb_->SshArgv(0, "root", "ls -A /var/lib/gpuforge 2>/dev/null | grep -c agent; true"));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->output, "pushed\n");
+  EXPECT_EQ(r->output, "0\n");
+
+  // While a run uses it, it is root's, in a root-only directory: the guard in front of every
+  // exec refuses a copy another user owns, with exit 126, whatever its bytes.
+  r = testbed::RunCommand(tb_->SshArgv(0, "root",
+                                       "mkdir -p /var/lib/gpuforge/agent && cp " + agent + " " + pushed +
+                                           " && chown gpuforge " + pushed));
+  ASSERT_TRUE(r.ok() && r->exit_code == 0) << r->output;
+  PlannedRun probe;
+  probe.probe = "storage.read";
+  r = testbed::RunCommand(tb_->SshArgv(0, "root", VerifiedAgentCommand({pushed, sum->output.substr(0, 64)}, probe, 30)));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 126) << r->output;
+  EXPECT_NE(r->output.find("refusing to run the agent " + pushed), std::string::npos) << r->output;
+  // validate itself replaces such a copy with its own, and the checks still pass.
+  out = Validate(easy, "--checks storage");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
   // The storage probes cleaned up after themselves.
   auto left = testbed::RunCommand(tb_->SshArgv(1, "root", "ls -A /var/tmp/gpuforge-validate | wc -l"));
   ASSERT_TRUE(left.ok());

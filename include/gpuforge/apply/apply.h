@@ -36,6 +36,7 @@ inline constexpr std::string_view kManifest = "/var/lib/gpuforge/managed-files";
 // fails in between leaves them to the next one.
 inline constexpr std::string_view kPendingHandlers = "/var/lib/gpuforge/pending-handlers";
 inline constexpr int kLockHeldExit = 75;  // EX_TEMPFAIL
+inline constexpr int kNoLockExit = 3;      // UnlockRunScript: there is no lock
 
 // "20261130T064252Z-1a2b3c4d": UTC time of the run and 32 random bits.
 std::string MakeRunId(std::chrono::system_clock::time_point now, std::uint32_t random);
@@ -71,9 +72,15 @@ std::string ItemScript(const plan::ItemChange& item);
 std::string RemoveScript(std::span<const std::string> paths);
 
 // Takes the lock (mkdir is atomic) and writes `holder` into it; when it is held, prints the
-// holder's line and exits kLockHeldExit.
+// holder's line and exits kLockHeldExit. Any other failure to create it is exit 1 with mkdir's
+// own error on stderr.
 std::string LockScript(std::string_view holder);
-std::string UnlockScript();
+// Releases the lock only when `holder` still holds it; otherwise exit 1 saying who does.
+std::string UnlockScript(std::string_view holder);
+// `gpuforge unlock --run ID`: removes the lock only when run ID holds it, printing the holder
+// line (exit 0); prints another holder's line and exits kLockHeldExit; kNoLockExit when there
+// is no lock.
+std::string UnlockRunScript(std::string_view run_id);
 // Creates the parent directories of `paths` and the backup tree, then `cp -p` each of
 // `backups` to BackupPath(run_id, path), then records `handlers` as pending (when any).
 std::string PrepareScript(std::string_view run_id, std::span<const std::string> paths,
@@ -135,9 +142,16 @@ struct JournalFile {
 // Prints the journal lines of `run_id` and of rollbacks of it (a run id, checked by the caller
 // with IsRunId).
 std::string JournalReadScript(std::string_view run_id);
+// The "result" of the intent record a run appends after its backups and before its first
+// write; the line at its end has the run's real result.
+inline constexpr std::string_view kIntentResult = "started";
+
 struct JournalRun {
   std::vector<JournalFile> files;  // in order; none when the run changed nothing here
   std::string rolled_back_by;      // a rollback that already undid it here, "" if none
+  // The run never wrote its completion record here (killed, link lost): `files` are what it
+  // was about to change, from its intent record, and any of them may still be as before.
+  bool from_intent = false;
 };
 // An error naming the node when a line is not the journal's JSON or names a foreign path.
 Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, std::string_view run_id);

@@ -57,6 +57,10 @@ std::string AgentCommand(std::string_view agent, const PlannedRun& run, int time
 // AgentCommand in the same shell. Without a digest (tests), AgentCommand alone.
 std::string VerifiedAgentCommand(const AgentOnNode& agent, const PlannedRun& run, int timeout_s, bool exchange = false);
 
+// Removes a pushed agent, and its directory when that is left empty: validate does so when its
+// run ends.
+std::string RemovePushedAgentScript(std::string_view path);
+
 // The shell test, for one file, that the guard and EnsureAgent share: true when FILE (a shell
 // word) and its directory are safe to exec from as the running user.
 std::string SafeToExecTest(std::string_view file_word);

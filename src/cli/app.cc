@@ -21,6 +21,17 @@ void Context::Error(std::string_view message) const {
   Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));
 }
 
+bool Context::Interactive() const {
+  if (io.interactive) return *io.interactive;
+  return io.in != nullptr && ::isatty(::fileno(io.in)) == 1;
+}
+
+std::string Context::ReadLine() const {
+  std::string line;
+  for (int c; io.in != nullptr && (c = std::fgetc(io.in)) != EOF && c != '\n';) line.push_back(static_cast<char>(c));
+  return line;
+}
+
 std::span<const Command> Commands() {
   static const std::array kCommands = {
       LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(),

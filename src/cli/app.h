@@ -31,6 +31,10 @@ enum class Format { kText, kJson, kYaml };
 struct Io {
   std::FILE* out = stdout;
   std::FILE* err = stderr;
+  std::FILE* in = stdin;  // where confirm prompts read their answer
+  // Whether a person answers on `in`; unset: whether `in` is a terminal. Tests set it to feed
+  // a prompt from a string.
+  std::optional<bool> interactive;
 };
 
 // What a running command gets: where to write and how to decorate it.
@@ -45,6 +49,8 @@ struct Context {
   void Out(std::string_view s) const;
   void Err(std::string_view s) const;
   void Error(std::string_view message) const;  // "gpuforge: error: ..." on stderr
+  bool Interactive() const;                    // someone can answer a prompt on io.in
+  std::string ReadLine() const;                // one line of io.in without its newline; "" at EOF
 };
 
 using Runner = std::function<int(Context&)>;

@@ -1,7 +1,6 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -159,8 +157,7 @@ Command ApplyCommand() {
                   return static_cast<int>(kExitOk);
                 }
               }
-              const bool tty = ::isatty(STDIN_FILENO) == 1;
-              if (!o->yes && !tty) {
+              if (!o->yes && !ctx.Interactive()) {
                 ctx.Error("apply: stdin is not a terminal, so there is no one to confirm; rerun with --yes "
                           "(see what would change first with `gpuforge plan`)");
                 return static_cast<int>(kExitUsage);
@@ -213,9 +210,7 @@ Command ApplyCommand() {
                 ctx.Out(fmt::format("\n{} changes on {} nodes, in batches of {}. Apply them? Only 'yes' is accepted: ",
                                     changes.load(), targets->size(), *batch));
                 std::fflush(ctx.io.out);
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "yes") {
+                if (ctx.ReadLine() != "yes") {
                   ctx.Err("apply: not confirmed; nothing was changed\n");
                   return static_cast<int>(kExitUsage);
                 }

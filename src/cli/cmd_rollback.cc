@@ -1,11 +1,9 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <random>
 
@@ -48,16 +46,14 @@ Command RollbackCommand() {
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
               if (!o->yes) {
-                if (::isatty(STDIN_FILENO) != 1) {
+                if (!ctx.Interactive()) {
                   ctx.Error("rollback: stdin is not a terminal, so there is no one to confirm; rerun with --yes");
                   return static_cast<int>(kExitUsage);
                 }
                 ctx.Out(fmt::format("Roll back the files run {} changed on {} node(s)? Only 'yes' is accepted: ", o->run,
                                     targets->size()));
                 std::fflush(ctx.io.out);
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "yes") {
+                if (ctx.ReadLine() != "yes") {
                   ctx.Err("rollback: not confirmed; nothing was changed\n");
                   return static_cast<int>(kExitUsage);
                 }

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +14,8 @@
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
+#include "gpuforge/apply/read_plans.h"
+#include "gpuforge/apply/rollout.h"
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/plan/saved_plan.h"
 #include "gpuforge/report/fold.h"
@@ -185,30 +186,21 @@ Command ApplyCommand() {
 
               if (!o->yes) {
                 // Show the plan, then ask: only "yes" goes on.
-                remote::Fleet fleet(*ssh, *targets, fo);
-                std::vector<std::string> lines(targets->size());
-                std::atomic<std::size_t> changes = 0;
-                fleet.Each([&](std::size_t i, remote::Session& s) {
-                  Result<plan::NodePlan> p = apply::ReadNodePlan(s, desired->at(s.target().node), s.target().sudo);
-                  if (!p.ok()) {
-                    lines[i] = "error: " + p.error().message + "\n";
-                    return false;
-                  }
-                  lines[i] = report::PlanSummary(*p) + "\n" + report::PlanLines(*p, ctx.out_style);
-                  changes += p->Count(plan::Action::kCreate) + p->Count(plan::Action::kChange) +
-                             p->Count(plan::Action::kRemove);
-                  return true;
-                });
+                apply::ReadPlansOptions ro;
+                ro.fanout = fo;
+                const std::vector<apply::NodePlanRead> reads = apply::ReadPlans(*ssh, *targets, *desired, ro);
                 std::vector<std::pair<std::string, std::string>> blocks;
-                for (std::size_t i = 0; i < lines.size(); ++i) {
-                  blocks.emplace_back((*targets)[i].node, lines[i].empty() && fleet.lost(i) ? "error: " + fleet.lost(i)->message + "\n" : lines[i]);
+                for (const apply::NodePlanRead& r : reads) {
+                  blocks.emplace_back(r.node, r.plan ? report::PlanSummary(*r.plan) + "\n" +
+                                                           report::PlanLines(*r.plan, ctx.out_style)
+                                                     : "error: " + r.error + "\n");
                 }
-                fleet.Close();
+                const apply::PlanCounts counts = apply::CountPlans(reads);
                 for (const report::Folded& g : report::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
                 ctx.Out(fmt::format("\n{} changes on {} nodes, in batches of {}. Apply them? Only 'yes' is accepted: ",
-                                    changes.load(), targets->size(), *batch));
+                                    counts.add + counts.change + counts.destroy, targets->size(), *batch));
                 std::fflush(ctx.io.out);
                 if (ctx.ReadLine() != "yes") {
                   ctx.Err("apply: not confirmed; nothing was changed\n");
@@ -216,145 +208,67 @@ Command ApplyCommand() {
                 }
               }
 
+              apply::RolloutOptions ro;
+              ro.batch = *batch;
+              ro.max_fail = o->max_fail;
+              ro.fanout = fo;
               const auto now = std::chrono::system_clock::now();
-              const std::string run_id = apply::MakeRunId(now, std::random_device{}());
-              const std::string time =
-                  fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
-              ProgressBar bar(ctx, "apply");
-              std::vector<std::optional<apply::NodeApply>> results(targets->size());
-              std::vector<std::string> unreachable(targets->size());
-              std::vector<bool> started(targets->size(), false);
-              std::atomic<int> failures = 0;
-              for (std::size_t first = 0; first < targets->size(); first += *batch) {
-                if (o->max_fail > 0 && failures.load() >= o->max_fail) break;
-                if (interrupt.interrupted()) break;
-                const std::size_t last = std::min(targets->size(), first + *batch);
-                std::vector<remote::Target> group(targets->begin() + static_cast<std::ptrdiff_t>(first),
-                                                  targets->begin() + static_cast<std::ptrdiff_t>(last));
-                remote::Fleet fleet(*ssh, group, fo);
-                fleet.Each([&](std::size_t j, remote::Session& s) {
-                  const std::size_t i = first + j;
-                  // --max-fail: a node not yet begun is not begun once enough have failed.
-                  if (o->max_fail > 0 && failures.load() >= o->max_fail) return false;
-                  started[i] = true;
-                  apply::ApplyOptions ao;
-                  ao.run_id = run_id;
-                  ao.holder = LocalHolder(run_id, time);
-                  ao.time_utc = time;
-                  ao.sudo = s.target().sudo;
-                  if (saved) ao.expect_state_sha256 = planned[s.target().node]->state_sha256;
-                  results[i] = apply::ApplyNode(s, desired->at(s.target().node), ao);
-                  const bool ok = results[i]->state == State::kApplied || results[i]->state == State::kUnchanged;
-                  if (!ok) ++failures;
-                  return ok;
-                });
-                for (std::size_t j = 0; j < group.size(); ++j) {
-                  if (!results[first + j] && fleet.lost(j)) {
-                    unreachable[first + j] = fleet.lost(j)->message;
-                    started[first + j] = true;
-                    ++failures;
-                  }
-                }
-                fleet.Close();
-              }
+              ro.apply.run_id = apply::MakeRunId(now, std::random_device{}());
+              ro.apply.time_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
+              ro.apply.holder = LocalHolder(ro.apply.run_id, ro.apply.time_utc);
+              for (const auto& [node, n] : planned) ro.expect_state_sha256[node] = n->state_sha256;
+              ro.controller = cluster->software.scheduler.controller;
+              const apply::RolloutResult result = apply::Rollout(*ssh, *targets, *desired, ro);
+              const std::string& run_id = result.run_id;
 
-              // Cluster handlers (scontrol reconfigure) run once, on the controller when it was
-              // applied, else on the first node that asked for them.
-              std::vector<std::string> cluster_handlers;
-              std::optional<std::size_t> runner;
-              for (std::size_t i = 0; i < results.size(); ++i) {
-                if (!results[i] || results[i]->state != State::kApplied) continue;
-                for (const std::string& h : results[i]->deferred) {
-                  if (std::find(cluster_handlers.begin(), cluster_handlers.end(), h) == cluster_handlers.end()) {
-                    cluster_handlers.push_back(h);
-                  }
-                  if (!runner || (*targets)[i].node == cluster->software.scheduler.controller) runner = i;
-                }
-              }
-              std::vector<std::string> handler_lines;
-              bool handler_failed = false;
-              if (runner) {
-                remote::Fleet one(*ssh, {(*targets)[*runner]}, fo);
-                one.Each([&](std::size_t, remote::Session& s) {
-                  for (const std::string& h : cluster_handlers) {
-                    remote::ExecOptions eo;
-                    eo.sudo = s.target().sudo;
-                    Result<remote::ExecResult> r = s.Exec(h, eo);
-                    if (r.ok() && r->Succeeded()) {
-                      handler_lines.push_back(fmt::format("ran `{}` once, on {}", h, s.target().node));
-                      continue;
-                    }
-                    handler_failed = true;
-                    std::string why = r.ok() ? remote::DescribeEnd(*r, eo) + ": " + r->err.substr(0, 500) : r.error().message;
-                    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-                    handler_lines.push_back(fmt::format("`{}` on {} failed: {}", h, s.target().node, why));
-                  }
-                  return true;
-                });
-                if (one.lost(0)) {
-                  handler_failed = true;
-                  handler_lines.push_back(fmt::format("could not run {} on {}: {}", fmt::join(cluster_handlers, ", "),
-                                                      (*targets)[*runner].node, one.lost(0)->message));
-                }
-              }
-              bar.Clear();
-
-              std::size_t applied = 0, unchanged = 0, failed = 0, not_started = 0;
-              std::vector<std::string> reboot;
               std::vector<std::pair<std::string, std::string>> blocks;
               nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-              for (std::size_t i = 0; i < results.size(); ++i) {
-                const std::string& node = (*targets)[i].node;
-                if (!results[i]) {
-                  if (!started[i] || unreachable[i].empty()) {
-                    ++not_started;
+              for (const apply::NodeOutcome& n : result.nodes) {
+                const std::string& node = n.node;
+                if (!n.result) {
+                  if (n.NotStarted()) {
                     blocks.emplace_back(node, "not started: --max-fail reached or interrupted\n");
                     nodes.push_back({{"node", node}, {"state", "not-started"}});
                     continue;
                   }
-                  ++failed;
-                  blocks.emplace_back(node, "unreachable: " + unreachable[i] + "\n");
-                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", unreachable[i]}});
+                  blocks.emplace_back(node, "unreachable: " + n.unreachable + "\n");
+                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", n.unreachable}});
                   continue;
                 }
-                const apply::NodeApply& a = *results[i];
-                applied += a.state == State::kApplied;
-                unchanged += a.state == State::kUnchanged;
-                failed += a.state == State::kFailed || a.state == State::kLocked || a.state == State::kStale;
-                if (a.reboot_needed) reboot.push_back(node);
+                const apply::NodeApply& a = *n.result;
                 blocks.emplace_back(node, Outcome(a));
-                nlohmann::ordered_json n = {{"node", node},         {"state", apply::ToString(a.state)},
+                nlohmann::ordered_json j = {{"node", node},         {"state", apply::ToString(a.state)},
                                             {"written", a.written}, {"removed", a.removed},
                                             {"done", a.items},      {"handlers", a.handlers},
                                             {"reboot_needed", a.reboot_needed}};
-                if (!a.step.empty()) n["step"] = a.step;
-                if (!a.detail.empty()) n["error"] = a.detail;
-                n["lock_left"] = a.lock_left;
-                nodes.push_back(std::move(n));
+                if (!a.step.empty()) j["step"] = a.step;
+                if (!a.detail.empty()) j["error"] = a.detail;
+                j["lock_left"] = a.lock_left;
+                nodes.push_back(std::move(j));
               }
-              const bool ok = failed == 0 && not_started == 0 && !handler_failed;
               if (o->format == Format::kJson) {
                 nlohmann::ordered_json j = {{"schema", "gpuforge.apply/v1"}, {"run", run_id},
-                                            {"applied", applied}, {"unchanged", unchanged},
-                                            {"failed", failed}, {"not_started", not_started},
-                                            {"cluster_handlers", handler_lines}, {"reboot_needed", reboot},
+                                            {"applied", result.applied}, {"unchanged", result.unchanged},
+                                            {"failed", result.failed}, {"not_started", result.not_started},
+                                            {"cluster_handlers", result.handler_lines}, {"reboot_needed", result.reboot_needed},
                                             {"nodes", nodes}};
                 ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
               } else {
                 for (const report::Folded& g : report::FoldIdentical(blocks)) {
                   ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
                 }
-                for (const std::string& l : handler_lines) ctx.Out(l + "\n");
-                if (!reboot.empty()) {
-                  ctx.Out(fmt::format("Reboot needed (drain first): {}\n", hostlist::Fold(reboot)));
+                for (const std::string& l : result.handler_lines) ctx.Out(l + "\n");
+                if (!result.reboot_needed.empty()) {
+                  ctx.Out(fmt::format("Reboot needed (drain first): {}\n", hostlist::Fold(result.reboot_needed)));
                 }
-                ctx.Out(fmt::format("Apply {}: {} applied, {} unchanged, {} failed{}.\n", run_id, applied, unchanged,
-                                    failed, not_started > 0 ? fmt::format(", {} not started", not_started) : ""));
-                if (applied > 0) {
+                ctx.Out(fmt::format("Apply {}: {} applied, {} unchanged, {} failed{}.\n", run_id, result.applied,
+                                    result.unchanged, result.failed,
+                                    result.not_started > 0 ? fmt::format(", {} not started", result.not_started) : ""));
+                if (result.applied > 0) {
                   ctx.Out(fmt::format("Undo the file changes with: gpuforge rollback {} --run {}\n", inventory, run_id));
                 }
               }
-              return static_cast<int>(ok ? kExitOk : kExitFindings);
+              return static_cast<int>(result.ok() ? kExitOk : kExitFindings);
             };
           }};
 }

@@ -16,15 +16,14 @@
 #include "gpuforge/base/files.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
+#include "gpuforge/apply/read_plans.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/estimate/estimate.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/plan/desired.h"
-#include "gpuforge/plan/diff.h"
 #include "gpuforge/plan/saved_plan.h"
 #include "gpuforge/report/fold.h"
 #include "gpuforge/report/plan_report.h"
-#include "remote/command.h"
 #include "gpuforge/report/estimate_report.h"
 #include "gpuforge/report/lint_report.h"
 
@@ -34,39 +33,6 @@ namespace {
 
 std::string ResourceLine(const plan::Resource& r, const report::Style& s) {
   return fmt::format("    {} {:<9} {:<42} {}\n", s.Green("+"), plan::ToString(r.kind), r.id, r.summary);
-}
-
-// Old content of each changed file, and the unified diff to what apply would write, with
-// secrets masked on both sides. A file too large or binary gets a one-line note instead.
-std::map<std::string, std::string> Diffs(remote::Session& s, const plan::DesiredNode& d, const plan::NodePlan& p) {
-  std::map<std::string, std::string> out;
-  for (std::size_t i = 0; i < p.files.size(); ++i) {
-    const plan::FileChange& f = p.files[i];
-    if (f.action == plan::Action::kNone || (f.action == plan::Action::kChange && !f.content)) continue;
-    std::string before, after;
-    if (f.action != plan::Action::kCreate) {
-      remote::ExecOptions eo;
-      eo.sudo = s.target().sudo;
-      eo.output_cap = 1 << 20;
-      Result<remote::ExecResult> r = s.Exec("cat -- " + remote::ShellQuote(f.path), eo);
-      if (!r.ok() || !r->Succeeded()) {
-        out[f.path] = r.ok() ? fmt::format("(could not read the file: {})", remote::DescribeEnd(*r, eo))
-                             : "(could not read the file: " + r.error().message + ")";
-        continue;
-      }
-      before = std::move(r->out);
-    }
-    if (f.action != plan::Action::kRemove && i < d.files.size()) after = std::string(d.files[i].Content());
-    if (plan::LooksBinary(before) || plan::LooksBinary(after)) {
-      out[f.path] = "(binary content differs)";
-      continue;
-    }
-    // Lines are matched on their real text and printed masked, so a changed secret shows as a
-    // changed line without its value.
-    out[f.path] = plan::MaskedUnifiedDiff(f.action == plan::Action::kCreate ? "/dev/null" : "a" + f.path,
-                                          f.action == plan::Action::kRemove ? "/dev/null" : "b" + f.path, before, after);
-  }
-  return out;
 }
 
 struct PlanFlags {
@@ -97,50 +63,20 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   ProgressBar bar(ctx, "plan");
   std::unique_ptr<remote::Connector> ssh = MakeConnector(flags.remote);
   remote::FanoutOptions fo = OneStepFanout(flags.remote, interrupt, bar);
-  std::vector<std::optional<plan::NodePlan>> plans(targets->size());
-  std::vector<std::string> errors(targets->size()), state_sha(targets->size());
-  std::vector<std::map<std::string, std::string>> diffs(targets->size());
-  remote::Fleet fleet(*ssh, *targets, fo);
-  fleet.Each([&](std::size_t i, remote::Session& s) {
-    const plan::DesiredNode& d = desired->at(s.target().node);
-    Result<plan::NodePlan> p = apply::ReadNodePlan(s, d, s.target().sudo, &state_sha[i]);
-    if (!p.ok()) {
-      errors[i] = p.error().message;
-      return false;
-    }
-    if (flags.diff) diffs[i] = Diffs(s, d, *p);
-    plans[i] = std::move(*p);
-    return true;
-  });
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!plans[i] && errors[i].empty()) errors[i] = fleet.lost(i) ? fleet.lost(i)->message : "node " + (*targets)[i].node + ": not reached";
-  }
-  fleet.Close();
+  apply::ReadPlansOptions ro;
+  ro.fanout = fo;
+  ro.diffs = flags.diff;
+  const std::vector<apply::NodePlanRead> reads = apply::ReadPlans(*ssh, *targets, *desired, ro);
   bar.Clear();
 
-  std::size_t add = 0, change = 0, destroy = 0, failed = 0;
-  for (auto& p : plans) {
-    if (!p) continue;
-    add += p->Count(plan::Action::kCreate);
-    change += p->Count(plan::Action::kChange);
-    destroy += p->Count(plan::Action::kRemove);
-  }
-  for (const std::string& e : errors) failed += !e.empty();
+  const apply::PlanCounts counts = apply::CountPlans(reads);
+  const std::size_t add = counts.add, change = counts.change, destroy = counts.destroy, failed = counts.failed;
   int code = failed > 0 ? kExitFindings : (flags.detailed && add + change + destroy > 0) ? 2 : kExitOk;
 
   if (!flags.out.empty() && failed == 0) {
-    plan::SavedPlan saved;
-    saved.created = NowUtc();
-    saved.inventory = std::filesystem::absolute(inventory).lexically_normal().string();
-    saved.inventory_sha256 = *inventory_sha;
-    saved.parts = flags.only;
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (!plans[i]->HasChanges()) continue;
-      const std::string& node = (*targets)[i].node;
-      saved.nodes.push_back({node, plan::DesiredDigest(desired->at(node)), state_sha[i],
-                             plans[i]->Count(plan::Action::kCreate), plans[i]->Count(plan::Action::kChange),
-                             plans[i]->Count(plan::Action::kRemove)});
-    }
+    plan::SavedPlan saved =
+        apply::SavedPlanFrom(reads, *desired, NowUtc(), std::filesystem::absolute(inventory).lexically_normal().string(),
+                             *inventory_sha, flags.only);
     if (Status st = base::WriteFileAtomically(flags.out, plan::ToJson(saved)); !st.ok()) {
       ctx.Error(st.error().message);
       return kExitFindings;
@@ -151,9 +87,9 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
 
   if (flags.format == Format::kJson) {
     nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (plans[i]) nodes.push_back(report::PlanJson(*plans[i], flags.diff ? &diffs[i] : nullptr));
-      else nodes.push_back({{"node", (*targets)[i].node}, {"state", "error"}, {"error", errors[i]}});
+    for (const apply::NodePlanRead& r : reads) {
+      if (r.plan) nodes.push_back(report::PlanJson(*r.plan, flags.diff ? &r.diffs : nullptr));
+      else nodes.push_back({{"node", r.node}, {"state", "error"}, {"error", r.error}});
     }
     nlohmann::ordered_json j = {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", cluster.name},
                                 {"nodes", nodes}, {"summary", {{"add", add}, {"change", change}, {"destroy", destroy},
@@ -166,16 +102,16 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
                              targets->size() == 1 ? "" : "s", flags.only.empty() ? "" : ", only " + flags.only)));
   // Nodes fold when their plans and their diffs are the same.
   std::vector<std::pair<std::string, std::string>> blocks;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!plans[i]) continue;
-    blocks.emplace_back((*targets)[i].node, report::PlanSummary(*plans[i]) + "\n" +
-                                                report::PlanLines(*plans[i], s, flags.diff ? &diffs[i] : nullptr));
+  for (const apply::NodePlanRead& r : reads) {
+    if (!r.plan) continue;
+    blocks.emplace_back(r.node, report::PlanSummary(*r.plan) + "\n" +
+                                    report::PlanLines(*r.plan, s, flags.diff ? &r.diffs : nullptr));
   }
   for (const report::Folded& g : report::FoldIdentical(blocks)) {
     ctx.Out(fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text));
   }
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (!errors[i].empty()) ctx.Out(fmt::format("\n{} {}\n", s.Red("error:"), errors[i]));
+  for (const apply::NodePlanRead& r : reads) {
+    if (!r.error.empty()) ctx.Out(fmt::format("\n{} {}\n", s.Red("error:"), r.error));
   }
   ctx.Out(fmt::format("\n{}{}\n", report::PlanTotal(add, change, destroy),
                       failed > 0 ? fmt::format(" {} node{} could not be read.", failed, failed == 1 ? "" : "s") : ""));

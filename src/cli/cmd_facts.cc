@@ -6,8 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
-#include "gpuforge/facts/drift.h"
-#include "gpuforge/facts/gather.h"
+#include "gpuforge/facts/collect.h"
 #include "gpuforge/facts/json.h"
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/report/fold.h"
@@ -48,45 +47,15 @@ Command FactsCommand() {
               ProgressBar bar(ctx, "facts");
               std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
               remote::FanoutOptions fo = OneStepFanout(o->remote, interrupt, bar);
-              remote::ExecOptions eo;
-              eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
-              eo.output_cap = facts::kMaxGatherBytes;
-              eo.input = facts::GatherScript();
-              eo.cancel = interrupt.flag();
-
-              std::vector<facts::Gathered> gathered;
-              for (const remote::Target& t : *targets) {
-                gathered.push_back({t.node, Error{fmt::format("node {}: not gathered", t.node)}});
-              }
-              remote::Fleet fleet(*ssh, *targets, fo);
-              fleet.Each([&](std::size_t i, remote::Session& s) {
-                // The script arrives on stdin, so the command line stays short and shell-free.
-                Result<remote::ExecResult> r = s.Exec("sh -s", eo);
-                if (!r.ok()) {
-                  gathered[i].facts = r.error();
-                  return false;
-                }
-                if (r->end != remote::ExecEnd::kExited) {
-                  gathered[i].facts = Error{fmt::format("node {}: gather script: {}", s.target().node,
-                                                        remote::DescribeEnd(*r, eo))};
-                  return false;
-                }
-                gathered[i].facts = facts::ParseGather(s.target().node, r->out);
-                return gathered[i].facts.ok();
-              });
-              for (std::size_t i = 0; i < gathered.size(); ++i) {
-                if (fleet.lost(i) && !gathered[i].facts.ok() &&
-                    gathered[i].facts.error().message.ends_with(": not gathered")) {
-                  gathered[i].facts = *fleet.lost(i);
-                }
-              }
-              fleet.Close();
+              facts::CollectOptions co;
+              co.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
+              co.fanout = fo;
+              co.check = o->check;
+              const facts::Collected collected = facts::Collect(*ssh, *targets, *cluster, co);
               bar.Clear();
-
-              std::size_t failed = 0;
-              for (const facts::Gathered& g : gathered) failed += !g.facts.ok();
-              std::vector<facts::Drift> drift;
-              if (o->check) drift = facts::FindDrift(*cluster, gathered);
+              const std::vector<facts::Gathered>& gathered = collected.gathered;
+              const std::vector<facts::Drift>& drift = collected.drift;
+              const std::size_t failed = collected.failed;
 
               if (o->format == Format::kJson) {
                 nlohmann::ordered_json j = {{"schema", "gpuforge.facts/v1"}};

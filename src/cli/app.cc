@@ -11,7 +11,6 @@
 #include "cli/commands.h"
 #include "gpuforge/base/build_info.h"
 #include "gpuforge/base/names.h"
-#include "gpuforge/inventory/loader.h"
 
 namespace gpuforge::cli {
 
@@ -45,35 +44,6 @@ void AddFormatOption(CLI::App& app, Format* format, bool allow_yaml) {
   app.add_option("--format", *format, allow_yaml ? "Output format: text, json or yaml" : "Output format: text or json")
       ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
       ->option_text("FORMAT");
-}
-
-std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path) {
-  inventory::LoadOutcome outcome = inventory::LoadFile(path);
-  std::string diags = outcome.FormatDiagnostics();
-  if (!diags.empty()) {
-    if (ctx.err_style.color) {
-      // Colour the severity words only; the rest stays as the test-pinned text.
-      std::string coloured;
-      std::size_t pos = 0;
-      while (pos < diags.size()) {
-        std::size_t nl = diags.find('\n', pos);
-        std::string line = diags.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
-        for (auto [word, paint] : {std::pair{std::string_view(": error: "), 0}, std::pair{std::string_view(": warning: "), 1}}) {
-          if (auto at = line.find(word); at != std::string::npos) {
-            std::string w(word.substr(2, word.size() - 4));
-            line.replace(at + 2, w.size(), paint == 0 ? ctx.err_style.Red(w) : ctx.err_style.Yellow(w));
-            break;
-          }
-        }
-        coloured += line;
-        pos = nl == std::string::npos ? diags.size() : nl + 1;
-      }
-      diags = coloured;
-    }
-    ctx.Err(diags);
-  }
-  if (!outcome.ok()) return std::nullopt;
-  return std::move(*outcome.cluster);
 }
 
 namespace {

@@ -69,7 +69,7 @@ std::span<const Command> Commands();
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
 
-// Shared by commands: loads an inventory, printing every diagnostic to stderr.
+// Shared by commands (local_inputs.cc): loads an inventory, printing every diagnostic to stderr.
 std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path);
 
 // Adds `--format` with the given choices to `app`.

@@ -20,6 +20,10 @@ void Context::Error(std::string_view message) const {
   Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));
 }
 
+void Context::OutJson(const nlohmann::ordered_json& j) const {
+  Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+}
+
 bool Context::Interactive() const {
   if (io.interactive) return *io.interactive;
   return io.in != nullptr && ::isatty(::fileno(io.in)) == 1;

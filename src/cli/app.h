@@ -5,6 +5,7 @@
 // `--help`, the command list and "did you mean" all come from that table.
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <functional>
@@ -49,6 +50,9 @@ struct Context {
   void Out(std::string_view s) const;
   void Err(std::string_view s) const;
   void Error(std::string_view message) const;  // "gpuforge: error: ..." on stderr
+  // A report's JSON on stdout, indented by two; bytes that are not UTF-8 (node output may hold
+  // any) are replaced.
+  void OutJson(const nlohmann::ordered_json& j) const;
   bool Interactive() const;                    // someone can answer a prompt on io.in
   std::string ReadLine() const;                // one line of io.in without its newline; "" at EOF
 };

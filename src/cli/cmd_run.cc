@@ -6,28 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
-#include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/run_command.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/report/run_report.h"
 
 namespace gpuforge::cli {
-namespace {
-
-std::string Block(const remote::NodeRun& r) {
-  if (r.state == remote::NodeRun::State::kUnreachable) return "unreachable: " + r.error + "\n";
-  if (!r.error.empty()) return "error: " + r.error + "\n";
-  std::string text = r.result.out;
-  if (!text.empty() && text.back() != '\n') text += "\n";
-  if (!r.result.err.empty()) {
-    text += "stderr:\n" + r.result.err;
-    if (text.back() != '\n') text += "\n";
-  }
-  if (r.state == remote::NodeRun::State::kFailed) text += r.end + "\n";
-  return text;
-}
-
-}  // namespace
-
 Command RunCommand() {
   return {"run", "Run a shell command on the inventory's nodes in parallel, output folded like clush -b",
           [](CLI::App& app) -> Runner {
@@ -82,56 +64,13 @@ Command RunCommand() {
 
               const remote::CommandRun run = remote::RunOnNodes(*ssh, *targets, command, eo, fo);
               bar.Clear();
-              const std::vector<remote::NodeRun>& runs = run.nodes;
-              const std::size_t ok = run.ok, failed = run.failed, unreachable = run.unreachable;
-              const double seconds = run.seconds;
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-                for (std::size_t i = 0; i < runs.size(); ++i) {
-                  const remote::NodeRun& r = runs[i];
-                  nlohmann::ordered_json n = {{"node", (*targets)[i].node}};
-                  n["state"] = r.state == remote::NodeRun::State::kOk       ? "ok"
-                               : r.state == remote::NodeRun::State::kFailed ? "failed"
-                                                                            : "unreachable";
-                  if (!r.error.empty()) {
-                    n["error"] = r.error;
-                  } else {
-                    n["end"] = r.end;
-                    if (r.result.end == remote::ExecEnd::kExited) n["exit_status"] = r.result.exit_status;
-                    n["stdout"] = r.result.out;
-                    n["stderr"] = r.result.err;
-                    n["elapsed_ms"] = r.result.elapsed.count();
-                  }
-                  nodes.push_back(std::move(n));
-                }
-                nlohmann::ordered_json j = {{"schema", "gpuforge.run/v1"},
-                                            {"command", command},
-                                            {"ok", ok},
-                                            {"failed", failed},
-                                            {"unreachable", unreachable},
-                                            {"nodes", std::move(nodes)}};
-                // Output from nodes may hold any bytes; replace what is not UTF-8.
-                ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+                ctx.OutJson(report::RunJson(run));
               } else {
-                std::vector<std::pair<std::string, std::string>> blocks;
-                for (std::size_t i = 0; i < runs.size(); ++i) blocks.emplace_back((*targets)[i].node, Block(runs[i]));
-                std::vector<report::Folded> groups;
-                if (o->no_fold) {
-                  for (auto& [node, text] : blocks) groups.push_back({node, 1, text});
-                } else {
-                  groups = report::FoldIdentical(blocks);
-                }
-                const std::string rule(15, '-');
-                for (const report::Folded& g : groups) {
-                  ctx.Out(fmt::format("{}\n{} ({})\n{}\n{}", rule, ctx.out_style.Bold(g.nodes), g.count, rule, g.text));
-                }
+                ctx.Out(report::RunText(run, !o->no_fold, ctx.out_style));
               }
-              if (ctx.verbosity >= 0) {
-                ctx.Err(fmt::format("run: {} ok, {} failed, {} unreachable, {} nodes in {:.1f} s{}\n", ok, failed,
-                                    unreachable, runs.size(), seconds,
-                                    interrupt.interrupted() ? " (interrupted)" : ""));
-              }
-              return static_cast<int>(failed + unreachable == 0 ? kExitOk : kExitFindings);
+              if (ctx.verbosity >= 0) ctx.Err(report::RunTally(run, interrupt.interrupted()));
+              return static_cast<int>(run.failed + run.unreachable == 0 ? kExitOk : kExitFindings);
             };
           },
           /*takes_trailing=*/true};

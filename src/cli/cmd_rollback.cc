@@ -1,9 +1,7 @@
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <random>
 
@@ -11,7 +9,7 @@
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/apply/rollback_run.h"
-#include "gpuforge/report/fold.h"
+#include "gpuforge/report/rollback_report.h"
 
 namespace gpuforge::cli {
 
@@ -78,50 +76,10 @@ Command RollbackCommand() {
               ro.fanout.cancel = interrupt.flag();
               const apply::RollbackRun run = apply::RollbackNodes(*ssh, *targets, ro);
               bar.Clear();
-              const std::vector<std::string>& lines = run.handler_lines;
-              std::vector<std::pair<std::string, std::string>> blocks;
-              nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-              for (const apply::NodeOutcome& n : run.nodes) {
-                const std::string& node = n.node;
-                if (!n.result) {
-                  blocks.emplace_back(node, "unreachable: " + n.unreachable + "\n");
-                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", n.unreachable}});
-                  continue;
-                }
-                const apply::NodeApply& a = *n.result;
-                std::string text;
-                switch (a.state) {
-                  case apply::NodeApply::State::kApplied:
-                    text = fmt::format("restored {}{}{}\n", a.written.empty() ? "nothing" : fmt::format("{}", fmt::join(a.written, ", ")),
-                                       a.removed.empty() ? "" : fmt::format("; removed {}", fmt::join(a.removed, ", ")),
-                                       a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")));
-                    break;
-                  case apply::NodeApply::State::kUnchanged:
-                    text = a.detail + "\n";
-                    break;
-                  default:
-                    text = fmt::format("failed at {}: {}\n", a.step, a.detail);
-                    if (!a.written.empty()) text += fmt::format("  restored before the failure: {}\n", fmt::join(a.written, ", "));
-                }
-                blocks.emplace_back(node, text);
-                nlohmann::ordered_json j = {{"node", node}, {"state", apply::ToString(a.state)}, {"restored", a.written},
-                                            {"removed", a.removed}, {"handlers", a.handlers}};
-                if (!a.step.empty()) j["step"] = a.step;
-                if (!a.detail.empty()) j["detail"] = a.detail;
-                nodes.push_back(std::move(j));
-              }
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json j = {{"schema", "gpuforge.rollback/v1"}, {"run", run_id}, {"rollback_of", o->run},
-                                            {"rolled_back", run.rolled_back}, {"untouched", run.untouched}, {"failed", run.failed},
-                                            {"cluster_handlers", lines}, {"nodes", nodes}};
-                ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+                ctx.OutJson(report::RollbackJson(run));
               } else {
-                for (const report::Folded& g : report::FoldIdentical(blocks)) {
-                  ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
-                }
-                for (const std::string& l : lines) ctx.Out(l + "\n");
-                ctx.Out(fmt::format("Rollback {} of {}: {} rolled back, {} untouched by that run, {} failed.\n", run_id,
-                                    o->run, run.rolled_back, run.untouched, run.failed));
+                ctx.Out(report::RollbackText(run, ctx.out_style));
               }
               return static_cast<int>(run.ok() ? kExitOk : kExitFindings);
             };

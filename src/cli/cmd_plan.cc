@@ -1,31 +1,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-
 #include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
-#include "gpuforge/base/files.h"
 #include "cli/remote_options.h"
-#include "gpuforge/apply/apply.h"
 #include "gpuforge/apply/read_plans.h"
+#include "gpuforge/base/files.h"
 #include "gpuforge/estimate/estimate.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/plan/desired.h"
 #include "gpuforge/plan/saved_plan.h"
-#include "gpuforge/report/fold.h"
 #include "gpuforge/report/plan_report.h"
-#include "gpuforge/report/estimate_report.h"
-#include "gpuforge/report/lint_report.h"
 
 namespace gpuforge::cli {
-
 namespace {
-
-std::string ResourceLine(const plan::Resource& r, const report::Style& s) {
-  return fmt::format("    {} {:<9} {:<42} {}\n", s.Green("+"), plan::ToString(r.kind), r.id, r.summary);
-}
 
 struct PlanFlags {
   RemoteFlags remote;
@@ -78,37 +68,10 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   }
 
   if (flags.format == Format::kJson) {
-    nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-    for (const apply::NodePlanRead& r : reads) {
-      if (r.plan) nodes.push_back(report::PlanJson(*r.plan, flags.diff ? &r.diffs : nullptr));
-      else nodes.push_back({{"node", r.node}, {"state", "error"}, {"error", r.error}});
-    }
-    nlohmann::ordered_json j = {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", cluster.name},
-                                {"nodes", nodes}, {"summary", {{"add", add}, {"change", change}, {"destroy", destroy},
-                                                               {"failed", failed}}}};
-    ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
-    return code;
-  }
-  const report::Style& s = ctx.out_style;
-  ctx.Out(s.Bold(fmt::format("gpuforge plan: {} ({} node{}{})\n", cluster.name, targets->size(),
-                             targets->size() == 1 ? "" : "s", flags.only.empty() ? "" : ", only " + flags.only)));
-  // Nodes fold when their plans and their diffs are the same.
-  std::vector<std::pair<std::string, std::string>> blocks;
-  for (const apply::NodePlanRead& r : reads) {
-    if (!r.plan) continue;
-    blocks.emplace_back(r.node, report::PlanSummary(*r.plan) + "\n" +
-                                    report::PlanLines(*r.plan, s, flags.diff ? &r.diffs : nullptr));
-  }
-  for (const report::Folded& g : report::FoldIdentical(blocks)) {
-    ctx.Out(fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text));
-  }
-  for (const apply::NodePlanRead& r : reads) {
-    if (!r.error.empty()) ctx.Out(fmt::format("\n{} {}\n", s.Red("error:"), r.error));
-  }
-  ctx.Out(fmt::format("\n{}{}\n", report::PlanTotal(add, change, destroy),
-                      failed > 0 ? fmt::format(" {} node{} could not be read.", failed, failed == 1 ? "" : "s") : ""));
-  if (!flags.out.empty() && failed == 0) {
-    ctx.Out(fmt::format("Saved to {}; `gpuforge apply {}` carries out exactly this plan.\n", flags.out, flags.out));
+    ctx.OutJson(report::PlanOnlineJson(cluster.name, reads, flags.diff));
+  } else {
+    ctx.Out(report::PlanOnlineText(cluster.name, reads, flags.only, flags.diff,
+                                   !flags.out.empty() && failed == 0 ? flags.out : "", ctx.out_style));
   }
   return code;
 }
@@ -143,45 +106,15 @@ Command PlanCommand() {
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(o->flags.detailed && !o->offline ? kExitFindings : kExitUsage);
               if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->flags);
-              lint::LintResult lint_result = lint::Lint(*cluster);
-              estimate::Estimates est = estimate::Estimate(*cluster);
-              std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
-              std::size_t resources = 0;
-              for (const auto& nc : classes) resources += nc.resources.size() * nc.count;
-              int code = lint_result.errors > 0 ? kExitFindings : kExitOk;
+              const lint::LintResult lint_result = lint::Lint(*cluster);
+              const estimate::Estimates est = estimate::Estimate(*cluster);
+              const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
               if (o->flags.format == Format::kJson) {
-                nlohmann::ordered_json j;
-                j["schema"] = "gpuforge.plan/v1";
-                j["mode"] = "offline";
-                j["lint"] = report::LintJson(*cluster, lint_result);
-                j["estimates"] = report::EstimateJson(*cluster, est);
-                j["nodes"] = nlohmann::ordered_json::array();
-                for (const auto& nc : classes) {
-                  nlohmann::ordered_json rs = nlohmann::ordered_json::array();
-                  for (const auto& r : nc.resources) {
-                    rs.push_back({{"action", "create"}, {"kind", plan::ToString(r.kind)}, {"id", r.id},
-                                  {"summary", r.summary}, {"reason", r.reason}});
-                  }
-                  j["nodes"].push_back({{"nodes", nc.nodes}, {"count", nc.count}, {"profile", nc.profile}, {"resources", rs}});
-                }
-                j["summary"] = {{"add", resources}, {"change", 0}, {"destroy", 0}};
-                ctx.Out(j.dump(2) + "\n");
-                return code;
+                ctx.Out(report::PlanOfflineJson(*cluster, lint_result, est, classes).dump(2) + "\n");
+              } else {
+                ctx.Out(report::PlanOfflineText(*cluster, lint_result, est, classes, ctx.out_style));
               }
-              const report::Style& s = ctx.out_style;
-              ctx.Out(s.Bold(fmt::format("gpuforge plan: {} (offline: nothing read from nodes)\n\n", cluster->name)));
-              ctx.Out(s.Bold("Design lint\n"));
-              ctx.Out(report::LintText(*cluster, lint_result, s));
-              ctx.Out("\n");
-              ctx.Out(report::EstimateText(*cluster, est, s));
-              ctx.Out("\n" + s.Bold("Desired state") + " (offline, so every resource shows as an add)\n");
-              for (const auto& nc : classes) {
-                ctx.Out(fmt::format("  {} ({} node{}, profile {}): {} to add\n", s.Bold(nc.nodes), nc.count,
-                                    nc.count == 1 ? "" : "s", nc.profile, nc.resources.size()));
-                for (const auto& r : nc.resources) ctx.Out(ResourceLine(r, s));
-              }
-              ctx.Out(fmt::format("\nPlan: {} to add, 0 to change, 0 to destroy.\n", resources));
-              return code;
+              return static_cast<int>(lint_result.errors > 0 ? kExitFindings : kExitOk);
             };
           }};
 }

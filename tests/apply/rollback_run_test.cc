@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "remote/fake_session.h"
+#include "remote/fake_targets.h"
 
 namespace gpuforge::apply {
 namespace {
 
 using remote::testing::FakeConnector;
+using remote::testing::Targets;
 
 const std::string kRun = "20261130T064252Z-0000abcd";
 
@@ -27,16 +29,6 @@ void Created(FakeConnector& c, const std::string& node, const std::string& path)
     if (cmd.starts_with("for p in")) r.out = fmt::format("F 644 root 8 {}\n", plan::Sha256Hex("written\n"));
     return r;
   };
-}
-
-std::vector<remote::Target> Targets(std::initializer_list<const char*> nodes) {
-  std::vector<remote::Target> out;
-  for (const char* n : nodes) {
-    remote::Target t;
-    t.node = n;
-    out.push_back(t);
-  }
-  return out;
 }
 
 RollbackRunOptions Options() {

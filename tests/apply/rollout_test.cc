@@ -11,11 +11,13 @@
 
 #include "gpuforge/apply/read_plans.h"
 #include "remote/fake_session.h"
+#include "remote/fake_targets.h"
 
 namespace gpuforge::apply {
 namespace {
 
 using remote::testing::FakeConnector;
+using remote::testing::Targets;
 
 // Every node's lock and unlock, in the order they happened across nodes.
 struct Timeline {
@@ -47,16 +49,6 @@ void Script(FakeConnector& c, const std::string& node, Timeline* timeline = null
     if (cmd == "sh -s") return Exited(0, "os debian\nlike \narch x86_64\nN\nend\n");
     return Exited(0);
   };
-}
-
-std::vector<remote::Target> Targets(std::initializer_list<const char*> nodes) {
-  std::vector<remote::Target> out;
-  for (const char* n : nodes) {
-    remote::Target t;
-    t.node = n;
-    out.push_back(t);
-  }
-  return out;
 }
 
 std::map<std::string, DesiredNode> Desired(const std::vector<remote::Target>& targets,

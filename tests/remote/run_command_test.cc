@@ -6,21 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "remote/fake_session.h"
+#include "remote/fake_targets.h"
 
 namespace gpuforge::remote {
 namespace {
 
 using testing::FakeConnector;
-
-std::vector<Target> Targets(std::initializer_list<const char*> nodes) {
-  std::vector<Target> out;
-  for (const char* n : nodes) {
-    Target t;
-    t.node = n;
-    out.push_back(t);
-  }
-  return out;
-}
+using testing::Targets;
 
 TEST(RunOnNodes, EachNodesOutcomeKeptApart) {
   FakeConnector c;

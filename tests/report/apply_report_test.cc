@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/sample_plans.h"
+
 namespace gpuforge::report {
 namespace {
 
@@ -87,19 +89,7 @@ TEST(ApplyReport, Json) {
 }
 
 TEST(ApplyReport, PreviewFoldsPlansAndAsks) {
-  std::vector<apply::NodePlanRead> reads(3);
-  for (int i = 0; i < 2; ++i) {
-    reads[i].node = i == 0 ? "gpu01" : "gpu02";
-    reads[i].plan.emplace();
-    reads[i].plan->node = reads[i].node;
-    plan::FileChange f;
-    f.path = "/etc/nccl.conf";
-    f.action = plan::Action::kCreate;
-    f.mode_to = 0644;
-    reads[i].plan->files.push_back(f);
-  }
-  reads[2].node = "gpu03";
-  reads[2].error = "node gpu03: connection refused";
+  const std::vector<apply::NodePlanRead> reads = testing::SampleReads(2, plan::Action::kCreate);
   const std::string text = ApplyPreviewText(reads, 2, Style{});
   EXPECT_TRUE(text.starts_with("gpu[01-02] (2): 1 to add, 0 to change, 0 to destroy; takes effect: ")) << text;
   EXPECT_NE(text.find("\n    + /etc/nccl.conf (mode 0644)"), std::string::npos) << text;

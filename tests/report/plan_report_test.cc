@@ -9,25 +9,14 @@
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/report/estimate_report.h"
 #include "gpuforge/report/lint_report.h"
+#include "report/sample_plans.h"
 
 namespace gpuforge::report {
 namespace {
 
 std::vector<apply::NodePlanRead> Reads() {
-  std::vector<apply::NodePlanRead> reads(3);
-  for (int i = 0; i < 2; ++i) {
-    reads[i].node = i == 0 ? "gpu01" : "gpu02";
-    reads[i].plan.emplace();
-    reads[i].plan->node = reads[i].node;
-    plan::FileChange f;
-    f.path = "/etc/nccl.conf";
-    f.action = plan::Action::kChange;
-    f.content = true;
-    reads[i].plan->files.push_back(f);
-    reads[i].diffs["/etc/nccl.conf"] = "@@ -1 +1 @@\n-a\n+b\n";
-  }
-  reads[2].node = "gpu03";
-  reads[2].error = "node gpu03: connection refused";
+  std::vector<apply::NodePlanRead> reads = testing::SampleReads(2, plan::Action::kChange);
+  for (int i = 0; i < 2; ++i) reads[i].diffs["/etc/nccl.conf"] = "@@ -1 +1 @@\n-a\n+b\n";
   return reads;
 }
 

@@ -11,7 +11,6 @@
 #include "cli/commands.h"
 #include "gpuforge/base/build_info.h"
 #include "gpuforge/base/names.h"
-#include "gpuforge/inventory/loader.h"
 
 namespace gpuforge::cli {
 
@@ -19,6 +18,21 @@ void Context::Out(std::string_view s) const { std::fwrite(s.data(), 1, s.size(),
 void Context::Err(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
 void Context::Error(std::string_view message) const {
   Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));
+}
+
+void Context::OutJson(const nlohmann::ordered_json& j) const {
+  Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+}
+
+bool Context::Interactive() const {
+  if (io.interactive) return *io.interactive;
+  return io.in != nullptr && ::isatty(::fileno(io.in)) == 1;
+}
+
+std::string Context::ReadLine() const {
+  std::string line;
+  for (int c; io.in != nullptr && (c = std::fgetc(io.in)) != EOF && c != '\n';) line.push_back(static_cast<char>(c));
+  return line;
 }
 
 std::span<const Command> Commands() {
@@ -34,35 +48,6 @@ void AddFormatOption(CLI::App& app, Format* format, bool allow_yaml) {
   app.add_option("--format", *format, allow_yaml ? "Output format: text, json or yaml" : "Output format: text or json")
       ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
       ->option_text("FORMAT");
-}
-
-std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path) {
-  inventory::LoadOutcome outcome = inventory::LoadFile(path);
-  std::string diags = outcome.FormatDiagnostics();
-  if (!diags.empty()) {
-    if (ctx.err_style.color) {
-      // Colour the severity words only; the rest stays as the test-pinned text.
-      std::string coloured;
-      std::size_t pos = 0;
-      while (pos < diags.size()) {
-        std::size_t nl = diags.find('\n', pos);
-        std::string line = diags.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
-        for (auto [word, paint] : {std::pair{std::string_view(": error: "), 0}, std::pair{std::string_view(": warning: "), 1}}) {
-          if (auto at = line.find(word); at != std::string::npos) {
-            std::string w(word.substr(2, word.size() - 4));
-            line.replace(at + 2, w.size(), paint == 0 ? ctx.err_style.Red(w) : ctx.err_style.Yellow(w));
-            break;
-          }
-        }
-        coloured += line;
-        pos = nl == std::string::npos ? diags.size() : nl + 1;
-      }
-      diags = coloured;
-    }
-    ctx.Err(diags);
-  }
-  if (!outcome.ok()) return std::nullopt;
-  return std::move(*outcome.cluster);
 }
 
 namespace {

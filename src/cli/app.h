@@ -5,6 +5,7 @@
 // `--help`, the command list and "did you mean" all come from that table.
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <functional>
@@ -31,6 +32,10 @@ enum class Format { kText, kJson, kYaml };
 struct Io {
   std::FILE* out = stdout;
   std::FILE* err = stderr;
+  std::FILE* in = stdin;  // where confirm prompts read their answer
+  // Whether a person answers on `in`; unset: whether `in` is a terminal. Tests set it to feed
+  // a prompt from a string.
+  std::optional<bool> interactive;
 };
 
 // What a running command gets: where to write and how to decorate it.
@@ -45,6 +50,11 @@ struct Context {
   void Out(std::string_view s) const;
   void Err(std::string_view s) const;
   void Error(std::string_view message) const;  // "gpuforge: error: ..." on stderr
+  // A report's JSON on stdout, indented by two; bytes that are not UTF-8 (node output may hold
+  // any) are replaced.
+  void OutJson(const nlohmann::ordered_json& j) const;
+  bool Interactive() const;                    // someone can answer a prompt on io.in
+  std::string ReadLine() const;                // one line of io.in without its newline; "" at EOF
 };
 
 using Runner = std::function<int(Context&)>;
@@ -63,7 +73,7 @@ std::span<const Command> Commands();
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
 
-// Shared by commands: loads an inventory, printing every diagnostic to stderr.
+// Shared by commands (local_inputs.cc): loads an inventory, printing every diagnostic to stderr.
 std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path);
 
 // Adds `--format` with the given choices to `app`.

@@ -1,15 +1,11 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -17,41 +13,34 @@
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
-#include "gpuforge/base/hostlist.h"
+#include "gpuforge/apply/read_plans.h"
+#include "gpuforge/apply/rollout.h"
 #include "gpuforge/plan/saved_plan.h"
-#include "gpuforge/base/fold.h"
-#include "gpuforge/report/plan_report.h"
+#include "gpuforge/report/apply_report.h"
 
 namespace gpuforge::cli {
 namespace {
 
-using State = apply::NodeApply::State;
+struct ApplyFlags {
+  std::string input;
+  RemoteFlags remote;
+  bool yes = false;
+  std::string only;
+  std::string batch;
+  int max_fail = 0;
+  Format format = Format::kText;
+};
 
-std::string Outcome(const apply::NodeApply& a) {
-  std::string text;
-  switch (a.state) {
-    case State::kUnchanged: text = "no changes\n"; break;
-    case State::kApplied:
-      text = fmt::format("applied: {} created, {} changed, {} removed{}{}\n", a.plan.Count(plan::Action::kCreate),
-                         a.plan.Count(plan::Action::kChange), a.plan.Count(plan::Action::kRemove),
-                         a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")),
-                         a.reboot_needed ? "; REBOOT NEEDED (drain first)" : "");
-      break;
-    case State::kLocked: text = "refused: " + a.detail + "\n"; break;
-    case State::kStale: text = "refused: " + a.detail + "\n"; break;
-    case State::kFailed:
-      text = fmt::format("failed at {}: {}\n", a.step, a.detail);
-      if (!a.written.empty()) text += fmt::format("  written before the failure: {}\n", fmt::join(a.written, ", "));
-      if (!a.items.empty()) text += fmt::format("  done before the failure: {}\n", fmt::join(a.items, ", "));
-      if (a.lock_left) text += fmt::format("  the lock {} may be left; check and remove it by hand\n", apply::kLockDir);
-      break;
-  }
-  return text;
-}
-
-std::string LocalHolder(const std::string& run_id, const std::string& time) {
-  return fmt::format("run {} by {} at {}", run_id, LocalUserAtHost(), time);
-}
+// What the rollout works from: the inventory (or the one a saved plan names), the selected
+// targets (with a saved plan only the nodes it changes), the batch size and the desired state.
+struct ApplyInputs {
+  std::optional<plan::SavedPlan> saved;
+  std::string inventory;
+  std::optional<model::Cluster> cluster;
+  std::vector<remote::Target> targets;
+  std::size_t batch = 1;
+  std::map<std::string, plan::DesiredNode> desired;
+};
 
 // --batch: "8" nodes or "25%" of them, at least 1; "" = all at once.
 std::optional<std::size_t> BatchSize(Context& ctx, const std::string& batch, std::size_t nodes) {
@@ -82,285 +71,138 @@ std::optional<std::string> ReadText(Context& ctx, const std::string& path) {
   return ss.str();
 }
 
+// Checks the flags and the inputs in the order users meet them. Returns the exit code when the
+// command ends here (an error, or a saved plan with nothing to do), nullopt to go on.
+std::optional<int> Prepare(Context& ctx, const ApplyFlags& f, ApplyInputs* in) {
+  in->inventory = f.input;
+  std::string only = f.only;
+  auto text = ReadText(ctx, f.input);
+  if (!text) return kExitUsage;
+  // A saved plan names its inventory and what it was computed from.
+  if (plan::LooksLikeSavedPlan(*text)) {
+    Result<plan::SavedPlan> p = plan::ParseSavedPlan(f.input, *text);
+    if (!p.ok()) {
+      ctx.Error(p.error().message);
+      return kExitUsage;
+    }
+    if (!f.only.empty()) {
+      ctx.Error("--only cannot be given with a saved plan: the plan already says what it manages");
+      return kExitUsage;
+    }
+    in->saved = std::move(*p);
+    in->inventory = in->saved->inventory;
+    only = in->saved->parts;
+  }
+  in->cluster = LoadInventory(ctx, in->inventory);
+  if (!in->cluster) return kExitUsage;
+  if (in->saved) {
+    auto sha = FileSha256(ctx, in->inventory);
+    if (!sha) return kExitUsage;
+    if (*sha != in->saved->inventory_sha256) {
+      ctx.Error(fmt::format("{}: the plan is stale: {} changed since the plan was made ({}); run plan again", f.input,
+                            in->inventory, in->saved->created));
+      return kExitFindings;
+    }
+  }
+  auto parts = PartsFrom(ctx, only);
+  if (!parts) return kExitUsage;
+  auto targets = SelectTargets(ctx, *in->cluster, f.remote);
+  if (!targets) return kExitUsage;
+  in->targets = std::move(*targets);
+  std::map<std::string, const plan::SavedNode*> planned;
+  if (in->saved) {
+    // Only the nodes the plan changes; a node it found unchanged is not touched.
+    for (const plan::SavedNode& n : in->saved->nodes) planned[n.node] = &n;
+    std::erase_if(in->targets, [&](const remote::Target& t) { return !planned.count(t.node); });
+    if (in->targets.empty()) {
+      ctx.Out("The saved plan has no changes for the selected nodes; nothing to do.\n");
+      return kExitOk;
+    }
+  }
+  if (!f.yes && !ctx.Interactive()) {
+    ctx.Error("apply: stdin is not a terminal, so there is no one to confirm; rerun with --yes "
+              "(see what would change first with `gpuforge plan`)");
+    return kExitUsage;
+  }
+  auto batch = BatchSize(ctx, f.batch, in->targets.size());
+  if (!batch) return kExitUsage;
+  in->batch = *batch;
+  auto desired = DesiredNodesFor(ctx, *in->cluster, in->targets, in->inventory, *parts);
+  if (!desired) return kExitUsage;
+  in->desired = std::move(*desired);
+  for (const remote::Target& t : in->targets) {
+    if (in->saved && plan::DesiredDigest(in->desired.at(t.node)) != planned[t.node]->desired_sha256) {
+      ctx.Error(fmt::format("{}: the plan is stale: what gpuforge would write to {} is no longer what "
+                            "the plan showed (templates or gpuforge changed); run plan again",
+                            f.input, t.node));
+      return kExitFindings;
+    }
+  }
+  return std::nullopt;
+}
+
+// Shows the plan, then asks: only "yes" goes on.
+bool Confirmed(Context& ctx, remote::Connector& connector, const ApplyInputs& in, const remote::FanoutOptions& fo) {
+  apply::ReadPlansOptions ro;
+  ro.fanout = fo;
+  const std::vector<apply::NodePlanRead> reads = apply::ReadPlans(connector, in.targets, in.desired, ro);
+  ctx.Out(report::ApplyPreviewText(reads, in.batch, ctx.out_style));
+  std::fflush(ctx.io.out);
+  if (ctx.ReadLine() == "yes") return true;
+  ctx.Err("apply: not confirmed; nothing was changed\n");
+  return false;
+}
+
+int RunApply(Context& ctx, const ApplyFlags& f) {
+  ApplyInputs in;
+  if (std::optional<int> done = Prepare(ctx, f, &in)) return *done;
+  InterruptGuard interrupt;
+  std::unique_ptr<remote::Connector> ssh = MakeConnector(f.remote);
+  apply::RolloutOptions ro;
+  ro.fanout.width = f.remote.fanout;
+  ro.fanout.cancel = interrupt.flag();
+  if (!f.yes && !Confirmed(ctx, *ssh, in, ro.fanout)) return kExitUsage;
+
+  ro.batch = in.batch;
+  ro.max_fail = f.max_fail;
+  const auto now = std::chrono::system_clock::now();
+  ro.apply.run_id = apply::MakeRunId(now, std::random_device{}());
+  ro.apply.time_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
+  ro.apply.holder = fmt::format("run {} by {} at {}", ro.apply.run_id, LocalUserAtHost(), ro.apply.time_utc);
+  if (in.saved) {
+    for (const plan::SavedNode& n : in.saved->nodes) ro.expect_state_sha256[n.node] = n.state_sha256;
+  }
+  ro.controller = in.cluster->software.scheduler.controller;
+  const apply::RolloutResult result = apply::Rollout(*ssh, in.targets, in.desired, ro);
+  if (f.format == Format::kJson) {
+    ctx.OutJson(report::ApplyJson(result));
+  } else {
+    ctx.Out(report::ApplyText(result, in.inventory, ctx.out_style));
+  }
+  return result.ok() ? kExitOk : kExitFindings;
+}
+
 }  // namespace
 
 Command ApplyCommand() {
   return {"apply",
           "Converge nodes over SSH: packages, files, modules, sysctl, services; locked, backed up, atomic, journalled",
           [](CLI::App& app) -> Runner {
-            struct Opts {
-              std::string input;
-              RemoteFlags remote;
-              bool yes = false;
-              std::string only;
-              std::string batch;
-              int max_fail = 0;
-              Format format = Format::kText;
-            };
-            auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY|PLANFILE", o->input, "Inventory YAML file, or a plan saved by `plan --out`")
+            auto f = std::make_shared<ApplyFlags>();
+            app.add_option("INVENTORY|PLANFILE", f->input, "Inventory YAML file, or a plan saved by `plan --out`")
                 ->required();
-            AddRemoteOptions(app, &o->remote);
-            app.add_flag("-y,--yes", o->yes, "Apply without asking (required when stdin is not a terminal)");
-            app.add_option("--only", o->only, "Manage only these parts: files,packages,modules,sysctl,services,agent");
-            app.add_option("--batch", o->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
-            app.add_option("--max-fail", o->max_fail,
+            AddRemoteOptions(app, &f->remote);
+            app.add_flag("-y,--yes", f->yes, "Apply without asking (required when stdin is not a terminal)");
+            app.add_option("--only", f->only, "Manage only these parts: files,packages,modules,sysctl,services,agent");
+            app.add_option("--batch", f->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
+            app.add_option("--max-fail", f->max_fail,
                            "Start no new nodes once this many have failed (default 0: never stop)")
                 ->check(CLI::NonNegativeNumber);
-            AddFormatOption(app, &o->format);
+            AddFormatOption(app, &f->format);
             app.footer("Exit codes: 0 every node applied or unchanged; 1 a node failed, was locked, changed since the\n"
                        "saved plan, was not started (--max-fail) or was unreachable, or the saved plan is stale;\n"
                        "2 invalid inventory or usage, --yes missing without a terminal, or not confirmed.");
-            return [o](Context& ctx) {
-              // A saved plan names its inventory and what it was computed from.
-              std::optional<plan::SavedPlan> saved;
-              std::string inventory = o->input;
-              std::string only = o->only;
-              {
-                auto text = ReadText(ctx, o->input);
-                if (!text) return static_cast<int>(kExitUsage);
-                if (plan::LooksLikeSavedPlan(*text)) {
-                  Result<plan::SavedPlan> p = plan::ParseSavedPlan(o->input, *text);
-                  if (!p.ok()) {
-                    ctx.Error(p.error().message);
-                    return static_cast<int>(kExitUsage);
-                  }
-                  if (!o->only.empty()) {
-                    ctx.Error("--only cannot be given with a saved plan: the plan already says what it manages");
-                    return static_cast<int>(kExitUsage);
-                  }
-                  saved = std::move(*p);
-                  inventory = saved->inventory;
-                  only = saved->parts;
-                }
-              }
-              auto cluster = LoadInventory(ctx, inventory);
-              if (!cluster) return static_cast<int>(kExitUsage);
-              if (saved) {
-                auto sha = FileSha256(ctx, inventory);
-                if (!sha) return static_cast<int>(kExitUsage);
-                if (*sha != saved->inventory_sha256) {
-                  ctx.Error(fmt::format("{}: the plan is stale: {} changed since the plan was made ({}); run plan again",
-                                        o->input, inventory, saved->created));
-                  return static_cast<int>(kExitFindings);
-                }
-              }
-              auto parts = PartsFrom(ctx, only);
-              if (!parts) return static_cast<int>(kExitUsage);
-              auto targets = SelectTargets(ctx, *cluster, o->remote);
-              if (!targets) return static_cast<int>(kExitUsage);
-              std::map<std::string, const plan::SavedNode*> planned;
-              if (saved) {
-                // Only the nodes the plan changes; a node it found unchanged is not touched.
-                for (const plan::SavedNode& n : saved->nodes) planned[n.node] = &n;
-                std::erase_if(*targets, [&](const remote::Target& t) { return !planned.count(t.node); });
-                if (targets->empty()) {
-                  ctx.Out("The saved plan has no changes for the selected nodes; nothing to do.\n");
-                  return static_cast<int>(kExitOk);
-                }
-              }
-              const bool tty = ::isatty(STDIN_FILENO) == 1;
-              if (!o->yes && !tty) {
-                ctx.Error("apply: stdin is not a terminal, so there is no one to confirm; rerun with --yes "
-                          "(see what would change first with `gpuforge plan`)");
-                return static_cast<int>(kExitUsage);
-              }
-              auto batch = BatchSize(ctx, o->batch, targets->size());
-              if (!batch) return static_cast<int>(kExitUsage);
-              auto desired = DesiredNodesFor(ctx, *cluster, *targets, inventory, *parts);
-              if (!desired) return static_cast<int>(kExitUsage);
-              if (saved) {
-                for (const remote::Target& t : *targets) {
-                  if (plan::DesiredDigest(desired->at(t.node)) != planned[t.node]->desired_sha256) {
-                    ctx.Error(fmt::format("{}: the plan is stale: what gpuforge would write to {} is no longer what "
-                                          "the plan showed (templates or gpuforge changed); run plan again",
-                                          o->input, t.node));
-                    return static_cast<int>(kExitFindings);
-                  }
-                }
-              }
-
-              InterruptGuard interrupt;
-              std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
-              remote::FanoutOptions fo;
-              fo.width = o->remote.fanout;
-              fo.cancel = interrupt.flag();
-
-              if (!o->yes) {
-                // Show the plan, then ask: only "yes" goes on.
-                remote::Fleet fleet(*ssh, *targets, fo);
-                std::vector<std::string> lines(targets->size());
-                std::atomic<std::size_t> changes = 0;
-                fleet.Each([&](std::size_t i, remote::Session& s) {
-                  Result<plan::NodePlan> p = apply::ReadNodePlan(s, desired->at(s.target().node), s.target().sudo);
-                  if (!p.ok()) {
-                    lines[i] = "error: " + p.error().message + "\n";
-                    return false;
-                  }
-                  lines[i] = report::PlanSummary(*p) + "\n" + report::PlanLines(*p, ctx.out_style);
-                  changes += p->Count(plan::Action::kCreate) + p->Count(plan::Action::kChange) +
-                             p->Count(plan::Action::kRemove);
-                  return true;
-                });
-                std::vector<std::pair<std::string, std::string>> blocks;
-                for (std::size_t i = 0; i < lines.size(); ++i) {
-                  blocks.emplace_back((*targets)[i].node, lines[i].empty() && fleet.lost(i) ? "error: " + fleet.lost(i)->message + "\n" : lines[i]);
-                }
-                fleet.Close();
-                for (const base::Folded& g : base::FoldIdentical(blocks)) {
-                  ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
-                }
-                ctx.Out(fmt::format("\n{} changes on {} nodes, in batches of {}. Apply them? Only 'yes' is accepted: ",
-                                    changes.load(), targets->size(), *batch));
-                std::fflush(ctx.io.out);
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "yes") {
-                  ctx.Err("apply: not confirmed; nothing was changed\n");
-                  return static_cast<int>(kExitUsage);
-                }
-              }
-
-              const auto now = std::chrono::system_clock::now();
-              const std::string run_id = apply::MakeRunId(now, std::random_device{}());
-              const std::string time =
-                  fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
-              ProgressBar bar(ctx, "apply");
-              std::vector<std::optional<apply::NodeApply>> results(targets->size());
-              std::vector<std::string> unreachable(targets->size());
-              std::vector<bool> started(targets->size(), false);
-              std::atomic<int> failures = 0;
-              for (std::size_t first = 0; first < targets->size(); first += *batch) {
-                if (o->max_fail > 0 && failures.load() >= o->max_fail) break;
-                if (interrupt.interrupted()) break;
-                const std::size_t last = std::min(targets->size(), first + *batch);
-                std::vector<remote::Target> group(targets->begin() + static_cast<std::ptrdiff_t>(first),
-                                                  targets->begin() + static_cast<std::ptrdiff_t>(last));
-                remote::Fleet fleet(*ssh, group, fo);
-                fleet.Each([&](std::size_t j, remote::Session& s) {
-                  const std::size_t i = first + j;
-                  // --max-fail: a node not yet begun is not begun once enough have failed.
-                  if (o->max_fail > 0 && failures.load() >= o->max_fail) return false;
-                  started[i] = true;
-                  apply::ApplyOptions ao;
-                  ao.run_id = run_id;
-                  ao.holder = LocalHolder(run_id, time);
-                  ao.time_utc = time;
-                  ao.sudo = s.target().sudo;
-                  if (saved) ao.expect_state_sha256 = planned[s.target().node]->state_sha256;
-                  results[i] = apply::ApplyNode(s, desired->at(s.target().node), ao);
-                  const bool ok = results[i]->state == State::kApplied || results[i]->state == State::kUnchanged;
-                  if (!ok) ++failures;
-                  return ok;
-                });
-                for (std::size_t j = 0; j < group.size(); ++j) {
-                  if (!results[first + j] && fleet.lost(j)) {
-                    unreachable[first + j] = fleet.lost(j)->message;
-                    started[first + j] = true;
-                    ++failures;
-                  }
-                }
-                fleet.Close();
-              }
-
-              // Cluster handlers (scontrol reconfigure) run once, on the controller when it was
-              // applied, else on the first node that asked for them.
-              std::vector<std::string> cluster_handlers;
-              std::optional<std::size_t> runner;
-              for (std::size_t i = 0; i < results.size(); ++i) {
-                if (!results[i] || results[i]->state != State::kApplied) continue;
-                for (const std::string& h : results[i]->deferred) {
-                  if (std::find(cluster_handlers.begin(), cluster_handlers.end(), h) == cluster_handlers.end()) {
-                    cluster_handlers.push_back(h);
-                  }
-                  if (!runner || (*targets)[i].node == cluster->software.scheduler.controller) runner = i;
-                }
-              }
-              std::vector<std::string> handler_lines;
-              bool handler_failed = false;
-              if (runner) {
-                remote::Fleet one(*ssh, {(*targets)[*runner]}, fo);
-                one.Each([&](std::size_t, remote::Session& s) {
-                  for (const std::string& h : cluster_handlers) {
-                    remote::ExecOptions eo;
-                    eo.sudo = s.target().sudo;
-                    Result<remote::ExecResult> r = s.Exec(h, eo);
-                    if (r.ok() && r->Succeeded()) {
-                      handler_lines.push_back(fmt::format("ran `{}` once, on {}", h, s.target().node));
-                      continue;
-                    }
-                    handler_failed = true;
-                    std::string why = r.ok() ? remote::DescribeEnd(*r, eo) + ": " + r->err.substr(0, 500) : r.error().message;
-                    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-                    handler_lines.push_back(fmt::format("`{}` on {} failed: {}", h, s.target().node, why));
-                  }
-                  return true;
-                });
-                if (one.lost(0)) {
-                  handler_failed = true;
-                  handler_lines.push_back(fmt::format("could not run {} on {}: {}", fmt::join(cluster_handlers, ", "),
-                                                      (*targets)[*runner].node, one.lost(0)->message));
-                }
-              }
-              bar.Clear();
-
-              std::size_t applied = 0, unchanged = 0, failed = 0, not_started = 0;
-              std::vector<std::string> reboot;
-              std::vector<std::pair<std::string, std::string>> blocks;
-              nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-              for (std::size_t i = 0; i < results.size(); ++i) {
-                const std::string& node = (*targets)[i].node;
-                if (!results[i]) {
-                  if (!started[i] || unreachable[i].empty()) {
-                    ++not_started;
-                    blocks.emplace_back(node, "not started: --max-fail reached or interrupted\n");
-                    nodes.push_back({{"node", node}, {"state", "not-started"}});
-                    continue;
-                  }
-                  ++failed;
-                  blocks.emplace_back(node, "unreachable: " + unreachable[i] + "\n");
-                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", unreachable[i]}});
-                  continue;
-                }
-                const apply::NodeApply& a = *results[i];
-                applied += a.state == State::kApplied;
-                unchanged += a.state == State::kUnchanged;
-                failed += a.state == State::kFailed || a.state == State::kLocked || a.state == State::kStale;
-                if (a.reboot_needed) reboot.push_back(node);
-                blocks.emplace_back(node, Outcome(a));
-                nlohmann::ordered_json n = {{"node", node},         {"state", apply::ToString(a.state)},
-                                            {"written", a.written}, {"removed", a.removed},
-                                            {"done", a.items},      {"handlers", a.handlers},
-                                            {"reboot_needed", a.reboot_needed}};
-                if (!a.step.empty()) n["step"] = a.step;
-                if (!a.detail.empty()) n["error"] = a.detail;
-                n["lock_left"] = a.lock_left;
-                nodes.push_back(std::move(n));
-              }
-              const bool ok = failed == 0 && not_started == 0 && !handler_failed;
-              if (o->format == Format::kJson) {
-                nlohmann::ordered_json j = {{"schema", "gpuforge.apply/v1"}, {"run", run_id},
-                                            {"applied", applied}, {"unchanged", unchanged},
-                                            {"failed", failed}, {"not_started", not_started},
-                                            {"cluster_handlers", handler_lines}, {"reboot_needed", reboot},
-                                            {"nodes", nodes}};
-                ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
-              } else {
-                for (const base::Folded& g : base::FoldIdentical(blocks)) {
-                  ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
-                }
-                for (const std::string& l : handler_lines) ctx.Out(l + "\n");
-                if (!reboot.empty()) {
-                  ctx.Out(fmt::format("Reboot needed (drain first): {}\n", hostlist::Fold(reboot)));
-                }
-                ctx.Out(fmt::format("Apply {}: {} applied, {} unchanged, {} failed{}.\n", run_id, applied, unchanged,
-                                    failed, not_started > 0 ? fmt::format(", {} not started", not_started) : ""));
-                if (applied > 0) {
-                  ctx.Out(fmt::format("Undo the file changes with: gpuforge rollback {} --run {}\n", inventory, run_id));
-                }
-              }
-              return static_cast<int>(ok ? kExitOk : kExitFindings);
-            };
+            return [f](Context& ctx) { return RunApply(ctx, *f); };
           }};
 }
 

@@ -6,11 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
-#include "gpuforge/facts/drift.h"
-#include "gpuforge/facts/gather.h"
-#include "gpuforge/facts/json.h"
-#include "gpuforge/remote/fanout.h"
-#include "gpuforge/base/fold.h"
+#include "gpuforge/facts/collect.h"
+#include "gpuforge/report/facts_report.h"
 
 namespace gpuforge::cli {
 
@@ -48,103 +45,20 @@ Command FactsCommand() {
               ProgressBar bar(ctx, "facts");
               std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
               remote::FanoutOptions fo = OneStepFanout(o->remote, interrupt, bar);
-              remote::ExecOptions eo;
-              eo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
-              eo.output_cap = facts::kMaxGatherBytes;
-              eo.input = facts::GatherScript();
-              eo.cancel = interrupt.flag();
-
-              std::vector<facts::Gathered> gathered;
-              for (const remote::Target& t : *targets) {
-                gathered.push_back({t.node, Error{fmt::format("node {}: not gathered", t.node)}});
-              }
-              remote::Fleet fleet(*ssh, *targets, fo);
-              fleet.Each([&](std::size_t i, remote::Session& s) {
-                // The script arrives on stdin, so the command line stays short and shell-free.
-                Result<remote::ExecResult> r = s.Exec("sh -s", eo);
-                if (!r.ok()) {
-                  gathered[i].facts = r.error();
-                  return false;
-                }
-                if (r->end != remote::ExecEnd::kExited) {
-                  gathered[i].facts = Error{fmt::format("node {}: gather script: {}", s.target().node,
-                                                        remote::DescribeEnd(*r, eo))};
-                  return false;
-                }
-                gathered[i].facts = facts::ParseGather(s.target().node, r->out);
-                return gathered[i].facts.ok();
-              });
-              for (std::size_t i = 0; i < gathered.size(); ++i) {
-                if (fleet.lost(i) && !gathered[i].facts.ok() &&
-                    gathered[i].facts.error().message.ends_with(": not gathered")) {
-                  gathered[i].facts = *fleet.lost(i);
-                }
-              }
-              fleet.Close();
+              facts::CollectOptions co;
+              co.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
+              co.fanout = fo;
+              co.check = o->check;
+              const facts::Collected collected = facts::Collect(*ssh, *targets, *cluster, co);
               bar.Clear();
 
-              std::size_t failed = 0;
-              for (const facts::Gathered& g : gathered) failed += !g.facts.ok();
-              std::vector<facts::Drift> drift;
-              if (o->check) drift = facts::FindDrift(*cluster, gathered);
-
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json j = {{"schema", "gpuforge.facts/v1"}};
-                nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-                for (const facts::Gathered& g : gathered) {
-                  if (g.facts.ok()) {
-                    nodes.push_back(facts::ToJson(*g.facts));
-                  } else {
-                    nodes.push_back({{"node", g.node}, {"error", g.facts.error().message}});
-                  }
-                }
-                j["nodes"] = std::move(nodes);
-                if (o->check) {
-                  nlohmann::ordered_json d = nlohmann::ordered_json::array();
-                  for (const facts::Drift& x : drift) d.push_back(facts::ToJson(x));
-                  j["drift"] = std::move(d);
-                }
-                ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+                ctx.OutJson(report::FactsJson(collected));
               } else {
-                std::vector<std::pair<std::string, std::string>> lines;
-                for (const facts::Gathered& g : gathered) {
-                  if (!g.facts.ok()) continue;
-                  std::string text = facts::Summary(*g.facts) + "\n";
-                  for (const facts::Section& s : g.facts->sections) {
-                    if (s.outcome != facts::Outcome::kFailed) continue;
-                    text += fmt::format("  {} failed (exit {}){}\n", s.command, s.exit_code,
-                                        s.first_line.empty() ? "" : ": " + s.first_line);
-                  }
-                  lines.emplace_back(g.node, text);
-                }
-                for (const base::Folded& f : base::FoldIdentical(lines)) {
-                  ctx.Out(fmt::format("{}: {}", ctx.out_style.Bold(f.nodes), f.text));
-                }
-                for (const facts::Gathered& g : gathered) {
-                  if (!g.facts.ok()) ctx.Out(fmt::format("{}\n", ctx.out_style.Red(g.facts.error().message)));
-                }
-                if (o->check) {
-                  if (drift.empty()) {
-                    ctx.Out(ctx.out_style.Green("no drift") + fmt::format(": {} nodes match the inventory\n",
-                                                                          gathered.size()));
-                  } else {
-                    ctx.Out(fmt::format("\n{} drift findings:\n", drift.size()));
-                    for (const facts::Drift& d : drift) {
-                      ctx.Out(fmt::format("{} {} {}{}: {}\n", d.node, ctx.out_style.Yellow(d.code), d.subject,
-                                          d.expected.empty() && d.actual.empty()
-                                              ? ""
-                                              : fmt::format(" (expected {}, found {})", d.expected, d.actual),
-                                          d.message));
-                    }
-                  }
-                }
+                ctx.Out(report::FactsText(collected, ctx.out_style));
               }
-              if (ctx.verbosity >= 0) {
-                ctx.Err(fmt::format("facts: {} gathered, {} failed{}{}\n", gathered.size() - failed, failed,
-                                    o->check ? fmt::format(", {} drift", drift.size()) : "",
-                                    interrupt.interrupted() ? " (interrupted)" : ""));
-              }
-              return static_cast<int>(failed == 0 && drift.empty() ? kExitOk : kExitFindings);
+              if (ctx.verbosity >= 0) ctx.Err(report::FactsTally(collected, interrupt.interrupted()));
+              return static_cast<int>(collected.failed == 0 && collected.drift.empty() ? kExitOk : kExitFindings);
             };
           }};
 }

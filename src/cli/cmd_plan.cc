@@ -1,74 +1,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fmt/chrono.h>
-#include <pwd.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.h"
-#include "gpuforge/base/files.h"
-#include "gpuforge/base/sha256.h"
 #include "cli/remote_options.h"
-#include "gpuforge/apply/apply.h"
-#include "gpuforge/render/render.h"
+#include "gpuforge/apply/read_plans.h"
+#include "gpuforge/base/files.h"
 #include "gpuforge/estimate/estimate.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/plan/desired.h"
-#include "gpuforge/plan/diff.h"
 #include "gpuforge/plan/saved_plan.h"
-#include "gpuforge/base/fold.h"
 #include "gpuforge/report/plan_report.h"
-#include "remote/command.h"
-#include "gpuforge/report/estimate_report.h"
-#include "gpuforge/report/lint_report.h"
 
 namespace gpuforge::cli {
-
 namespace {
-
-std::string ResourceLine(const plan::Resource& r, const report::Style& s) {
-  return fmt::format("    {} {:<9} {:<42} {}\n", s.Green("+"), plan::ToString(r.kind), r.id, r.summary);
-}
-
-// Old content of each changed file, and the unified diff to what apply would write, with
-// secrets masked on both sides. A file too large or binary gets a one-line note instead.
-std::map<std::string, std::string> Diffs(remote::Session& s, const plan::DesiredNode& d, const plan::NodePlan& p) {
-  std::map<std::string, std::string> out;
-  for (std::size_t i = 0; i < p.files.size(); ++i) {
-    const plan::FileChange& f = p.files[i];
-    if (f.action == plan::Action::kNone || (f.action == plan::Action::kChange && !f.content)) continue;
-    std::string before, after;
-    if (f.action != plan::Action::kCreate) {
-      remote::ExecOptions eo;
-      eo.sudo = s.target().sudo;
-      eo.output_cap = 1 << 20;
-      Result<remote::ExecResult> r = s.Exec("cat -- " + remote::ShellQuote(f.path), eo);
-      if (!r.ok() || !r->Succeeded()) {
-        out[f.path] = r.ok() ? fmt::format("(could not read the file: {})", remote::DescribeEnd(*r, eo))
-                             : "(could not read the file: " + r.error().message + ")";
-        continue;
-      }
-      before = std::move(r->out);
-    }
-    if (f.action != plan::Action::kRemove && i < d.files.size()) after = std::string(d.files[i].Content());
-    if (plan::LooksBinary(before) || plan::LooksBinary(after)) {
-      out[f.path] = "(binary content differs)";
-      continue;
-    }
-    // Lines are matched on their real text and printed masked, so a changed secret shows as a
-    // changed line without its value.
-    out[f.path] = plan::MaskedUnifiedDiff(f.action == plan::Action::kCreate ? "/dev/null" : "a" + f.path,
-                                          f.action == plan::Action::kRemove ? "/dev/null" : "b" + f.path, before, after);
-  }
-  return out;
-}
 
 struct PlanFlags {
   RemoteFlags remote;
@@ -98,50 +45,20 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   ProgressBar bar(ctx, "plan");
   std::unique_ptr<remote::Connector> ssh = MakeConnector(flags.remote);
   remote::FanoutOptions fo = OneStepFanout(flags.remote, interrupt, bar);
-  std::vector<std::optional<plan::NodePlan>> plans(targets->size());
-  std::vector<std::string> errors(targets->size()), state_sha(targets->size());
-  std::vector<std::map<std::string, std::string>> diffs(targets->size());
-  remote::Fleet fleet(*ssh, *targets, fo);
-  fleet.Each([&](std::size_t i, remote::Session& s) {
-    const plan::DesiredNode& d = desired->at(s.target().node);
-    Result<plan::NodePlan> p = apply::ReadNodePlan(s, d, s.target().sudo, &state_sha[i]);
-    if (!p.ok()) {
-      errors[i] = p.error().message;
-      return false;
-    }
-    if (flags.diff) diffs[i] = Diffs(s, d, *p);
-    plans[i] = std::move(*p);
-    return true;
-  });
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!plans[i] && errors[i].empty()) errors[i] = fleet.lost(i) ? fleet.lost(i)->message : "node " + (*targets)[i].node + ": not reached";
-  }
-  fleet.Close();
+  apply::ReadPlansOptions ro;
+  ro.fanout = fo;
+  ro.diffs = flags.diff;
+  const std::vector<apply::NodePlanRead> reads = apply::ReadPlans(*ssh, *targets, *desired, ro);
   bar.Clear();
 
-  std::size_t add = 0, change = 0, destroy = 0, failed = 0;
-  for (auto& p : plans) {
-    if (!p) continue;
-    add += p->Count(plan::Action::kCreate);
-    change += p->Count(plan::Action::kChange);
-    destroy += p->Count(plan::Action::kRemove);
-  }
-  for (const std::string& e : errors) failed += !e.empty();
+  const apply::PlanCounts counts = apply::CountPlans(reads);
+  const std::size_t add = counts.add, change = counts.change, destroy = counts.destroy, failed = counts.failed;
   int code = failed > 0 ? kExitFindings : (flags.detailed && add + change + destroy > 0) ? 2 : kExitOk;
 
   if (!flags.out.empty() && failed == 0) {
-    plan::SavedPlan saved;
-    saved.created = NowUtc();
-    saved.inventory = std::filesystem::absolute(inventory).lexically_normal().string();
-    saved.inventory_sha256 = *inventory_sha;
-    saved.parts = flags.only;
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (!plans[i]->HasChanges()) continue;
-      const std::string& node = (*targets)[i].node;
-      saved.nodes.push_back({node, plan::DesiredDigest(desired->at(node)), state_sha[i],
-                             plans[i]->Count(plan::Action::kCreate), plans[i]->Count(plan::Action::kChange),
-                             plans[i]->Count(plan::Action::kRemove)});
-    }
+    plan::SavedPlan saved =
+        apply::SavedPlanFrom(reads, *desired, NowUtc(), std::filesystem::absolute(inventory).lexically_normal().string(),
+                             *inventory_sha, flags.only);
     if (Status st = base::WriteFileAtomically(flags.out, plan::ToJson(saved)); !st.ok()) {
       ctx.Error(st.error().message);
       return kExitFindings;
@@ -151,130 +68,15 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   }
 
   if (flags.format == Format::kJson) {
-    nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (plans[i]) nodes.push_back(report::PlanJson(*plans[i], flags.diff ? &diffs[i] : nullptr));
-      else nodes.push_back({{"node", (*targets)[i].node}, {"state", "error"}, {"error", errors[i]}});
-    }
-    nlohmann::ordered_json j = {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", cluster.name},
-                                {"nodes", nodes}, {"summary", {{"add", add}, {"change", change}, {"destroy", destroy},
-                                                               {"failed", failed}}}};
-    ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
-    return code;
-  }
-  const report::Style& s = ctx.out_style;
-  ctx.Out(s.Bold(fmt::format("gpuforge plan: {} ({} node{}{})\n", cluster.name, targets->size(),
-                             targets->size() == 1 ? "" : "s", flags.only.empty() ? "" : ", only " + flags.only)));
-  // Nodes fold when their plans and their diffs are the same.
-  std::vector<std::pair<std::string, std::string>> blocks;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!plans[i]) continue;
-    blocks.emplace_back((*targets)[i].node, report::PlanSummary(*plans[i]) + "\n" +
-                                                report::PlanLines(*plans[i], s, flags.diff ? &diffs[i] : nullptr));
-  }
-  for (const base::Folded& g : base::FoldIdentical(blocks)) {
-    ctx.Out(fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text));
-  }
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (!errors[i].empty()) ctx.Out(fmt::format("\n{} {}\n", s.Red("error:"), errors[i]));
-  }
-  ctx.Out(fmt::format("\n{}{}\n", report::PlanTotal(add, change, destroy),
-                      failed > 0 ? fmt::format(" {} node{} could not be read.", failed, failed == 1 ? "" : "s") : ""));
-  if (!flags.out.empty() && failed == 0) {
-    ctx.Out(fmt::format("Saved to {}; `gpuforge apply {}` carries out exactly this plan.\n", flags.out, flags.out));
+    ctx.OutJson(report::PlanOnlineJson(cluster.name, reads, flags.diff));
+  } else {
+    ctx.Out(report::PlanOnlineText(cluster.name, reads, flags.only, flags.diff,
+                                   !flags.out.empty() && failed == 0 ? flags.out : "", ctx.out_style));
   }
   return code;
 }
 
 }  // namespace
-
-std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context& ctx, const model::Cluster& cluster,
-                                                                        std::span<const remote::Target> targets,
-                                                                        const std::string& inventory,
-                                                                        const plan::Parts& parts) {
-  render::Options ro;
-  ro.inventory_label = std::filesystem::path(inventory).filename().string();
-  for (const remote::Target& t : targets) ro.nodes.push_back(t.node);
-  Result<render::Output> out = render::Render(cluster, ro);
-  if (!out.ok()) {
-    ctx.Error(out.error().message);
-    return std::nullopt;
-  }
-  std::optional<plan::AgentBinary> agent;
-  if (parts.count(plan::Part::kAgent)) {
-    Result<plan::AgentBinary> a = LoadAgent();
-    if (!a.ok()) {
-      ctx.Error(a.error().message);
-      return std::nullopt;
-    }
-    agent = std::move(*a);
-  }
-  std::map<std::string, plan::DesiredNode> m;
-  for (const remote::Target& t : targets) {
-    const model::Node* n = cluster.FindNode(t.node);
-    m[t.node] = plan::DesiredNodeState(cluster, *n, plan::DesiredFiles(*out, t.node), parts, agent ? &*agent : nullptr);
-  }
-  return m;
-}
-
-Result<plan::AgentBinary> LoadAgent() {
-  // The build writes a copy without debug information beside the binary (CMakeLists.txt);
-  // an installed or copied binary without one pushes itself.
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return Error{fmt::format("agent: cannot find this binary (/proc/self/exe): {}", ec.message())};
-  std::filesystem::path stripped = self.parent_path() / "gpuforge-agent";
-  std::filesystem::path source = std::filesystem::is_regular_file(stripped, ec) ? stripped : self;
-  Result<std::string> sha = base::Sha256FileHex(source.string());
-  if (!sha.ok()) return Error{fmt::format("agent: cannot read {}", source.string())};
-  std::ifstream in(source, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in && !in.eof()) return Error{fmt::format("agent: cannot read {}", source.string())};
-  auto blob = std::make_shared<plan::Blob>();
-  blob->bytes = ss.str();
-  blob->sha256 = std::move(*sha);
-  struct utsname u {};
-  if (::uname(&u) != 0) return Error{"agent: uname failed"};
-  return plan::AgentBinary{std::move(blob), u.machine};
-}
-
-std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only) {
-  if (only.empty()) return plan::AllParts();
-  Result<plan::Parts> p = plan::ParseParts(only);
-  if (!p.ok()) {
-    ctx.Error("--only: " + p.error().message);
-    return std::nullopt;
-  }
-  return *p;
-}
-
-std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
-  Result<std::string> sha = base::Sha256FileHex(path);
-  if (!sha.ok()) {
-    ctx.Error(fmt::format("{}: cannot read it", path));
-    return std::nullopt;
-  }
-  return std::move(*sha);
-}
-
-std::string LocalUserAtHost() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::string user;
-  if (const char* env = std::getenv("USER"); env != nullptr && *env != '\0') {
-    user = env;
-  } else if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
-    user = pw->pw_name;  // cron and systemd units often run without USER
-  } else {
-    user = fmt::format("uid{}", ::geteuid());
-  }
-  return user + "@" + host;
-}
-
-std::string NowUtc() {
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-}
 
 Command PlanCommand() {
   return {"plan", "Show what gpuforge would configure; --offline: lint, estimates and desired state without SSH",
@@ -304,45 +106,15 @@ Command PlanCommand() {
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(o->flags.detailed && !o->offline ? kExitFindings : kExitUsage);
               if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->flags);
-              lint::LintResult lint_result = lint::Lint(*cluster);
-              estimate::Estimates est = estimate::Estimate(*cluster);
-              std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
-              std::size_t resources = 0;
-              for (const auto& nc : classes) resources += nc.resources.size() * nc.count;
-              int code = lint_result.errors > 0 ? kExitFindings : kExitOk;
+              const lint::LintResult lint_result = lint::Lint(*cluster);
+              const estimate::Estimates est = estimate::Estimate(*cluster);
+              const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
               if (o->flags.format == Format::kJson) {
-                nlohmann::ordered_json j;
-                j["schema"] = "gpuforge.plan/v1";
-                j["mode"] = "offline";
-                j["lint"] = report::LintJson(*cluster, lint_result);
-                j["estimates"] = report::EstimateJson(*cluster, est);
-                j["nodes"] = nlohmann::ordered_json::array();
-                for (const auto& nc : classes) {
-                  nlohmann::ordered_json rs = nlohmann::ordered_json::array();
-                  for (const auto& r : nc.resources) {
-                    rs.push_back({{"action", "create"}, {"kind", plan::ToString(r.kind)}, {"id", r.id},
-                                  {"summary", r.summary}, {"reason", r.reason}});
-                  }
-                  j["nodes"].push_back({{"nodes", nc.nodes}, {"count", nc.count}, {"profile", nc.profile}, {"resources", rs}});
-                }
-                j["summary"] = {{"add", resources}, {"change", 0}, {"destroy", 0}};
-                ctx.Out(j.dump(2) + "\n");
-                return code;
+                ctx.Out(report::PlanOfflineJson(*cluster, lint_result, est, classes).dump(2) + "\n");
+              } else {
+                ctx.Out(report::PlanOfflineText(*cluster, lint_result, est, classes, ctx.out_style));
               }
-              const report::Style& s = ctx.out_style;
-              ctx.Out(s.Bold(fmt::format("gpuforge plan: {} (offline: nothing read from nodes)\n\n", cluster->name)));
-              ctx.Out(s.Bold("Design lint\n"));
-              ctx.Out(report::LintText(*cluster, lint_result, s));
-              ctx.Out("\n");
-              ctx.Out(report::EstimateText(*cluster, est, s));
-              ctx.Out("\n" + s.Bold("Desired state") + " (offline, so every resource shows as an add)\n");
-              for (const auto& nc : classes) {
-                ctx.Out(fmt::format("  {} ({} node{}, profile {}): {} to add\n", s.Bold(nc.nodes), nc.count,
-                                    nc.count == 1 ? "" : "s", nc.profile, nc.resources.size()));
-                for (const auto& r : nc.resources) ctx.Out(ResourceLine(r, s));
-              }
-              ctx.Out(fmt::format("\nPlan: {} to add, 0 to change, 0 to destroy.\n", resources));
-              return code;
+              return static_cast<int>(lint_result.errors > 0 ? kExitFindings : kExitOk);
             };
           }};
 }

@@ -1,18 +1,15 @@
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <random>
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
-#include "gpuforge/base/fold.h"
+#include "gpuforge/apply/rollback_run.h"
+#include "gpuforge/report/rollback_report.h"
 
 namespace gpuforge::cli {
 
@@ -48,16 +45,14 @@ Command RollbackCommand() {
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
               if (!o->yes) {
-                if (::isatty(STDIN_FILENO) != 1) {
+                if (!ctx.Interactive()) {
                   ctx.Error("rollback: stdin is not a terminal, so there is no one to confirm; rerun with --yes");
                   return static_cast<int>(kExitUsage);
                 }
                 ctx.Out(fmt::format("Roll back the files run {} changed on {} node(s)? Only 'yes' is accepted: ", o->run,
                                     targets->size()));
                 std::fflush(ctx.io.out);
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "yes") {
+                if (ctx.ReadLine() != "yes") {
                   ctx.Err("rollback: not confirmed; nothing was changed\n");
                   return static_cast<int>(kExitUsage);
                 }
@@ -71,96 +66,22 @@ Command RollbackCommand() {
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "rollback");
               std::unique_ptr<remote::Connector> ssh = MakeConnector(o->remote);
-              remote::FanoutOptions fo;
-              fo.width = o->remote.fanout;
-              fo.cancel = interrupt.flag();
-              std::vector<std::optional<apply::NodeApply>> results(targets->size());
-              remote::Fleet fleet(*ssh, *targets, fo);
-              fleet.Each([&](std::size_t i, remote::Session& s) {
-                apply::RollbackOptions ro;
-                ro.apply.run_id = run_id;
-                ro.apply.holder = holder;
-                ro.apply.time_utc = time;
-                ro.apply.sudo = s.target().sudo;
-                ro.target_run = o->run;
-                ro.force = o->force;
-                results[i] = apply::RollbackNode(s, ro);
-                return results[i]->state != apply::NodeApply::State::kFailed &&
-                       results[i]->state != apply::NodeApply::State::kLocked;
-              });
-              // Cluster handlers once, like apply.
-              std::vector<std::string> lines;
-              bool failed_handler = false;
-              for (std::size_t i = 0; i < results.size() && lines.empty(); ++i) {
-                if (!results[i] || results[i]->deferred.empty()) continue;
-                fleet.Each([&](std::size_t j, remote::Session& s) {
-                  if (j != i) return true;
-                  for (const std::string& h : results[i]->deferred) {
-                    remote::ExecOptions eo;
-                    eo.sudo = s.target().sudo;
-                    Result<remote::ExecResult> r = s.Exec(h, eo);
-                    const bool ok = r.ok() && r->Succeeded();
-                    failed_handler = failed_handler || !ok;
-                    lines.push_back(ok ? fmt::format("ran `{}` once, on {}", h, s.target().node)
-                                       : fmt::format("`{}` on {} failed: {}", h, s.target().node,
-                                                     r.ok() ? remote::DescribeEnd(*r, eo) : r.error().message));
-                  }
-                  return true;
-                });
-              }
-              fleet.Close();
+              apply::RollbackRunOptions ro;
+              ro.rollback.apply.run_id = run_id;
+              ro.rollback.apply.holder = holder;
+              ro.rollback.apply.time_utc = time;
+              ro.rollback.target_run = o->run;
+              ro.rollback.force = o->force;
+              ro.fanout.width = o->remote.fanout;
+              ro.fanout.cancel = interrupt.flag();
+              const apply::RollbackRun run = apply::RollbackNodes(*ssh, *targets, ro);
               bar.Clear();
-              std::size_t done = 0, untouched = 0, failed = 0;
-              std::vector<std::pair<std::string, std::string>> blocks;
-              nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-              for (std::size_t i = 0; i < results.size(); ++i) {
-                const std::string& node = (*targets)[i].node;
-                if (!results[i]) {
-                  ++failed;
-                  std::string why = fleet.lost(i) ? fleet.lost(i)->message : "not reached";
-                  blocks.emplace_back(node, "unreachable: " + why + "\n");
-                  nodes.push_back({{"node", node}, {"state", "unreachable"}, {"error", why}});
-                  continue;
-                }
-                const apply::NodeApply& a = *results[i];
-                std::string text;
-                switch (a.state) {
-                  case apply::NodeApply::State::kApplied:
-                    ++done;
-                    text = fmt::format("restored {}{}{}\n", a.written.empty() ? "nothing" : fmt::format("{}", fmt::join(a.written, ", ")),
-                                       a.removed.empty() ? "" : fmt::format("; removed {}", fmt::join(a.removed, ", ")),
-                                       a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")));
-                    break;
-                  case apply::NodeApply::State::kUnchanged:
-                    ++untouched;
-                    text = a.detail + "\n";
-                    break;
-                  default:
-                    ++failed;
-                    text = fmt::format("failed at {}: {}\n", a.step, a.detail);
-                    if (!a.written.empty()) text += fmt::format("  restored before the failure: {}\n", fmt::join(a.written, ", "));
-                }
-                blocks.emplace_back(node, text);
-                nlohmann::ordered_json n = {{"node", node}, {"state", apply::ToString(a.state)}, {"restored", a.written},
-                                            {"removed", a.removed}, {"handlers", a.handlers}};
-                if (!a.step.empty()) n["step"] = a.step;
-                if (!a.detail.empty()) n["detail"] = a.detail;
-                nodes.push_back(std::move(n));
-              }
               if (o->format == Format::kJson) {
-                nlohmann::ordered_json j = {{"schema", "gpuforge.rollback/v1"}, {"run", run_id}, {"rollback_of", o->run},
-                                            {"rolled_back", done}, {"untouched", untouched}, {"failed", failed},
-                                            {"cluster_handlers", lines}, {"nodes", nodes}};
-                ctx.Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+                ctx.OutJson(report::RollbackJson(run));
               } else {
-                for (const base::Folded& g : base::FoldIdentical(blocks)) {
-                  ctx.Out(fmt::format("{} ({}): {}", ctx.out_style.Bold(g.nodes), g.count, g.text));
-                }
-                for (const std::string& l : lines) ctx.Out(l + "\n");
-                ctx.Out(fmt::format("Rollback {} of {}: {} rolled back, {} untouched by that run, {} failed.\n", run_id,
-                                    o->run, done, untouched, failed));
+                ctx.Out(report::RollbackText(run, ctx.out_style));
               }
-              return static_cast<int>(failed == 0 && !failed_handler ? kExitOk : kExitFindings);
+              return static_cast<int>(run.ok() ? kExitOk : kExitFindings);
             };
           }};
 }

@@ -132,9 +132,7 @@ Command ValidateCommand() {
                   *connector, *targets, *cluster, *thresholds, vplan, agent ? &*agent : nullptr, po);
               bar.Clear();
               if (o->format == Format::kJson) {
-                ctx.Out(report::ValidateJson(cluster->name, verdicts, o->strict)
-                            .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-                        "\n");
+                ctx.OutJson(report::ValidateJson(cluster->name, verdicts, o->strict));
               } else {
                 ctx.Out(ctx.out_style.Bold(fmt::format("gpuforge validate: {} ({} node{})\n\n", cluster->name,
                                                        targets->size(), targets->size() == 1 ? "" : "s")));

@@ -27,7 +27,7 @@ Command RollbackCommand();
 Command AgentCommand();
 Command ValidateCommand();
 
-// Shared by `plan`, `apply` and `rollback` (cmd_plan.cc): each target's desired state, files
+// Shared by `plan`, `apply` and `rollback` (local_inputs.cc): each target's desired state, files
 // rendered with the inventory's file name as the header label so that the content does not
 // depend on the directory gpuforge runs from. Prints the error and returns nullopt when
 // rendering fails.

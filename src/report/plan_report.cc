@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/report/estimate_report.h"
+#include "gpuforge/base/fold.h"
+#include "gpuforge/report/lint_report.h"
+
 namespace gpuforge::report {
+using base::Folded;
+using base::FoldIdentical;
 namespace {
 
 std::string Differs(const plan::FileChange& f) {
@@ -41,6 +47,12 @@ std::string ItemWhat(const plan::ItemChange& it) {
   }
   return id;
 }
+
+std::string ResourceLine(const plan::Resource& r, const Style& s) {
+  return fmt::format("    {} {:<9} {:<42} {}\n", s.Green("+"), plan::ToString(r.kind), r.id, r.summary);
+}
+
+std::string Nodes(std::size_t n) { return n == 1 ? "" : "s"; }
 
 }  // namespace
 
@@ -117,6 +129,87 @@ nlohmann::ordered_json PlanJson(const plan::NodePlan& p, const std::map<std::str
           {"impact", p.HasChanges() ? plan::ToString(p.WorstImpact()) : "none"},
           {"files", files},
           {"items", items}};
+}
+
+std::string PlanOnlineText(std::string_view cluster, std::span<const apply::NodePlanRead> reads, std::string_view only,
+                           bool diffs, std::string_view saved_to, const Style& s) {
+  std::string out = s.Bold(fmt::format("gpuforge plan: {} ({} node{}{})\n", cluster, reads.size(), Nodes(reads.size()),
+                                       only.empty() ? "" : ", only " + std::string(only)));
+  // Nodes fold when their plans and their diffs are the same.
+  std::vector<std::pair<std::string, std::string>> blocks;
+  for (const apply::NodePlanRead& r : reads) {
+    if (!r.plan) continue;
+    blocks.emplace_back(r.node, PlanSummary(*r.plan) + "\n" + PlanLines(*r.plan, s, diffs ? &r.diffs : nullptr));
+  }
+  for (const Folded& g : FoldIdentical(blocks)) out += fmt::format("\n{} ({}): {}", s.Bold(g.nodes), g.count, g.text);
+  for (const apply::NodePlanRead& r : reads) {
+    if (!r.error.empty()) out += fmt::format("\n{} {}\n", s.Red("error:"), r.error);
+  }
+  const apply::PlanCounts c = apply::CountPlans(reads);
+  out += fmt::format("\n{}{}\n", PlanTotal(c.add, c.change, c.destroy),
+                     c.failed > 0 ? fmt::format(" {} node{} could not be read.", c.failed, Nodes(c.failed)) : "");
+  if (!saved_to.empty()) {
+    out += fmt::format("Saved to {}; `gpuforge apply {}` carries out exactly this plan.\n", saved_to, saved_to);
+  }
+  return out;
+}
+
+nlohmann::ordered_json PlanOnlineJson(std::string_view cluster, std::span<const apply::NodePlanRead> reads, bool diffs) {
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const apply::NodePlanRead& r : reads) {
+    if (r.plan) nodes.push_back(PlanJson(*r.plan, diffs ? &r.diffs : nullptr));
+    else nodes.push_back({{"node", r.node}, {"state", "error"}, {"error", r.error}});
+  }
+  const apply::PlanCounts c = apply::CountPlans(reads);
+  return {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", std::string(cluster)}, {"nodes", nodes},
+          {"summary", {{"add", c.add}, {"change", c.change}, {"destroy", c.destroy}, {"failed", c.failed}}}};
+}
+
+namespace {
+
+std::size_t Resources(std::span<const plan::NodeClass> classes) {
+  std::size_t n = 0;
+  for (const plan::NodeClass& nc : classes) n += nc.resources.size() * nc.count;
+  return n;
+}
+
+}  // namespace
+
+std::string PlanOfflineText(const model::Cluster& c, const lint::LintResult& lint, const estimate::Estimates& est,
+                            std::span<const plan::NodeClass> classes, const Style& s) {
+  std::string out = s.Bold(fmt::format("gpuforge plan: {} (offline: nothing read from nodes)\n\n", c.name));
+  out += s.Bold("Design lint\n");
+  out += LintText(c, lint, s);
+  out += "\n";
+  out += EstimateText(c, est, s);
+  out += "\n" + s.Bold("Desired state") + " (offline, so every resource shows as an add)\n";
+  for (const plan::NodeClass& nc : classes) {
+    out += fmt::format("  {} ({} node{}, profile {}): {} to add\n", s.Bold(nc.nodes), nc.count, Nodes(nc.count),
+                       nc.profile, nc.resources.size());
+    for (const plan::Resource& r : nc.resources) out += ResourceLine(r, s);
+  }
+  out += fmt::format("\nPlan: {} to add, 0 to change, 0 to destroy.\n", Resources(classes));
+  return out;
+}
+
+nlohmann::ordered_json PlanOfflineJson(const model::Cluster& c, const lint::LintResult& lint,
+                                       const estimate::Estimates& est, std::span<const plan::NodeClass> classes) {
+  nlohmann::ordered_json j;
+  j["schema"] = "gpuforge.plan/v1";
+  j["mode"] = "offline";
+  j["lint"] = LintJson(c, lint);
+  j["estimates"] = EstimateJson(c, est);
+  j["nodes"] = nlohmann::ordered_json::array();
+  for (const plan::NodeClass& nc : classes) {
+    nlohmann::ordered_json rs = nlohmann::ordered_json::array();
+    for (const plan::Resource& r : nc.resources) {
+      rs.push_back({{"action", "create"}, {"kind", plan::ToString(r.kind)}, {"id", r.id},
+                    {"summary", r.summary}, {"reason", r.reason}});
+    }
+    j["nodes"].push_back({{"nodes", nc.nodes}, {"count", nc.count}, {"profile", nc.profile}, {"resources", rs}});
+  }
+  j["summary"] = {{"add", Resources(classes)}, {"change", 0}, {"destroy", 0}};
+  return j;
 }
 
 }  // namespace gpuforge::report

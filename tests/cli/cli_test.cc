@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +24,9 @@ struct RunResult {
   std::string err;
 };
 
-// Runs the CLI in-process with stdout and stderr captured in memory.
-RunResult RunCli(std::vector<std::string> args) {
+// Runs the CLI in-process with stdout and stderr captured in memory; `input` (when given) is
+// what a person at a terminal types.
+RunResult RunCli(std::vector<std::string> args, std::optional<std::string> input = std::nullopt) {
   args.insert(args.begin(), "gpuforge");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -33,7 +36,16 @@ RunResult RunCli(std::vector<std::string> args) {
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
   RunResult r;
-  r.code = Run(static_cast<int>(argv.size()), argv.data(), Io{out, err});
+  Io io;
+  io.out = out;
+  io.err = err;
+  std::string in_text = input.value_or("");
+  if (input) {
+    io.in = in_text.empty() ? std::fopen("/dev/null", "r") : fmemopen(in_text.data(), in_text.size(), "r");
+    io.interactive = true;
+  }
+  r.code = Run(static_cast<int>(argv.size()), argv.data(), io);
+  if (input) std::fclose(io.in);
   std::fclose(out);
   std::fclose(err);
   r.out.assign(out_buf, out_len);
@@ -249,6 +261,73 @@ TEST(Cli, PlanJson) {
   ASSERT_EQ(j["nodes"].size(), 2u);
   EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");
   EXPECT_GT(j["summary"]["add"].get<int>(), 0);
+}
+
+// The example with its nodes on loopback, on a port where nothing listens: every connection
+// is refused at once, so a prompt can be answered and nothing on this machine is touched.
+std::string RefusingInventory() {
+  std::ifstream in(kExample);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  for (auto [from, to] : {std::pair{std::string("198.18.0."), std::string("127.0.0.")},
+                          std::pair{std::string("port: 22}"), std::string("port: 1}")}}) {
+    for (std::size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+  }
+  return WriteTemp("refusing.yaml", text);
+}
+
+const std::vector<std::string> kApplyRefusing = {"--nodes", "gpu001", "--only", "files", "--ssh-config", "none",
+                                                 "--known-hosts", "/dev/null", "--color", "never"};
+
+std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+TEST(CliPrompt, ApplyWithoutATerminalNeedsYes) {
+  RunResult r = RunCli(With({"apply", RefusingInventory()}, kApplyRefusing));
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "gpuforge: error: apply: stdin is not a terminal, so there is no one to confirm; rerun with --yes (see "
+            "what would change first with `gpuforge plan`)\n");
+}
+
+TEST(CliPrompt, ApplyAcceptsOnlyYes) {
+  const std::string inv = RefusingInventory();
+  for (const std::string answer : {"n\n", "y\n", ""}) {
+    RunResult r = RunCli(With({"apply", inv}, kApplyRefusing), answer);
+    EXPECT_EQ(r.code, kExitUsage) << answer << r.out << r.err;
+    EXPECT_EQ(r.err, "apply: not confirmed; nothing was changed\n") << answer;
+    // The plan was shown first (here: the node could not be read), then the question.
+    EXPECT_NE(r.out.find("gpu001 (1): error: "), std::string::npos) << r.out;
+    EXPECT_TRUE(r.out.ends_with("0 changes on 1 nodes, in batches of 1. Apply them? Only 'yes' is accepted: "))
+        << r.out;
+  }
+  RunResult yes = RunCli(With({"apply", inv}, kApplyRefusing), "yes\n");
+  EXPECT_EQ(yes.code, kExitFindings) << yes.out << yes.err;
+  EXPECT_NE(yes.out.find("Apply them? Only 'yes' is accepted: gpu001 (1): unreachable: "), std::string::npos)
+      << yes.out;
+  EXPECT_NE(yes.out.find(": 0 applied, 0 unchanged, 1 failed.\n"), std::string::npos) << yes.out;
+}
+
+TEST(CliPrompt, RollbackAcceptsOnlyYes) {
+  const std::string inv = RefusingInventory();
+  const std::vector<std::string> args = {"rollback",      inv,         "--run",         "20261130T064252Z-1a2b3c4d",
+                                         "--nodes",       "gpu001",    "--ssh-config",  "none",
+                                         "--known-hosts", "/dev/null", "--color",       "never"};
+  RunResult none = RunCli(args);
+  EXPECT_EQ(none.code, kExitUsage);
+  EXPECT_EQ(none.err,
+            "gpuforge: error: rollback: stdin is not a terminal, so there is no one to confirm; rerun with --yes\n");
+  RunResult n = RunCli(args, "n\n");
+  EXPECT_EQ(n.code, kExitUsage);
+  EXPECT_EQ(n.out,
+            "Roll back the files run 20261130T064252Z-1a2b3c4d changed on 1 node(s)? Only 'yes' is accepted: ");
+  EXPECT_EQ(n.err, "rollback: not confirmed; nothing was changed\n");
+  RunResult yes = RunCli(args, "yes\n");
+  EXPECT_EQ(yes.code, kExitFindings) << yes.out << yes.err;
+  EXPECT_NE(yes.out.find("gpu001 (1): unreachable: "), std::string::npos) << yes.out;
 }
 
 // The real binary, as CI and users run it: exit codes survive the process boundary.

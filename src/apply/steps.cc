@@ -51,12 +51,12 @@ bool NodeRun::TakeLock() {
     out.state = NodeApply::State::kLocked;
     out.step = "lock";
     out.detail = fmt::format("{} is held: {}; if that run is gone, remove the directory by hand", kLockDir,
-                             Visible(Trimmed(lock->out)));
+                             Visible(Trimmed(lock->out), kShownChars));
     return false;
   }
   if (!lock->Succeeded()) {
     std::string text = Trimmed(lock->err);
-    Fail("lock", remote::DescribeEnd(*lock, eo) + (text.empty() ? "" : ": " + Visible(text)));
+    Fail("lock", remote::DescribeEnd(*lock, eo) + (text.empty() ? "" : ": " + Visible(text, kShownChars)));
     return false;
   }
   return true;
@@ -219,7 +219,7 @@ void NodeRun::ReleaseLock() {
   if (Result<remote::ExecResult> u = s.Exec(UnlockScript(), eo); !u.ok() || !u->Succeeded()) {
     out.lock_left = true;
     if (out.state != NodeApply::State::kFailed) {
-      Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err)) : u.error().message);
+      Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err), kShownChars) : u.error().message);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The fabric sections: 'networks', 'switches' and the 'links' that cable NICs to switch ports.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,16 +17,6 @@
 #include "inventory/sections.h"
 
 namespace gpuforge::inventory::internal {
-
-namespace {
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-}  // namespace
 
 model::NetKind NetKindOf(const std::string& s) {
   return s == "infiniband" ? model::NetKind::kInfiniband
@@ -217,7 +208,7 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
           std::vector<std::string> nics;
           for (const auto& s : prof->nics) nics.push_back(s.name);
           std::string hint = nics.empty() ? "; the profile has no 'nics'" : DidYouMean(p, nics);
-          if (hint.empty()) hint = fmt::format(" (it has {})", Join(nics));
+          if (hint.empty()) hint = fmt::format(" (it has {})", fmt::join(nics, ", "));
           problems.push_back(fmt::format("node {} (profile '{}') has no NIC '{}'{}", d, prof->name, p, hint));
           continue;
         }

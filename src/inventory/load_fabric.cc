@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
 #include "inventory/sections.h"
 
@@ -218,7 +219,7 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
     }
   }
   if (!problems.empty()) {
-    std::string more = problems.size() > 1 ? fmt::format(" (and {} in this link end)", Count(problems.size() - 1, "more problem")) : "";
+    std::string more = problems.size() > 1 ? fmt::format(" (and {} in this link end)", text::Plural(problems.size() - 1, "more problem")) : "";
     r_.Error(n, fmt::format("{} '{}': {}{}", what, *text, problems.front(), more));
   }
   out.ok = problems.empty() && !silent_failure;

@@ -3,8 +3,11 @@
 // Small text helpers apply's files and rollback.cc share: node output made safe to show, paths,
 // the alphabets node output is checked against.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "gpuforge/base/text.h"
 
 namespace gpuforge::apply::internal {
 
@@ -13,13 +16,9 @@ inline std::string Parent(std::string_view path) {
   return slash == 0 || slash == std::string_view::npos ? std::string("/") : std::string(path.substr(0, slash));
 }
 
-// Node output shown in a message: printable ASCII only, one line, bounded.
-inline std::string Visible(std::string_view text, std::size_t cap = 200) {
-  std::string out;
-  for (char c : text.substr(0, cap)) out.push_back(c >= 0x20 && c < 0x7f ? c : (c == '\n' ? '|' : '?'));
-  if (text.size() > cap) out += "...";
-  return out;
-}
+// Node output shown in a message (base/text.h), by default up to this many characters.
+using text::Visible;
+inline constexpr std::size_t kShownChars = 200;
 
 inline std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

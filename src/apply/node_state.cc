@@ -137,10 +137,6 @@ std::string Loop(std::string_view fn, const std::vector<std::string>& words) {
   return s + "; do " + std::string(fn) + " \"$x\"; done\n";
 }
 
-bool Printable(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-
 constexpr std::string_view kWordChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._ -";
 constexpr std::string_view kVersionChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+~:-";
 constexpr std::string_view kPathChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+@%-";
@@ -231,7 +227,7 @@ Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output
   }
   for (std::size_t k = 0; k < d.sysctls.size(); ++k) {
     std::optional<std::string_view> v = take("S");
-    if (!v || v->size() > 256 || !Printable(*v)) return bad("expected 'S VALUE' or 'S ?'");
+    if (!v || v->size() > 256 || !text::IsPrintable(*v)) return bad("expected 'S VALUE' or 'S ?'");
     a.sysctls.push_back(*v == "?" ? std::nullopt : std::optional<std::string>(*v));
     ++i;
   }
@@ -283,7 +279,7 @@ Result<NodePlan> ReadNodePlan(remote::Session& s, const DesiredNode& d, bool sud
   if (!r.ok()) return r.error();
   if (!r->Succeeded()) {
     return Error{fmt::format("node {}: the node state script failed ({}): {}", node, remote::DescribeEnd(*r, eo),
-                             Visible(Trimmed(r->err)))};
+                             Visible(Trimmed(r->err), kShownChars))};
   }
   Result<ActualNode> actual = ParseNodeState(node, r->out, d);
   if (!actual.ok()) return actual.error();

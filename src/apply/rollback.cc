@@ -85,7 +85,7 @@ std::string RestoreScript(std::string_view backup, std::string_view path) {
       "cp -p -- {0} \"$t\"\n"
       "mv -fT -- \"$t\" {1}\n"
       "trap - EXIT\n",
-      b, p, Visible(backup), ShellQuote(Parent(path)), ShellQuote(std::string(path) + ".gpuforge-rollback.XXXXXX"));
+      b, p, Visible(backup, kShownChars), ShellQuote(Parent(path)), ShellQuote(std::string(path) + ".gpuforge-rollback.XXXXXX"));
 }
 
 NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
@@ -120,11 +120,11 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
   if (lock->end == remote::ExecEnd::kExited && lock->exit_status == kLockHeldExit) {
     out.state = NodeApply::State::kLocked;
     out.step = "lock";
-    out.detail = fmt::format("{} is held: {}", kLockDir, Visible(Trimmed(lock->out)));
+    out.detail = fmt::format("{} is held: {}", kLockDir, Visible(Trimmed(lock->out), kShownChars));
     return out;
   }
   if (!lock->Succeeded()) {
-    fail("lock", remote::DescribeEnd(*lock, eo) + ": " + Visible(Trimmed(lock->err)));
+    fail("lock", remote::DescribeEnd(*lock, eo) + ": " + Visible(Trimmed(lock->err), kShownChars));
     return out;
   }
 

@@ -52,12 +52,12 @@ bool NodeRun::TakeLock() {
     out.step = "lock";
     out.detail = fmt::format("{} is held: {}; if that run is gone, `gpuforge unlock INVENTORY --run ID` removes "
                              "its lock",
-                             kLockDir, Visible(Trimmed(lock->out)));
+                             kLockDir, Visible(Trimmed(lock->out), kShownChars));
     return false;
   }
   if (!lock->Succeeded()) {
     std::string text = Trimmed(lock->err);
-    Fail("lock", remote::DescribeEnd(*lock, eo) + (text.empty() ? "" : ": " + Visible(text)));
+    Fail("lock", remote::DescribeEnd(*lock, eo) + (text.empty() ? "" : ": " + Visible(text, kShownChars)));
     return false;
   }
   return true;
@@ -238,7 +238,7 @@ void NodeRun::ReleaseLock() {
   if (Result<remote::ExecResult> u = s.Exec(UnlockScript(o.holder), eo); !u.ok() || !u->Succeeded()) {
     out.lock_left = true;
     if (out.state != NodeApply::State::kFailed) {
-      Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err)) : u.error().message);
+      Fail("unlock", u.ok() ? remote::DescribeEnd(*u, eo) + ": " + Visible(Trimmed(u->err), kShownChars) : u.error().message);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include "estimate/guide.h"
 #include "estimate/sections.h"
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 
 namespace gpuforge::estimate::internal {
 
@@ -79,7 +80,7 @@ Section CheckpointSection(const model::Cluster& c, const Estimates& /*so_far*/) 
       return s;
     }
     rate *= static_cast<double>(nodes);
-    rate_text = fmt::format("{} x {}", Plural(nodes, "node"), rate_text);
+    rate_text = fmt::format("{} x {}", text::Plural(nodes, "node"), rate_text);
   }
   const double seconds = size / rate;
   Figure f = Known(std::move(write_id), seconds,

@@ -1,7 +1,9 @@
 #include "estimate/figures.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -88,10 +90,6 @@ std::string Num(double v, int decimals) {
   return grouped;
 }
 
-std::string Plural(std::size_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
-
 std::string Money(double v) {
   // Why the steps: 1,120,000 needs no cents, a 3.5 per GPU-hour rate needs them, and a
   // 0.12 per kWh power price needs more.
@@ -117,7 +115,6 @@ std::string GpusMissing(const model::Cluster& c) {
 
 std::string JoinMissing(std::initializer_list<std::string_view> parts) {
   std::vector<std::string_view> seen;
-  std::string out;
   for (std::string_view whole : parts) {
     // Parts may themselves be lists from another figure's `missing`.
     std::size_t start = 0;
@@ -127,15 +124,10 @@ std::string JoinMissing(std::initializer_list<std::string_view> parts) {
       std::string_view p = whole.substr(start, end - start);
       start = end + 2;
       if (p.empty()) continue;
-      bool dup = false;
-      for (std::string_view s : seen) dup = dup || s == p;
-      if (dup) continue;
-      seen.push_back(p);
-      if (!out.empty()) out += ", ";
-      out += p;
+      if (std::find(seen.begin(), seen.end(), p) == seen.end()) seen.push_back(p);
     }
   }
-  return out;
+  return fmt::format("{}", fmt::join(seen, ", "));
 }
 
 }  // namespace gpuforge::estimate::internal

@@ -39,8 +39,6 @@ std::string Display(std::string_view unit, double value);
 // Plain numbers in formulas: up to `decimals` decimals, trailing zeros trimmed, thousands
 // grouped: 23360 -> "23,360", 0.12 -> "0.12".
 std::string Num(double v, int decimals = 3);
-// "1 node", "4 nodes".
-std::string Plural(std::size_t n, std::string_view noun);
 // Money in the inventory's currency (no symbol: the model does not say which).
 std::string Money(double v);
 

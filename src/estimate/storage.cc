@@ -10,6 +10,7 @@
 #include "estimate/guide.h"
 #include "estimate/sections.h"
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 
 namespace gpuforge::estimate::internal {
 
@@ -44,7 +45,7 @@ TierSum SumTiers(const model::Cluster& c, double model::StorageTier::*field,
     }
     if (t.scope == model::StorageScope::kNode) {
       total += v * static_cast<double>(nodes);
-      terms.push_back(fmt::format("{} {} x {}", t.name, Plural(nodes, "node"), format(v)));
+      terms.push_back(fmt::format("{} {} x {}", t.name, text::Plural(nodes, "node"), format(v)));
     } else {
       total += v;
       terms.push_back(fmt::format("{} {}", t.name, format(v)));

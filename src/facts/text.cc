@@ -68,31 +68,6 @@ std::string StripAnsi(std::string_view s) {
   return out;
 }
 
-std::string Quote(std::string_view s, std::size_t max) {
-  const std::size_t kMax = max;
-  std::string out = "'";
-  std::size_t shown = 0;
-  for (char ch : s) {
-    if (shown == kMax) {
-      out += "...";
-      break;
-    }
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(ch);
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-    ++shown;
-  }
-  out += "'";
-  return out;
-}
-
 namespace {
 
 template <class T>

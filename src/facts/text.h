@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/base/text.h"
 
 namespace gpuforge::facts::text {
 
@@ -25,9 +26,8 @@ std::vector<std::string_view> Split(std::string_view s, char sep);
 // Removes ANSI CSI escapes ("\x1b[4m") and other control characters except tab and newline.
 std::string StripAnsi(std::string_view s);
 
-// A short, printable rendering of hostile text for error messages: control and non-ASCII
-// bytes as \xNN, cut at 40 characters with "...".
-std::string Quote(std::string_view s, std::size_t max = 40);
+// Hostile text in error messages, quoted and bounded (base/text.h).
+using gpuforge::text::Quote;
 
 std::optional<std::int64_t> ToInt(std::string_view s);    // whole string, decimal
 std::optional<std::uint64_t> ToUint(std::string_view s);  // whole string, decimal

@@ -1,6 +1,7 @@
 // The fabric sections: 'networks', 'switches' and the 'links' that cable NICs to switch ports.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,20 +13,11 @@
 #include <vector>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
 #include "inventory/sections.h"
 
 namespace gpuforge::inventory::internal {
-
-namespace {
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-}  // namespace
 
 model::NetKind NetKindOf(const std::string& s) {
   return s == "infiniband" ? model::NetKind::kInfiniband
@@ -217,7 +209,7 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
           std::vector<std::string> nics;
           for (const auto& s : prof->nics) nics.push_back(s.name);
           std::string hint = nics.empty() ? "; the profile has no 'nics'" : DidYouMean(p, nics);
-          if (hint.empty()) hint = fmt::format(" (it has {})", Join(nics));
+          if (hint.empty()) hint = fmt::format(" (it has {})", fmt::join(nics, ", "));
           problems.push_back(fmt::format("node {} (profile '{}') has no NIC '{}'{}", d, prof->name, p, hint));
           continue;
         }
@@ -227,7 +219,7 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
     }
   }
   if (!problems.empty()) {
-    std::string more = problems.size() > 1 ? fmt::format(" (and {} in this link end)", Count(problems.size() - 1, "more problem")) : "";
+    std::string more = problems.size() > 1 ? fmt::format(" (and {} in this link end)", text::Plural(problems.size() - 1, "more problem")) : "";
     r_.Error(n, fmt::format("{} '{}': {}{}", what, *text, problems.front(), more));
   }
   out.ok = problems.empty() && !silent_failure;

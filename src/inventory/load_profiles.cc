@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "inventory/sections.h"
@@ -74,7 +75,7 @@ std::vector<model::GpuSpec> Loader::LoadGpus(const YAML::Node& n, std::string_vi
       }
       if (pci.size() != static_cast<std::size_t>(spec.count)) {
         r_.Error(pci, fmt::format("'pci' in {} lists {} for {} (count: {}); give one per GPU, in GPU index order", gwhat,
-                                  Count(pci.size(), "bus id"), Count(spec.count, "GPU"), spec.count));
+                                  text::Plural(pci.size(), "bus id"), text::Plural(spec.count, "GPU"), spec.count));
       }
       for (const YAML::Node& p : pci) spec.pci_bus_ids.push_back(p.IsScalar() ? p.Scalar() : "");
     }
@@ -86,7 +87,7 @@ std::vector<model::GpuSpec> Loader::LoadGpus(const YAML::Node& n, std::string_vi
       }
       if (spec.numa_nodes.size() != static_cast<std::size_t>(spec.count)) {
         r_.Error(numa, fmt::format("'numa' in {} lists {} for {} (count: {}); give one per GPU, in GPU index order", gwhat,
-                                   Count(spec.numa_nodes.size(), "NUMA node"), Count(spec.count, "GPU"), spec.count));
+                                   text::Plural(spec.numa_nodes.size(), "NUMA node"), text::Plural(spec.count, "GPU"), spec.count));
       }
     }
     out.push_back(std::move(spec));

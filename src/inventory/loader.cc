@@ -17,36 +17,12 @@
 #include <vector>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
 #include "gpuforge/inventory/yaml_reader.h"
 #include "inventory/sections.h"
 
 namespace gpuforge::inventory {
-
-namespace {
-
-// A message on one line: values quoted in it may hold newlines or other control characters
-// (YAML escapes), which are shown escaped.
-std::string OneLine(std::string_view message) {
-  std::string out;
-  for (char c : message) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 namespace internal {
 
@@ -267,7 +243,10 @@ LoadOutcome LoadString(std::string_view text, const std::string& path) {
   std::vector<Diagnostic> unique;
   std::set<std::tuple<int, int, std::string>> seen;
   for (Diagnostic d : out.diags.items()) {
-    d.message = OneLine(d.message);
+    // Values quoted in a message may hold newlines or other control characters (YAML
+    // escapes); they are shown escaped so every diagnostic stays on one line. The rest is our
+    // own text, UTF-8 and backslashes included.
+    d.message = text::Escape(d.message, {.keep_non_ascii = true, .escape_backslash = false, .named_line_ends = true});
     if (seen.insert({d.pos.line, d.pos.col, d.message}).second) unique.push_back(std::move(d));
   }
   Diagnostics deduped;

@@ -49,10 +49,6 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& kn
   return "";
 }
 
-std::string Count(std::size_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
-
 std::optional<std::vector<std::string>> Loader::Expand(const YAML::Node& n, std::string_view what,
                                                        std::size_t limit) {
   auto text = r_.ScalarOf(n, what);

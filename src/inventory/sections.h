@@ -29,8 +29,6 @@ inline bool Has(const YAML::Node& map, std::string_view key) { return YamlReader
 
 // "; did you mean 'x'?" for the closest of `known`, or "".
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& known);
-// "1 bus id", "2 bus ids".
-std::string Count(std::size_t n, std::string_view noun);
 // A network's or NIC's `kind`, checked by the caller to be one of infiniband, roce, ethernet.
 model::NetKind NetKindOf(const std::string& s);
 

@@ -1,6 +1,7 @@
 #include "gpuforge/lint/lint.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -100,7 +101,7 @@ class Context final : public RuleContext {
 std::string ParamList(const Rule& rule) {
   std::vector<std::string> names;
   for (const ParamSpec& p : rule.params) names.emplace_back(p.name);
-  return names.empty() ? std::string("it has none") : "it has " + Join(names);
+  return names.empty() ? std::string("it has none") : fmt::format("it has {}", fmt::join(names, ", "));
 }
 
 void CheckThresholdKey(const model::Cluster& c, const std::string& key,

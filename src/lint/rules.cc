@@ -126,19 +126,6 @@ std::string FormatNumber(double v) {
   return s;
 }
 
-std::string Count(long n, std::string_view singular, std::string_view plural) {
-  return fmt::format("{} {}", n, n == 1 ? singular : plural);
-}
-
-std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
 std::string CanonicalGpuModel(std::string_view model) {
   const model::GpuModelInfo* info = model::FindGpuModel(model);
   return info != nullptr ? std::string(info->name) : std::string(model);

@@ -81,12 +81,6 @@ std::string NodeList(const std::vector<std::string>& names);
 // "2", "1.5", "1.33": numbers in messages without trailing zeros.
 std::string FormatNumber(double v);
 
-// "1 GPU" / "32 GPUs".
-std::string Count(long n, std::string_view singular, std::string_view plural);
-
-// Joins with ", ".
-std::string Join(const std::vector<std::string>& parts, std::string_view sep = ", ");
-
 // The canonical catalogue name of a GPU model when known ("h200-sxm" -> "H200"), else the
 // model as written, so spellings of one SKU are not taken for a mix.
 std::string CanonicalGpuModel(std::string_view model);

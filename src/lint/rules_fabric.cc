@@ -2,6 +2,7 @@
 // the separation of storage traffic from it.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 #include <tuple>
 
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -79,7 +81,7 @@ void NoComputeNetwork(const model::Cluster& c, const model::Fabric&, RuleContext
   std::vector<std::string> net_names;
   for (const model::Network* n : nets) net_names.push_back(n->name);
   ctx.Report(fmt::format("GPU {} {} no NIC on the compute network {}", NodeList(bare),
-                         bare.size() == 1 ? "has" : "have", Join(net_names)),
+                         bare.size() == 1 ? "has" : "have", fmt::join(net_names, ", ")),
              bare, c.FindNode(bare.front())->where);
 }
 
@@ -91,7 +93,7 @@ void EthernetScale(const model::Cluster& c, const model::Fabric&, RuleContext& c
     if (!(gpus > max_gpus)) continue;
     ctx.Report(fmt::format("compute network {} is plain Ethernet (no RDMA) carrying {}, above "
                            "the {} GPU limit for Ethernet training; use InfiniBand or RoCE",
-                           net->name, Count(gpus, "GPU", "GPUs"), FormatNumber(max_gpus)),
+                           net->name, text::Plural(gpus, "GPU"), FormatNumber(max_gpus)),
                {net->name}, net->where);
   }
 }
@@ -104,7 +106,7 @@ void NoInfiniband(const model::Cluster& c, const model::Fabric&, RuleContext& ct
     if (!(gpus >= min_gpus)) continue;
     ctx.Report(fmt::format("compute network {} is {}, not InfiniBand, at {} (InfiniBand "
                            "advised from {} GPUs)",
-                           net->name, model::ToString(net->kind), Count(gpus, "GPU", "GPUs"),
+                           net->name, model::ToString(net->kind), text::Plural(gpus, "GPU"),
                            FormatNumber(min_gpus)),
                {net->name}, net->where);
   }
@@ -118,7 +120,7 @@ void RoceScale(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) 
     if (!(gpus > max_gpus)) continue;
     ctx.Report(fmt::format("compute network {} is RoCE carrying {}, above {} GPUs; at this "
                            "scale use InfiniBand",
-                           net->name, Count(gpus, "GPU", "GPUs"), FormatNumber(max_gpus)),
+                           net->name, text::Plural(gpus, "GPU"), FormatNumber(max_gpus)),
                {net->name}, net->where);
   }
 }
@@ -141,7 +143,7 @@ std::string RateMix(const std::map<double, int, std::greater<>>& by_rate) {
   for (const auto& [rate, n] : by_rate) {
     parts.push_back(fmt::format("{} x {}", n, quantity::FormatBandwidthBits(rate)));
   }
-  return parts.empty() ? std::string("nothing") : Join(parts, " + ");
+  return parts.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(parts, " + "));
 }
 
 void Oversubscription(const model::Cluster& c, const model::Fabric& f, RuleContext& ctx) {
@@ -224,12 +226,12 @@ void MissingUplinks(const model::Cluster& c, const model::Fabric& f, RuleContext
           for (std::size_t s : node_switches[n]) leaves.insert(loads[s]->sw->name);
         }
         parts.push_back(fmt::format("{} ({})", FoldNames(nodes),
-                                    Join(std::vector<std::string>(leaves.begin(), leaves.end()))));
+                                    fmt::join(leaves, ", ")));
         objects.insert(objects.end(), nodes.begin(), nodes.end());
       }
       ctx.Report(fmt::format("nodes on network {} are split into {} islands with no switch path "
                              "between them: {}",
-                             net.name, island_nodes.size(), Join(parts, "; ")),
+                             net.name, island_nodes.size(), fmt::join(parts, "; ")),
                  std::move(objects), net.where);
       continue;  // the islands name the leaves already; one finding per partition
     }
@@ -303,7 +305,7 @@ void RailAlignment(const model::Cluster& c, const model::Fabric& f, RuleContext&
       }
       ctx.Report(fmt::format("{} on rail-optimized network {} carries NICs of {} rails: {}; the "
                              "same rail of different nodes should share a leaf",
-                             sw, net->name, rest.size(), Join(parts, ", ")),
+                             sw, net->name, rest.size(), fmt::join(parts, ", ")),
                  std::move(objects), c.FindSwitch(sw)->where);
     }
   }
@@ -344,7 +346,7 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
   for (const model::SwitchLoad& s : f.switches) {
     if (s.sw->ports > 0 && s.ports_used > s.sw->ports) {
       ctx.Report(fmt::format("switch {} has {} cabled but only {}", s.sw->name,
-                             Count(s.ports_used, "port", "ports"), s.sw->ports),
+                             text::Plural(s.ports_used, "port"), s.sw->ports),
                  {s.sw->name}, s.sw->where);
     }
   }
@@ -364,12 +366,12 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
     const SourcePos& where = port_where[key];
     if (sw->ports > 0 && key.second > sw->ports) {
       ctx.Report(fmt::format("link to {} port {} ({}) is past its {}", key.first, key.second,
-                             Join(others), Count(sw->ports, "port", "ports")),
+                             fmt::join(others, ", "), text::Plural(sw->ports, "port")),
                  {key.first}, where);
     }
     if (others.size() > 1) {
       ctx.Report(fmt::format("port {}:{} is cabled {} times ({})", key.first, key.second,
-                             others.size(), Join(others)),
+                             others.size(), fmt::join(others, ", ")),
                  {key.first}, where);
     }
   }
@@ -404,9 +406,9 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
             : fmt::format("{}'s {} ports", sw, quantity::FormatBandwidthBits(faster));
     ctx.Report(Severity::kWarning,
                fmt::format("{}: {} {} at {}, below {} ({})", sw,
-                           Count(static_cast<long>(entry.ends.size()), "link", "links"),
+                           text::Plural(entry.ends.size(), "link"),
                            one ? "runs" : "run", quantity::FormatBandwidthBits(rate), limit,
-                           Join(entry.ends)),
+                           fmt::join(entry.ends, ", ")),
                {sw}, entry.where);
   }
 }
@@ -492,7 +494,7 @@ void NoStorageNetwork(const model::Cluster& c, const model::Fabric&, RuleContext
     for (const model::Network* n : side) side_names.push_back(n->name);
     ctx.Report(fmt::format("GPU {} {} no NIC on a storage or control network ({}), so {} file "
                            "I/O rides the compute fabric",
-                           NodeList(bare), bare.size() == 1 ? "has" : "have", Join(side_names),
+                           NodeList(bare), bare.size() == 1 ? "has" : "have", fmt::join(side_names, ", "),
                            bare.size() == 1 ? "its" : "their"),
                bare, c.FindNode(bare.front())->where);
   }

@@ -1,6 +1,7 @@
 // gpu.*: what GPUs the compute nodes hold.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <set>
@@ -48,7 +49,7 @@ void MixedModels(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
   // Point at the model that broke uniformity: the second one the inventory introduces.
   ctx.Report(fmt::format("compute nodes mix {} GPU models{}: {}; stick to one SKU per cluster "
                          "(mixed clusters lose 15-30% throughput)",
-                         models.size(), gens, Join(parts, "; ")),
+                         models.size(), gens, fmt::join(parts, "; ")),
              std::move(nodes), models.at(order[1]).where);
 }
 
@@ -65,7 +66,7 @@ void MixedInNode(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
     objects.insert(objects.end(), use.nodes.begin(), use.nodes.end());
     ctx.Report(
         fmt::format("profile {} (nodes {}) holds {} GPU models in one node: {}", use.profile->name,
-                    FoldNames(use.nodes), counts.size(), Join(parts, ", ")),
+                    FoldNames(use.nodes), counts.size(), fmt::join(parts, ", ")),
         std::move(objects), use.profile->where);
   }
 }

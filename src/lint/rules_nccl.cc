@@ -1,6 +1,7 @@
 // nccl.*: the cluster-wide NCCL environment (software.nccl_env, software.nccl_topo_file).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -8,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "gpuforge/base/text.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -104,7 +106,7 @@ std::string DeviceList(const std::vector<const Device*>& devs) {
                                        : fmt::format("{} (network {}) on {}", key.first, key.second,
                                                      FoldNames(nodes)));
   }
-  return Join(parts, "; ");
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 void IbHca(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -253,12 +255,12 @@ void Algo(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   if (algo == "tree" && gpus < large) {
     ctx.Report(fmt::format("NCCL_ALGO={} forced on {}, below {}; small clusters do better with "
                            "Ring, or with NCCL_ALGO unset",
-                           *v, Count(gpus, "GPU", "GPUs"), FormatNumber(large)),
+                           *v, text::Plural(gpus, "GPU"), FormatNumber(large)),
                {}, c.software.nccl_where);
   } else if (algo == "ring" && gpus >= large) {
     ctx.Report(fmt::format("NCCL_ALGO={} forced on {} (from {} a cluster is large); large "
                            "clusters do better with Tree, or with NCCL_ALGO unset",
-                           *v, Count(gpus, "GPU", "GPUs"), FormatNumber(large)),
+                           *v, text::Plural(gpus, "GPU"), FormatNumber(large)),
                {}, c.software.nccl_where);
   }
 }

@@ -1,10 +1,12 @@
 // node.*: the shape of one GPU node (memory, GPU count, NUMA placement).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -28,7 +30,7 @@ void RamPerGpu(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) 
     ctx.Report(fmt::format("profile {} (nodes {}) has {} of RAM for {} ({} per GPU), below {} "
                            "per GPU ({} per node)",
                            p.name, FoldNames(use.nodes), quantity::FormatSize(p.memory_bytes),
-                           Count(gpus, "GPU", "GPUs"), quantity::FormatSize(p.memory_bytes / gpus),
+                           text::Plural(gpus, "GPU"), quantity::FormatSize(p.memory_bytes / gpus),
                            quantity::FormatSize(per_gpu), quantity::FormatSize(per_gpu * gpus)),
                ProfileObjects(use), p.where);
   }
@@ -43,7 +45,7 @@ void GpusPerNode(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
     if (!(gpus < min_gpus)) continue;
     ctx.Report(fmt::format("profile {} (nodes {}) has {} per node, below {}; fewer GPUs per "
                            "node push more traffic across the network",
-                           use.profile->name, FoldNames(use.nodes), Count(gpus, "GPU", "GPUs"),
+                           use.profile->name, FoldNames(use.nodes), text::Plural(gpus, "GPU"),
                            FormatNumber(min_gpus)),
                ProfileObjects(use), use.profile->where);
   }
@@ -52,7 +54,7 @@ void GpusPerNode(const model::Cluster& c, const model::Fabric&, RuleContext& ctx
 std::string NumaList(const std::set<int>& s) {
   std::vector<std::string> parts;
   for (int n : s) parts.push_back(std::to_string(n));
-  return Join(parts, ", ");
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 void NumaMismatch(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -94,7 +96,7 @@ void NumaMismatch(const model::Cluster& c, const model::Fabric&, RuleContext& ct
     if (problems.empty()) continue;
     ctx.Report(fmt::format("profile {} (nodes {}): {}; GPU traffic crosses NUMA nodes (up to 30% "
                            "slower)",
-                           p.name, FoldNames(use.nodes), Join(problems, "; ")),
+                           p.name, FoldNames(use.nodes), fmt::join(problems, "; ")),
                ProfileObjects(use), p.where);
   }
 }

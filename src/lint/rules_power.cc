@@ -1,6 +1,7 @@
 // power.*: rack power budgets and what air cooling can carry.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 
@@ -95,7 +96,7 @@ void GpuAirCooled(const model::Cluster& c, const model::Fabric&, RuleContext& ct
     ctx.Report(fmt::format("{} {} {} GPUs of {} or more TDP ({}); GPUs this hot need liquid "
                            "cooling",
                            where, NodeList(h.nodes), h.nodes.size() == 1 ? "holds" : "hold",
-                           quantity::FormatPower(min_tdp), Join(parts)),
+                           quantity::FormatPower(min_tdp), fmt::join(parts, ", ")),
                std::move(objects), h.where);
   }
 }

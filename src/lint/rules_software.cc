@@ -1,6 +1,7 @@
 // software.*: driver, CUDA and NCCL versions.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <charconv>
@@ -76,7 +77,7 @@ void Versions(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   if (!missing.empty()) {
     ctx.Report(fmt::format("software does not state {}; version checks cannot judge what is "
                            "not written down",
-                           Join(missing)),
+                           fmt::join(missing, ", ")),
                {}, s.where);
   }
   if (!s.driver_branch.empty() && !s.driver_version.empty() &&

@@ -1,8 +1,10 @@
 // storage.*: whether the storage tiers can feed the GPUs and take their checkpoints.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -22,7 +24,7 @@ double Aggregate(const model::Cluster& c, const model::StorageTier& t, double pe
 std::string Describe(const model::Cluster& c, const model::StorageTier& t, double per) {
   if (t.scope == model::StorageScope::kNode) {
     return fmt::format("{} {} per node x {}", t.name, quantity::FormatBandwidthBytes(per),
-                       Count(static_cast<long>(GpuNodes(c).size()), "node", "nodes"));
+                       text::Plural(GpuNodes(c).size(), "node"));
   }
   return fmt::format("{} {}", t.name, quantity::FormatBandwidthBytes(per));
 }
@@ -56,7 +58,7 @@ void ReadBandwidth(const model::Cluster& c, const model::Fabric&, RuleContext& c
     ctx.Report(Severity::kInfo,
                fmt::format("read bandwidth of storage tiers {} is not stated; the read bandwidth "
                            "check is skipped",
-                           Join(unknown)),
+                           fmt::join(unknown, ", ")),
                unknown, c.storage.where);
     return;
   }
@@ -65,9 +67,9 @@ void ReadBandwidth(const model::Cluster& c, const model::Fabric&, RuleContext& c
   std::string supply = parts.empty()
                            ? std::string("there is no hot or warm storage tier")
                            : fmt::format("hot and warm tiers deliver {} of reads ({})",
-                                         quantity::FormatBandwidthBytes(have), Join(parts));
+                                         quantity::FormatBandwidthBytes(have), fmt::join(parts, ", "));
   ctx.Report(fmt::format("{}, below the {} that {} need at {} per GPU ({})", supply,
-                         quantity::FormatBandwidthBytes(need), Count(gpus, "GPU", "GPUs"),
+                         quantity::FormatBandwidthBytes(need), text::Plural(gpus, "GPU"),
                          quantity::FormatBandwidthBytes(per_gpu), basis),
              {}, c.storage.where);
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/base/text.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -17,7 +18,7 @@ void TensorAcrossNodes(const model::Cluster& c, const model::Fabric&, RuleContex
   if (!w.present || per_node == 0 || w.parallelism.tensor <= per_node) return;
   ctx.Report(fmt::format("tensor parallelism {} is larger than the {} per node; tensor-parallel "
                          "groups would talk over the network instead of NVLink",
-                         w.parallelism.tensor, Count(per_node, "GPU", "GPUs")),
+                         w.parallelism.tensor, text::Plural(per_node, "GPU")),
              {}, w.where);
 }
 
@@ -48,7 +49,7 @@ void ParallelismProduct(const model::Cluster& c, const model::Fabric&, RuleConte
   const int gpus = ComputeGpus(c);
   if (ranks == gpus) return;
   ctx.Report(fmt::format("data {} x tensor {} x pipeline {} = {} ranks, but the cluster has {}",
-                         p.data, p.tensor, p.pipeline, ranks, Count(gpus, "GPU", "GPUs")),
+                         p.data, p.tensor, p.pipeline, ranks, text::Plural(gpus, "GPU")),
              {}, w.where);
 }
 

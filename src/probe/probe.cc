@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpuforge/base/text.h"
 #include "probe/registry.h"
 
 namespace gpuforge::probe {
@@ -19,13 +20,6 @@ constexpr std::size_t kMaxLine = std::size_t{1} << 20;  // a full nccl-tests swe
 
 bool Within(std::string_view s, std::string_view alphabet, std::size_t max) {
   return s.size() <= max && s.find_first_not_of(alphabet) == std::string_view::npos;
-}
-
-// Text from a node shown to people: printable ASCII, bounded.
-std::string Printable(std::string_view s, std::size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
 }
 
 }  // namespace
@@ -76,12 +70,12 @@ gpuforge::Result<std::map<std::string, std::string>> ResolveParams(const Probe& 
     if (!ok) {
       std::string names;
       for (const Param& k : known) names += (names.empty() ? "" : ", ") + k.name;
-      return Error{fmt::format("probe {} has no parameter '{}' (it has: {})", p.key(), Printable(name, 64),
+      return Error{fmt::format("probe {} has no parameter '{}' (it has: {})", p.key(), text::Printable(name, 64),
                                names.empty() ? "none" : names)};
     }
     if (value.empty() || !Within(value, kParamChars, 256)) {
       return Error{fmt::format("probe {}: parameter {} must be 1 to 256 of [A-Za-z0-9_.,:/=+-], not '{}'", p.key(), name,
-                               Printable(value, 64))};
+                               text::Printable(value, 64))};
     }
     out[name] = value;
   }
@@ -150,7 +144,7 @@ std::string ToJsonLine(const ProbeResult& r) {
 
 gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string_view line) {
   auto bad = [&](std::string_view why) {
-    return Error{fmt::format("{}: not a probe result ({}): '{}'", source, why, Printable(line, 80))};
+    return Error{fmt::format("{}: not a probe result ({}): '{}'", source, why, text::Printable(line, 80))};
   };
   if (line.size() > kMaxLine) return bad("longer than 1 MiB");
   nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
@@ -179,7 +173,7 @@ gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string
   else return bad("outcome is not ok, skip or error");
   if (Status s = word(j, "code", &r.code, 64); !s.ok()) return s.error();
   if (!j.contains("reason") || !j["reason"].is_string()) return bad("'reason' is missing or not text");
-  r.reason = Printable(j["reason"].get<std::string>(), 2000);
+  r.reason = text::Printable(j["reason"].get<std::string>(), 2000);
   if (Status s = number(j, "seconds", &r.seconds); !s.ok()) return s.error();
   if (!j.contains("params") || !j["params"].is_object()) return bad("'params' is missing or not an object");
   for (const auto& [k, v] : j["params"].items()) {
@@ -204,7 +198,7 @@ gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string
     if (!m.contains("info") || !m["info"].is_object()) return bad("'info' is missing or not an object");
     for (const auto& [k, v] : m["info"].items()) {
       if (!v.is_string() || !Within(k, kWordChars, 64)) return bad("an info entry has unexpected characters");
-      x.info[k] = Printable(v.get<std::string>(), 256);
+      x.info[k] = text::Printable(v.get<std::string>(), 256);
     }
     r.measurements.push_back(std::move(x));
   }
@@ -212,7 +206,7 @@ gpuforge::Result<ProbeResult> ParseJsonLine(std::string_view source, std::string
     if (!j["log"].is_array()) return bad("'log' is not a list");
     for (const nlohmann::json& l : j["log"]) {
       if (!l.is_string()) return bad("a log line is not text");
-      r.log.push_back(Printable(l.get<std::string>(), 512));
+      r.log.push_back(text::Printable(l.get<std::string>(), 512));
     }
   }
   return r;
@@ -242,7 +236,7 @@ gpuforge::Result<nlohmann::json> ExchangeObject(std::string_view source, std::st
   if (line.size() > kMax) return Error{fmt::format("{}: exchange line longer than {} bytes", source, kMax)};
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) {
-    return Error{fmt::format("{}: not an exchange line: '{}'", source, Printable(line, 120))};
+    return Error{fmt::format("{}: not an exchange line: '{}'", source, text::Printable(line, 120))};
   }
   auto schema = j.find("schema");
   if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kExchangeSchema) {

@@ -1,14 +1,13 @@
 #pragma once
 
 // Factories for the storage and TCP probes (registry.cc lists them), the test hooks their
-// tests reach, and the few helpers the storage probes and tcp.cc share: a file descriptor owner,
-// typed parameters whose errors name the parameter, and failures that name the call.
+// tests reach, and the few helpers the storage probes and tcp.cc share: a file descriptor owner
+// and failures that name the call. Their parameters are read through probe/params.h.
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,7 +18,6 @@
 #include <system_error>
 #include <utility>
 
-#include "gpuforge/base/quantity.h"
 #include "gpuforge/base/result.h"
 #include "gpuforge/probe/probe.h"
 #include "probe/gpu/failure.h"  // Failure: why a probe stopped, a stable code and words for people
@@ -110,43 +108,6 @@ class FirstFailure {
 
 inline ProbeResult FailWith(const std::string& probe, Failure f) {
   return Fail(probe, std::move(f.code), std::move(f.reason));
-}
-
-// A whole-number parameter in [lo, hi].
-inline Result<std::int64_t> WholeParam(const Context& ctx, const std::string& name, std::int64_t lo,
-                                       std::int64_t hi) {
-  Result<double> d = ctx.Number(name);
-  if (!d.ok()) return d.error();
-  if (*d != std::floor(*d) || *d < static_cast<double>(lo) || *d > static_cast<double>(hi)) {
-    return Error{fmt::format("parameter {}: '{}' is not a whole number from {} to {}", name,
-                             ctx.params.at(name), lo, hi)};
-  }
-  return static_cast<std::int64_t>(*d);
-}
-
-// A size parameter written with its unit ("8MiB", "1GiB", "4096B"), in [lo, hi] bytes.
-inline Result<std::uint64_t> BytesParam(const Context& ctx, const std::string& name,
-                                        std::uint64_t lo, std::uint64_t hi) {
-  Result<std::string> text = ctx.Text(name);
-  if (!text.ok()) return text.error();
-  Result<double> v = quantity::Parse(*text, quantity::Dimension::kSize);
-  if (!v.ok()) return Error{fmt::format("parameter {}: {}", name, v.error().message)};
-  if (*v != std::floor(*v) || *v < static_cast<double>(lo) || *v > static_cast<double>(hi)) {
-    return Error{fmt::format("parameter {}: '{}' is not a whole number of bytes from {} to {}",
-                             name, *text, lo, hi)};
-  }
-  return static_cast<std::uint64_t>(*v);
-}
-
-// A duration parameter in seconds, in (0, hi].
-inline Result<double> SecondsParam(const Context& ctx, const std::string& name, double hi) {
-  Result<double> d = ctx.Number(name);
-  if (!d.ok()) return d.error();
-  if (*d <= 0 || *d > hi) {
-    return Error{fmt::format("parameter {}: '{}' is not a number of seconds above 0 and at most {}",
-                             name, ctx.params.at(name), hi)};
-  }
-  return *d;
 }
 
 }  // namespace gpuforge::probe::internal

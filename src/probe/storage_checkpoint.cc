@@ -27,6 +27,8 @@ namespace gpuforge::probe::internal {
 namespace storage {
 namespace {
 
+const ParamSpec kSize{"size", ParamKind::kBytes, "1GiB", 0, kMaxBytes, "bytes per checkpoint written"};
+
 class StorageCheckpointProbe : public Probe {
  public:
   std::string key() const override { return "storage.checkpoint"; }
@@ -35,27 +37,22 @@ class StorageCheckpointProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {
-        {"path", "", "directory checkpoints are written to; without it the probe is skipped"},
-        {"size", "1GiB", "bytes per checkpoint written"},
-        {"threads", "4", "threads writing disjoint ranges of the file at once"},
-        {"block", "1MiB", "bytes per write call, a multiple of 4KiB"},
-        {"repeats", "3", "checkpoints written; the values are their medians"},
+        {"path", ParamKind::kText, "", 0, 0, "directory checkpoints are written to; without it the probe is skipped"},
+        kSize,
+        kThreadsParam.Helped("threads writing disjoint ranges of the file at once"),
+        kBlockParam.Helped("bytes per write call, a multiple of 4KiB"),
+        kRepeatsParam.Helped("checkpoints written; the values are their medians"),
     };
   }
 
-  ProbeResult Run(const Context& ctx) override {
-    try {
-      return Measure(ctx);
-    } catch (const std::exception& e) {
-      return Fail(key(), "internal_error", e.what());
-    }
-  }
+  // RunProbe catches what a slip throws.
+  ProbeResult Run(const Context& ctx) override { return Measure(ctx); }
 
  private:
   ProbeResult Measure(const Context& ctx) {
     Common c;
     if (auto r = ReadCommon(key(), ctx, true, &c)) return std::move(*r);
-    Result<std::uint64_t> given = BytesParam(ctx, "size", c.block, kMaxBytes);
+    Result<std::uint64_t> given = Bytes(ctx, kSize.Within(c.block, kMaxBytes));
     if (!given.ok()) return Fail(key(), "bad_param", given.error().message);
     const std::uint64_t size = *given / c.block * c.block;
     if (static_cast<double>(size) > static_cast<double>(c.dir.free_space) * kFreeShare) {

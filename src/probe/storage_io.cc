@@ -200,7 +200,7 @@ std::optional<ProbeResult> ReadCommon(const std::string& key, const Context& ctx
                 "checkpoint mount)");
   }
   if (blocks) {
-    Result<std::uint64_t> block = BytesParam(ctx, "block", kPage, kMaxBlock);
+    Result<std::uint64_t> block = Bytes(ctx, kBlockParam);
     if (!block.ok()) return Fail(key, "bad_param", block.error().message);
     if (*block % kPage != 0) {
       return Fail(key, "bad_param",
@@ -208,9 +208,9 @@ std::optional<ProbeResult> ReadCommon(const std::string& key, const Context& ctx
                               "needs whole pages)",
                               ctx.params.at("block")));
     }
-    Result<std::int64_t> threads = WholeParam(ctx, "threads", 1, 256);
+    Result<std::int64_t> threads = Whole(ctx, kThreadsParam);
     if (!threads.ok()) return Fail(key, "bad_param", threads.error().message);
-    Result<std::int64_t> repeats = WholeParam(ctx, "repeats", 1, 1000);
+    Result<std::int64_t> repeats = Whole(ctx, kRepeatsParam);
     if (!repeats.ok()) return Fail(key, "bad_param", repeats.error().message);
     out->block = *block;
     out->threads = static_cast<int>(*threads);

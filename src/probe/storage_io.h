@@ -28,6 +28,11 @@ using Clock = std::chrono::steady_clock;
 inline constexpr std::uint64_t kPage = 4096;
 inline constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 50;  // 1 PiB
 inline constexpr std::uint64_t kMaxBlock = std::uint64_t{256} << 20;
+
+// The rows ReadCommon reads; each probe lists them with its own help.
+inline const ParamSpec kBlockParam{"block", ParamKind::kBytes, "1MiB", kPage, kMaxBlock, ""};
+inline const ParamSpec kThreadsParam{"threads", ParamKind::kWhole, "4", 1, 256, ""};
+inline const ParamSpec kRepeatsParam{"repeats", ParamKind::kWhole, "3", 1, 1000, ""};
 inline constexpr double kFreeShare = 0.9;  // never fill a file system past 90% of its free space
 
 double Seconds(Clock::time_point from, Clock::time_point to);

@@ -27,6 +27,12 @@ namespace gpuforge::probe::internal {
 namespace storage {
 namespace {
 
+const ParamSpec kFiles{"files", ParamKind::kWhole, "2000", 1, 10'000'000,
+                       "empty files created, stated and unlinked, one thread"};
+// Each latency is a sample in the result line, which the controller caps at 64 KiB.
+const ParamSpec kLatencyOps{"latency_ops", ParamKind::kWhole, "200", 1, 2000,
+                            "timed open + 4KiB write + fsync + close operations (at most 2000, each one a sample)"};
+
 class StorageMetadataProbe : public Probe {
  public:
   std::string key() const override { return "storage.metadata"; }
@@ -35,29 +41,22 @@ class StorageMetadataProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {
-        {"path", "", "directory on the storage to measure; without it the probe is skipped"},
-        {"files", "2000", "empty files created, stated and unlinked, one thread"},
-        {"latency_ops", "200",
-         "timed open + 4KiB write + fsync + close operations (at most 2000, each one a sample)"},
+        {"path", ParamKind::kText, "", 0, 0, "directory on the storage to measure; without it the probe is skipped"},
+        kFiles,
+        kLatencyOps,
     };
   }
 
-  ProbeResult Run(const Context& ctx) override {
-    try {
-      return Measure(ctx);
-    } catch (const std::exception& e) {
-      return Fail(key(), "internal_error", e.what());
-    }
-  }
+  // RunProbe catches what a slip throws.
+  ProbeResult Run(const Context& ctx) override { return Measure(ctx); }
 
  private:
   ProbeResult Measure(const Context& ctx) {
     Common c;
     if (auto r = ReadCommon(key(), ctx, false, &c)) return std::move(*r);
-    Result<std::int64_t> files = WholeParam(ctx, "files", 1, 10'000'000);
+    Result<std::int64_t> files = Whole(ctx, kFiles);
     if (!files.ok()) return Fail(key(), "bad_param", files.error().message);
-    // Each latency is a sample in the result line, which the controller caps at 64 KiB.
-    Result<std::int64_t> ops = WholeParam(ctx, "latency_ops", 1, 2000);
+    Result<std::int64_t> ops = Whole(ctx, kLatencyOps);
     if (!ops.ok()) return Fail(key(), "bad_param", ops.error().message);
 
     std::string dir = c.dir.path + "/.gpuforge-storage-metadata-XXXXXX";

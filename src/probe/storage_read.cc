@@ -28,6 +28,14 @@ namespace gpuforge::probe::internal {
 namespace storage {
 namespace {
 
+// size is a kBytes row read only when it is not "auto".
+const ParamSpec kSize{"size", ParamKind::kBytes, "auto", 0, kMaxBytes,
+                      "test file size (\"64GiB\"), or auto: 2 x physical memory, at most 90% of the free space"};
+const ParamSpec kMinSize{"min_size", ParamKind::kBytes, "1GiB", kPage, kMaxBytes,
+                         "smallest file size=auto may choose; less free space is an error"};
+const ParamSpec kDirect{"direct", ParamKind::kWhole, "1", 0, 1,
+                        "1: O_DIRECT reads (buffered with the cache dropped where refused); 0: buffered"};
+
 class StorageReadProbe : public Probe {
  public:
   explicit StorageReadProbe(StorageReadTestHooks hooks) : hooks_(std::move(hooks)) {}
@@ -38,34 +46,26 @@ class StorageReadProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {
-        {"path", "", "directory on the storage to measure; without it the probe is skipped"},
-        {"size", "auto",
-         "test file size (\"64GiB\"), or auto: 2 x physical memory, at most 90% of the free "
-         "space"},
-        {"min_size", "1GiB", "smallest file size=auto may choose; less free space is an error"},
-        {"threads", "4", "threads reading disjoint ranges of the file at once"},
-        {"block", "1MiB", "bytes per read call, a multiple of 4KiB"},
-        {"direct", "1",
-         "1: O_DIRECT reads (buffered with the cache dropped where refused); 0: buffered"},
-        {"repeats", "3", "timed passes over the file; the value is their median"},
+        {"path", ParamKind::kText, "", 0, 0, "directory on the storage to measure; without it the probe is skipped"},
+        kSize,
+        kMinSize,
+        kThreadsParam.Helped("threads reading disjoint ranges of the file at once"),
+        kBlockParam.Helped("bytes per read call, a multiple of 4KiB"),
+        kDirect,
+        kRepeatsParam.Helped("timed passes over the file; the value is their median"),
     };
   }
 
-  ProbeResult Run(const Context& ctx) override {
-    try {
-      return Measure(ctx);
-    } catch (const std::exception& e) {
-      return Fail(key(), "internal_error", e.what());
-    }
-  }
+  // RunProbe catches what a slip throws.
+  ProbeResult Run(const Context& ctx) override { return Measure(ctx); }
 
  private:
   ProbeResult Measure(const Context& ctx) {
     Common c;
     if (auto r = ReadCommon(key(), ctx, true, &c)) return std::move(*r);
-    Result<std::uint64_t> min_size = BytesParam(ctx, "min_size", kPage, kMaxBytes);
+    Result<std::uint64_t> min_size = Bytes(ctx, kMinSize);
     if (!min_size.ok()) return Fail(key(), "bad_param", min_size.error().message);
-    Result<std::int64_t> direct_param = WholeParam(ctx, "direct", 0, 1);
+    Result<std::int64_t> direct_param = Whole(ctx, kDirect);
     if (!direct_param.ok()) return Fail(key(), "bad_param", direct_param.error().message);
     Result<std::string> size_text = ctx.Text("size");
     if (!size_text.ok()) return Fail(key(), "bad_param", size_text.error().message);
@@ -82,7 +82,7 @@ class StorageReadProbe : public Probe {
       }
       size = *s;
     } else {
-      Result<std::uint64_t> s = BytesParam(ctx, "size", c.block, kMaxBytes);
+      Result<std::uint64_t> s = Bytes(ctx, kSize.Within(c.block, kMaxBytes));
       if (!s.ok()) return Fail(key(), "bad_param", s.error().message);
       size = *s / c.block * c.block;
       size_rule = "as given, in whole blocks";

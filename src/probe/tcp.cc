@@ -425,6 +425,23 @@ std::optional<Failure> Resolve(const std::string& host, int port, sockaddr_in* o
 
 // ---------------------------------------------------------------------------------------------
 
+const ParamSpec kRole{"role", ParamKind::kText, "client", 0, 0,
+                      "client: send to peer; server: receive one test, report it and stop"};
+const ParamSpec kPeer{"peer", ParamKind::kText, "", 0, 0,
+                      "client: host or host:port of an agent running role=server; loopback: both ends in "
+                      "this process over 127.0.0.1 (a self-test); without it the probe is skipped"};
+const ParamSpec kPort{"port", ParamKind::kWhole, "18516", 0, 65535,
+                      "server: port to listen on (0: any free port); client: port of peer. Under a controller "
+                      "(agent run --exchange) the server tells the client its port"};
+const ParamSpec kBind{"bind", ParamKind::kText, "0.0.0.0", 0, 0, "server: IPv4 address to listen on"};
+const ParamSpec kBytes{"bytes", ParamKind::kBytes, "1GiB", 0, std::int64_t{1} << 50,
+                       "client: bytes to send over all streams; 0B: send for `seconds`"};
+const ParamSpec kSeconds{"seconds", ParamKind::kSeconds, "5", 0, 3600,
+                         "client: longest time to send; it stops at bytes or seconds, first come"};
+const ParamSpec kStreams{"streams", ParamKind::kWhole, "4", 1, kMaxStreams, "client: parallel TCP connections"};
+const ParamSpec kTimeout{"timeout", ParamKind::kSeconds, "30", 0, 86400,
+                         "seconds to wait for a connection, or for any progress, before giving up (ERROR timeout)"};
+
 class TcpBandwidthProbe : public Probe {
  public:
   std::string key() const override { return "tcp.bandwidth"; }
@@ -432,30 +449,11 @@ class TcpBandwidthProbe : public Probe {
     return "TCP bandwidth to a peer agent over parallel streams, in Gb/s (iperf-style)";
   }
   std::vector<Param> params() const override {
-    return {
-        {"role", "client", "client: send to peer; server: receive one test, report it and stop"},
-        {"peer", "",
-         "client: host or host:port of an agent running role=server; loopback: both ends in "
-         "this process over 127.0.0.1 (a self-test); without it the probe is skipped"},
-        {"port", "18516",
-         "server: port to listen on (0: any free port); client: port of peer. Under a controller "
-         "(agent run --exchange) the server tells the client its port"},
-        {"bind", "0.0.0.0", "server: IPv4 address to listen on"},
-        {"bytes", "1GiB", "client: bytes to send over all streams; 0B: send for `seconds`"},
-        {"seconds", "5", "client: longest time to send; it stops at bytes or seconds, first come"},
-        {"streams", "4", "client: parallel TCP connections"},
-        {"timeout", "30",
-         "seconds to wait for a connection, or for any progress, before giving up (ERROR timeout)"},
-    };
+    return {kRole, kPeer, kPort, kBind, kBytes, kSeconds, kStreams, kTimeout};
   }
 
-  ProbeResult Run(const Context& ctx) override {
-    try {
-      return Measure(ctx);
-    } catch (const std::exception& e) {
-      return Fail(key(), "internal_error", e.what());
-    }
-  }
+  // RunProbe catches what a slip throws.
+  ProbeResult Run(const Context& ctx) override { return Measure(ctx); }
 
  private:
   ProbeResult Measure(const Context& ctx) {
@@ -465,9 +463,9 @@ class TcpBandwidthProbe : public Probe {
       return Fail(key(), "bad_param",
                   fmt::format("parameter role: '{}' is not client or server", *role));
     }
-    Result<std::int64_t> port = WholeParam(ctx, "port", 0, 65535);
+    Result<std::int64_t> port = Whole(ctx, kPort);
     if (!port.ok()) return Fail(key(), "bad_param", port.error().message);
-    Result<double> timeout = SecondsParam(ctx, "timeout", 86400);
+    Result<double> timeout = Seconds(ctx, kTimeout);
     if (!timeout.ok()) return Fail(key(), "bad_param", timeout.error().message);
     const Stop stop{&ctx, nullptr, nullptr};
     if (*role == "server") {
@@ -483,11 +481,11 @@ class TcpBandwidthProbe : public Probe {
                   "no peer= given: name an agent running tcp.bandwidth with role=server, or "
                   "loopback for a self-test");
     }
-    Result<std::uint64_t> bytes = BytesParam(ctx, "bytes", 0, std::uint64_t{1} << 50);
+    Result<std::uint64_t> bytes = Bytes(ctx, kBytes);
     if (!bytes.ok()) return Fail(key(), "bad_param", bytes.error().message);
-    Result<double> seconds = SecondsParam(ctx, "seconds", 3600);
+    Result<double> seconds = Seconds(ctx, kSeconds);
     if (!seconds.ok()) return Fail(key(), "bad_param", seconds.error().message);
-    Result<std::int64_t> streams = WholeParam(ctx, "streams", 1, kMaxStreams);
+    Result<std::int64_t> streams = Whole(ctx, kStreams);
     if (!streams.ok()) return Fail(key(), "bad_param", streams.error().message);
     const auto n = static_cast<std::uint32_t>(*streams);
 

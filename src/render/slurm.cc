@@ -2,6 +2,7 @@
 // with a Slurm role, and the guide's training job script (docs/render.md, "Slurm").
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -68,12 +69,6 @@ long long Whole(double v) {
   return static_cast<long long>(std::min(v, kMax));
 }
 
-std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
-  return out;
-}
-
 // Slurm's D-HH:MM:SS; a fraction of a second counts as a whole one. Slurm keeps minutes in 32 bits,
 // its largest value meaning "infinite".
 std::string SlurmDuration(double seconds) {
@@ -111,7 +106,7 @@ nlohmann::json NodeAttributes(const model::Cluster& c, const model::Profile& p) 
   }
   nlohmann::json a = nlohmann::json::object();
   a["has_gres"] = !gres.empty();
-  a["gres"] = Join(gres, ",");
+  a["gres"] = fmt::format("{}", fmt::join(gres, ","));
   bool cpu = p.cpu.sockets > 0 && p.cpu.cores_per_socket > 0;
   a["has_cpu"] = cpu;
   a["cpus"] = cpu ? std::to_string(Cpus(p.cpu)) : "";

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "remote/command.h"
-#include "validate/text.h"
+#include "gpuforge/base/text.h"
 
 namespace gpuforge::validate {
 
-using internal::Visible;
+using text::Visible;
 using remote::ShellQuote;
 
 namespace {

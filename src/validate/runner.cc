@@ -7,14 +7,14 @@
 #include <variant>
 #include <thread>
 
+#include "gpuforge/base/text.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/exchange_hub.h"
-#include "validate/text.h"
 
 namespace gpuforge::validate {
 namespace {
 
-using internal::Visible;
+using text::Visible;
 
 std::string LastLine(const std::string& out) {
   std::size_t end = out.find_last_not_of('\n');

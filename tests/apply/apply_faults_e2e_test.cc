@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "remote/command.h"
 #include "testbed/standins.h"
 #include "testbed/testbed.h"
 
@@ -160,7 +161,7 @@ class ApplyFaults : public ::testing::Test {
   // Each of `paths` on host i: its SHA-256 or "absent".
   std::map<std::string, std::string> HostFiles(std::size_t i, const std::map<std::string, std::string>& paths) {
     std::string list;
-    for (const auto& [p, sha] : paths) list += " " + testbed::Quote(p);
+    for (const auto& [p, sha] : paths) list += " " + remote::ShellQuote(p);
     std::vector<std::string> got = Lines(Out(
         i, fmt::format("for p in{}; do if [ -f \"$p\" ]; then sha256sum < \"$p\" | cut -c1-64; else echo absent; fi; done",
                        list)));
@@ -176,7 +177,7 @@ class ApplyFaults : public ::testing::Test {
     std::set<std::string> dirs = {kStateDir};
     for (const auto& [p, sha] : paths) dirs.insert(p.substr(0, p.rfind('/')));
     std::string list;
-    for (const std::string& d : dirs) list += " " + testbed::Quote(d);
+    for (const std::string& d : dirs) list += " " + remote::ShellQuote(d);
     return Out(i, fmt::format("for d in{}; do [ -d \"$d\" ] && find \"$d\" -maxdepth 1 \\( -name '.*.gpuforge*' -o "
                               "-name '*.gpuforge-*' \\) -print; done; true",
                               list));

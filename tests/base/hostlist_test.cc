@@ -1,6 +1,7 @@
 #include "gpuforge/base/hostlist.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -343,12 +344,6 @@ Names Words(const std::string& text) {
   return words;
 }
 
-std::string Join(const Names& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
-  return out;
-}
-
 // Expressions on which scontrol, nodeset and Expand all agree.
 const char* const kCommonExpressions[] = {
     "gpu1",
@@ -499,10 +494,10 @@ TEST_F(HostlistTools, FoldMatchesNodeset) {
   cases.push_back({"gpu3", "gpu1", "gpu2", "gpu2"});
   cases.push_back({"n1x", "n2x", "n3x", "n5x"});
   for (const Names& names : cases) {
-    auto want = Nodeset("-f", Join(names));
-    ASSERT_TRUE(want) << "nodeset -f " << Join(names) << " failed";
+    auto want = Nodeset("-f", fmt::format("{}", fmt::join(names, ",")));
+    ASSERT_TRUE(want) << "nodeset -f " << fmt::format("{}", fmt::join(names, ",")) << " failed";
     ASSERT_EQ(want->size(), 1u);
-    EXPECT_EQ(Fold(names), want->front()) << Join(names);
+    EXPECT_EQ(Fold(names), want->front()) << fmt::format("{}", fmt::join(names, ","));
   }
 }
 
@@ -511,10 +506,10 @@ TEST_F(HostlistTools, FoldMatchesScontrol) {
   std::vector<Names> cases(std::begin(kFoldCases), std::end(kFoldCases));
   cases.push_back(MustExpand("gpu[00001-00100,00200]"));
   for (const Names& names : cases) {
-    auto want = Scontrol("hostlist", Join(names));
-    ASSERT_TRUE(want) << "scontrol show hostlist " << Join(names) << " failed";
+    auto want = Scontrol("hostlist", fmt::format("{}", fmt::join(names, ",")));
+    ASSERT_TRUE(want) << "scontrol show hostlist " << fmt::format("{}", fmt::join(names, ",")) << " failed";
     ASSERT_EQ(want->size(), 1u);
-    EXPECT_EQ(Fold(names), want->front()) << Join(names);
+    EXPECT_EQ(Fold(names), want->front()) << fmt::format("{}", fmt::join(names, ","));
   }
 }
 

@@ -152,8 +152,6 @@ TEST(EstimateFormat, Numbers) {
   EXPECT_EQ(Money(3.5), "3.5");
   EXPECT_EQ(Money(0.12), "0.12");
   EXPECT_EQ(Money(200e3 / (32 * 8760)), "0.7135");
-  EXPECT_EQ(internal::Plural(1, "node"), "1 node");
-  EXPECT_EQ(internal::Plural(4, "node"), "4 nodes");
 }
 
 TEST(EstimateFormat, JoinMissingDropsEmptiesAndDuplicates) {

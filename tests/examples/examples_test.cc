@@ -3,6 +3,7 @@
 // files' comments say.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,12 +57,6 @@ std::set<std::string> RuleIds(const lint::LintResult& r, lint::Severity severity
   return ids;
 }
 
-std::string Join(const std::set<std::string>& ids) {
-  std::string s;
-  for (const std::string& id : ids) s += (s.empty() ? "" : ", ") + id;
-  return s;
-}
-
 TEST(ExamplesLoad, EveryExampleLoadsWithoutErrors) {
   std::vector<fs::path> files = ExampleFiles();
   ASSERT_GE(files.size(), 4u) << "expected the four shipped examples in " << ExamplesDir();
@@ -108,7 +103,7 @@ TEST(ExamplesLint, BadDesignTripsExactlyTheExpectedErrors) {
       "workload.tensor_across_nodes",
   };
   std::set<std::string> got = RuleIds(r, lint::Severity::kError);
-  EXPECT_EQ(got, want) << "got:  " << Join(got) << "\nwant: " << Join(want) << "\nfindings:\n"
+  EXPECT_EQ(got, want) << "got:  " << fmt::format("{}", fmt::join(got, ", ")) << "\nwant: " << fmt::format("{}", fmt::join(want, ", ")) << "\nfindings:\n"
                        << Describe(r);
   EXPECT_GE(r.errors, want.size());
 }
@@ -130,7 +125,7 @@ TEST(ExamplesLint, BadDesignTripsTheWarningRulesToo) {
   std::set<std::string> missing;
   std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
                       std::inserter(missing, missing.end()));
-  EXPECT_TRUE(missing.empty()) << "warning rules that did not fire: " << Join(missing)
+  EXPECT_TRUE(missing.empty()) << "warning rules that did not fire: " << fmt::format("{}", fmt::join(missing, ", "))
                                << "\nfindings:\n" << Describe(r);
   std::set<std::string> infos = RuleIds(r, lint::Severity::kInfo);
   EXPECT_TRUE(infos.count("nccl.debug")) << Describe(r);

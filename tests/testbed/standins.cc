@@ -1,6 +1,9 @@
 #include "testbed/standins.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "remote/command.h"
 
 namespace gpuforge::testbed {
 namespace {
@@ -28,26 +31,18 @@ const std::vector<std::string> kPackages = {
     "slurmd=24.11.6-1,unit=slurmd",
 };
 
-std::string Quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
+namespace {
+
+using remote::ShellQuote;
+
+// argv as one shell command line.
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const std::string& a : argv) words.push_back(ShellQuote(a));
+  return fmt::format("{}", fmt::join(words, " "));
 }
 
-std::string Join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) {
-    if (!out.empty()) out += ' ';
-    out += Quote(a);
-  }
-  return out;
-}
+}  // namespace
 
 
 // Runs `command` as root on host i, its stdin fed on this machine by `feed_prefix` (a pipeline
@@ -57,13 +52,13 @@ Result<CommandOutput> SshFed(const Testbed& tb, std::size_t i, std::string_view 
                              std::string_view feed_prefix, std::string_view feed_suffix,
                              std::chrono::seconds timeout) {
   std::string line =
-      fmt::format("{}{} {} 2>&1", feed_prefix, Join(tb.SshArgv(i, "root", command)), feed_suffix);
+      fmt::format("{}{} {} 2>&1", feed_prefix, CommandLine(tb.SshArgv(i, "root", command)), feed_suffix);
   return RunCommand({"/bin/sh", "-c", line}, timeout);
 }
 
 // Installs the stand-in systemctl, modprobe and sysctl (standins.sh) on host i.
 Status InstallStandins(const Testbed& tb, std::size_t i) {
-  Result<CommandOutput> out = SshFed(tb, i, "sh -s", "", fmt::format("< {}", Quote(kStandins)));
+  Result<CommandOutput> out = SshFed(tb, i, "sh -s", "", fmt::format("< {}", ShellQuote(kStandins)));
   if (!out.ok()) return out.error();
   if (out->exit_code != 0) {
     return Error{fmt::format("standins.sh on {} failed (exit {}): {}", tb.hosts()[i].name,
@@ -77,7 +72,7 @@ Status InstallStandins(const Testbed& tb, std::size_t i) {
 Status BuildRepo(const std::string& dir, const std::vector<std::string>& specs) {
   std::vector<std::string> argv = {kDebrepo, dir};
   argv.insert(argv.end(), specs.begin(), specs.end());
-  Result<CommandOutput> out = RunCommand({"/bin/sh", "-c", Join(argv) + " 2>&1"});
+  Result<CommandOutput> out = RunCommand({"/bin/sh", "-c", CommandLine(argv) + " 2>&1"});
   if (!out.ok()) return out.error();
   if (out->exit_code != 0) {
     return Error{fmt::format("debrepo.sh failed (exit {}): {}", out->exit_code, out->output)};
@@ -93,12 +88,12 @@ Result<CommandOutput> PublishRepo(const Testbed& tb, std::size_t i, const std::s
       "set -e; rm -rf {0}; mkdir -p {0}; tar -C {0} -xf -; "
       "echo 'deb [trusted=yes] file:{0} ./' > {1}; {2}",
       kHostRepo, kHostList, kAptUpdate);
-  return SshFed(tb, i, command, fmt::format("tar -C {} -cf - . | ", Quote(dir)), "");
+  return SshFed(tb, i, command, fmt::format("tar -C {} -cf - . | ", ShellQuote(dir)), "");
 }
 
 Status CopyRepo(const Testbed& tb, std::size_t i, const std::string& dir) {
   Result<CommandOutput> out = SshFed(tb, i, fmt::format("set -e; rm -rf {0}; mkdir -p {0}; tar -C {0} -xf -", kHostRepo),
-                                     fmt::format("tar -C {} -cf - . | ", Quote(dir)), "");
+                                     fmt::format("tar -C {} -cf - . | ", ShellQuote(dir)), "");
   if (!out.ok()) return out.error();
   if (out->exit_code != 0) {
     return Error{fmt::format("copying the repository to {} failed (exit {}): {}", tb.hosts()[i].name, out->exit_code,

@@ -30,10 +30,6 @@ inline constexpr std::string_view kAptInstall = "DEBIAN_FRONTEND=noninteractive 
 // (22.05.8-4+deb12u3), so its stand-in is newer.
 extern const std::vector<std::string> kPackages;
 
-// Shell quoting for command lines built here.
-std::string Quote(std::string_view s);
-std::string Join(const std::vector<std::string>& argv);
-
 // Runs `command` as root on host i, its stdin fed on this machine by `feed_prefix` (a pipeline
 // ending in "| ", e.g. "tar -C DIR -cf - . | ") or `feed_suffix` (a redirection, "< FILE").
 // stdout and stderr together.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/probe/params.h"
 
 namespace gpuforge::probe {
 
@@ -55,11 +56,8 @@ struct ProbeResult {
   bool operator==(const ProbeResult&) const = default;
 };
 
-struct Param {
-  std::string name;
-  std::string default_value;
-  std::string help;
-};
+// A parameter's row (params.h); the agent's listing has always called it Param.
+using Param = ParamSpec;
 
 // Probes that span nodes (NCCL across nodes, RDMA between two) trade a little data with their
 // peers through the controller, never directly: each participant hands in its own part; the

@@ -8,13 +8,16 @@
 #include "probe/gpu/failure.h"
 #include "probe/gpu/kernels.h"
 #include "probe/gpu/kernels/fma_abi.h"
-#include "probe/gpu/params.h"
+#include "probe/gpu/repeats.h"
 #include "probe/gpu/probes.h"
 
 namespace gpuforge::probe::internal {
 namespace {
 
 constexpr char kKey[] = "gpu.compute";
+
+const ParamSpec kLoops{"loops", ParamKind::kWhole, "65536", 1, kFmaMaxLoops,
+                       "FMA steps per chain in one launch (16 chains per thread)"};
 
 class ComputeProbe : public Probe {
  public:
@@ -27,15 +30,15 @@ class ComputeProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {
-        {"loops", "65536", "FMA steps per chain in one launch (16 chains per thread)"},
-        {"warmup", "5", "untimed launches before timing"},
-        {"iters", "20", "launches per timed round"},
-        {"repeats", "5", "timed rounds; the result is their median"},
+        kLoops,
+        kWarmupParam.Helped("untimed launches before timing"),
+        kItersParam.Helped("launches per timed round"),
+        kRepeatsParam.Helped("timed rounds; the result is their median"),
     };
   }
 
   ProbeResult Run(const Context& ctx) override {
-    gpuforge::Result<std::int64_t> loops = IntParam(ctx, "loops", 1, kFmaMaxLoops);
+    gpuforge::Result<std::int64_t> loops = Whole(ctx, kLoops);
     if (!loops.ok()) return Fail(kKey, "bad_param", loops.error().message);
     gpuforge::Result<Repeats> repeats = RepeatParams(ctx);
     if (!repeats.ok()) return Fail(kKey, "bad_param", repeats.error().message);

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "probe/gpu/failure.h"
-#include "probe/gpu/params.h"
+#include "probe/gpu/repeats.h"
 #include "probe/gpu/probes.h"
 
 namespace gpuforge::probe::internal {
@@ -46,16 +46,16 @@ class CopyProbe : public Probe {
   std::string description() const override { return spec_.description; }
   std::vector<Param> params() const override {
     return {
-        {"size", spec_.default_size, "bytes per copy, with a unit (1GiB, 256MiB)"},
-        {"warmup", "5", "untimed copies before timing"},
-        {"iters", "20", "copies per timed round"},
-        {"repeats", "5", "timed rounds; the result is their median"},
+        SizeRow(),
+        kWarmupParam.Helped("untimed copies before timing"),
+        kItersParam.Helped("copies per timed round"),
+        kRepeatsParam.Helped("timed rounds; the result is their median"),
     };
   }
 
   ProbeResult Run(const Context& ctx) override {
     Settings s;
-    gpuforge::Result<std::uint64_t> size = SizeParam(ctx, "size", kMinSize, kMaxSize);
+    gpuforge::Result<std::uint64_t> size = Bytes(ctx, SizeRow());
     if (!size.ok()) return Fail(spec_.key, "bad_param", size.error().message);
     gpuforge::Result<Repeats> repeats = RepeatParams(ctx);
     if (!repeats.ok()) return Fail(spec_.key, "bad_param", repeats.error().message);
@@ -72,6 +72,10 @@ class CopyProbe : public Probe {
   }
 
  private:
+  ParamSpec SizeRow() const {
+    return {"size", ParamKind::kWords, spec_.default_size, kMinSize, kMaxSize, "bytes per copy, with a unit (1GiB, 256MiB)"};
+  }
+
 #if GPUFORGE_HAVE_CUDA
   ProbeResult Measure(const CudaApi& api, const Settings& s, const Context& ctx) const {
     std::vector<CudaGpu> gpus;

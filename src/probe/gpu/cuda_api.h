@@ -18,7 +18,7 @@
 
 #include "gpuforge/probe/probe.h"
 #include "probe/gpu/failure.h"
-#include "probe/gpu/params.h"
+#include "probe/gpu/repeats.h"
 
 namespace gpuforge::probe::internal {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "probe/gpu/failure.h"
-#include "probe/gpu/params.h"
+#include "probe/gpu/repeats.h"
 #include "probe/gpu/probes.h"
 
 namespace gpuforge::probe::internal {
@@ -42,6 +42,9 @@ std::uint64_t Sample(int i, std::uint64_t n, std::uint64_t stride) {
 }
 #endif
 
+const ParamSpec kDim{"dim", ParamKind::kWhole, "8192", 256, 16384,
+                     "M = N = K of the multiply, a multiple of 64 from 256 to 16384"};
+
 class GemmProbe : public Probe {
  public:
   GemmProbe(CudaLoader cuda, CublasLtLoader cublaslt)
@@ -53,15 +56,15 @@ class GemmProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {
-        {"dim", "8192", "M = N = K of the multiply, a multiple of 64 from 256 to 16384"},
-        {"warmup", "5", "untimed multiplies before timing"},
-        {"iters", "20", "multiplies per timed round"},
-        {"repeats", "5", "timed rounds; the result is their median"},
+        kDim,
+        kWarmupParam.Helped("untimed multiplies before timing"),
+        kItersParam.Helped("multiplies per timed round"),
+        kRepeatsParam.Helped("timed rounds; the result is their median"),
     };
   }
 
   ProbeResult Run(const Context& ctx) override {
-    gpuforge::Result<std::int64_t> dim = IntParam(ctx, "dim", 256, 16384);
+    gpuforge::Result<std::int64_t> dim = Whole(ctx, kDim);
     if (!dim.ok()) return Fail(kKey, "bad_param", dim.error().message);
     if (*dim % 64 != 0) {
       return Fail(kKey, "bad_param",

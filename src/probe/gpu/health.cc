@@ -1,12 +1,14 @@
 #include "probe/gpu/health.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <vector>
 
+#include "gpuforge/base/text.h"
 #include "probe/gpu/bus_id.h"
 #include "probe/gpu/failure.h"
 #include "probe/gpu/probes.h"
@@ -33,20 +35,6 @@ constexpr Reason kReasons[] = {
     {nvml::kReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown", true},
     {nvml::kReasonDisplayClockSetting, "display_clock_setting", false},
 };
-
-std::string Printable(const char* s, std::size_t max) {
-  std::string out;
-  for (std::size_t i = 0; i < max && s[i] != '\0'; ++i) {
-    out.push_back(s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?');
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
 
 // One GPU as NVML enumerated it.
 struct Gpu {
@@ -191,9 +179,9 @@ class GpuReading {
     }
     if ((bits & ~known) != 0) active.push_back(fmt::format("unknown_{:#x}", bits & ~known));
     Add("throttle_reasons", static_cast<double>(bits), "bitmask",
-        {{"active", active.empty() ? "none" : Join(active, ",")}});
+        {{"active", active.empty() ? "none" : fmt::format("{}", fmt::join(active, ","))}});
     Add("throttle_slowdown", slowdown.empty() ? 0 : 1, "bool",
-        {{"reasons", slowdown.empty() ? "none" : Join(slowdown, ",")}});
+        {{"reasons", slowdown.empty() ? "none" : fmt::format("{}", fmt::join(slowdown, ","))}});
   }
 
   void NvLink() {
@@ -295,7 +283,7 @@ class HealthProbe : public Probe {
     static std::string Codes(const std::map<int, int>& c) {
       std::vector<std::string> parts;
       for (const auto& [code, n] : c) parts.push_back(fmt::format("{}:{}", code, n));
-      return parts.empty() ? std::string("none") : Join(parts, ",");
+      return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ","));
     }
 
     Measurement For(const Gpu& g) const {
@@ -334,7 +322,7 @@ class HealthProbe : public Probe {
         auto is_bus = [&](const Gpu& g) { return g.bus_id == bus; };
         if (std::none_of(gpus.begin(), gpus.end(), is_bus)) other.push_back(bus);
       }
-      if (!other.empty()) m.info["other_devices"] = Join(other, ",");
+      if (!other.empty()) m.info["other_devices"] = fmt::format("{}", fmt::join(other, ","));
       return m;
     }
   };
@@ -373,18 +361,18 @@ class HealthProbe : public Probe {
         continue;
       }
       pci.busId[sizeof pci.busId - 1] = '\0';
-      const std::string raw = Printable(pci.busId, sizeof pci.busId);
+      const std::string raw = text::Printable(pci.busId, sizeof pci.busId);
       g.bus_id = CanonicalBusId(raw);
       if (g.bus_id.empty()) g.bus_id = raw.empty() ? fmt::format("nvml{}", i) : raw;
-      char text[nvml::kNameBuffer] = {};
-      if (api.nvmlDeviceGetName(g.device, text, sizeof text) == nvml::kSuccess) {
-        text[sizeof text - 1] = '\0';
-        g.name = Printable(text, sizeof text);
+      char name[nvml::kNameBuffer] = {};
+      if (api.nvmlDeviceGetName(g.device, name, sizeof name) == nvml::kSuccess) {
+        name[sizeof name - 1] = '\0';
+        g.name = text::Printable(name, sizeof name);
       }
       char uuid[nvml::kUuidBuffer] = {};
       if (api.nvmlDeviceGetUUID(g.device, uuid, sizeof uuid) == nvml::kSuccess) {
         uuid[sizeof uuid - 1] = '\0';
-        g.uuid = Printable(uuid, sizeof uuid);
+        g.uuid = text::Printable(uuid, sizeof uuid);
       }
       gpus.push_back(std::move(g));
     }
@@ -404,17 +392,17 @@ class HealthProbe : public Probe {
     char driver[nvml::kDriverBuffer] = {};
     if (api.nvmlSystemGetDriverVersion(driver, sizeof driver) == nvml::kSuccess) {
       driver[sizeof driver - 1] = '\0';
-      m.info["driver_version"] = Printable(driver, sizeof driver);
+      m.info["driver_version"] = text::Printable(driver, sizeof driver);
     }
     std::vector<std::string> models;
     for (const Gpu& g : gpus) {
       if (std::find(models.begin(), models.end(), g.name) == models.end()) models.push_back(g.name);
       m.info[g.entity] = fmt::format("bus_id={} uuid={} model={}", g.bus_id, g.uuid, g.name);
       if (!g.not_supported.empty()) {
-        m.info[g.entity + "_not_supported"] = Join(g.not_supported, ",");
+        m.info[g.entity + "_not_supported"] = fmt::format("{}", fmt::join(g.not_supported, ","));
       }
     }
-    m.info["model"] = Join(models, ",");
+    m.info["model"] = fmt::format("{}", fmt::join(models, ","));
     return m;
   }
 

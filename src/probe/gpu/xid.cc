@@ -7,18 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "gpuforge/base/text.h"
 #include "probe/gpu/bus_id.h"
 
 namespace gpuforge::probe::internal {
 namespace {
 
 constexpr std::string_view kMarker = "NVRM: Xid (";
-
-std::string Printable(std::string_view s, std::size_t max) {
-  std::string out;
-  for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
-}
 
 // One line; false when the marker is there but the rest is not an Xid report.
 bool ParseLine(std::string_view line, XidEvent* out) {
@@ -42,7 +37,7 @@ bool ParseLine(std::string_view line, XidEvent* out) {
   if (!rest.empty() && rest[0] != ',') return false;
   if (rest.starts_with(",")) rest.remove_prefix(1);
   while (rest.starts_with(" ")) rest.remove_prefix(1);
-  out->detail = Printable(rest, kXidDetailMax);
+  out->detail = text::Printable(rest, kXidDetailMax);
   return true;
 }
 

@@ -11,10 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpuforge/base/quantity.h"
 #include "probe/gpu/failure.h"
 #include "probe/gpu/kernels.h"
-#include "probe/gpu/params.h"
 #include "probe/nccl/allreduce_internal.h"
 
 namespace gpuforge::probe::internal {
@@ -30,28 +28,30 @@ constexpr int kQuickIters = 100;
 constexpr int kQuickWarmup = 5;
 constexpr std::size_t kLogBudget = 12 * 1024;  // characters of NCCL's log in one result
 
-// A byte count: plain ("8") or with a unit ("64MiB"), whole, in [lo, hi]. SizeParam wants a
-// unit and a multiple of 4, while nccl-tests takes any count and rounds it down per size.
-gpuforge::Result<std::uint64_t> Bytes(const Context& ctx, const std::string& name, std::uint64_t lo,
-                                      std::uint64_t hi) {
-  gpuforge::Result<std::string> text = ctx.Text(name);
-  if (!text.ok()) return text.error();
-  double b = 0;
-  const std::string& t = *text;
-  if (!t.empty() && t.size() <= 15 &&
-      std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    b = static_cast<double>(std::stoull(t));
-  } else {
-    gpuforge::Result<double> parsed = quantity::Parse(t, quantity::Dimension::kSize);
-    if (!parsed.ok()) return Error{fmt::format("parameter {}: {}", name, parsed.error().message)};
-    b = *parsed;
-  }
-  if (b != std::floor(b) || b < static_cast<double>(lo) || b > static_cast<double>(hi)) {
-    return Error{fmt::format("parameter {} must be a whole number of bytes from {} to {}, not '{}'",
-                             name, lo, hi, t)};
-  }
-  return static_cast<std::uint64_t>(b);
-}
+// Sizes as nccl-tests takes them: any byte count, plain ("8") or with a unit ("64MiB").
+const ParamSpec kMinBytes{"min_bytes", ParamKind::kByteCount, "8", kElementBytes, kMaxBytes,
+                          "smallest size, in bytes or with a unit (8, 1MiB)"};
+const ParamSpec kMaxBytesParam{"max_bytes", ParamKind::kByteCount, "8GiB", kElementBytes, kMaxBytes,
+                               "largest size; send and receive buffers of this size per GPU"};
+const ParamSpec kStepFactor{"step_factor", ParamKind::kWhole, "2", 2, 1024, "each size is the previous times this"};
+const ParamSpec kWarmup{"warmup", ParamKind::kWhole, "5", 0, 1000,
+                        "untimed operations before timing, per size and placement"};
+const ParamSpec kIters{"iters", ParamKind::kWhole, "20", 1, 100000, "timed operations per size and placement"};
+const ParamSpec kCheck{"check", ParamKind::kWhole, "1", 0, 1,
+                       "1: after timing, one more operation on fresh data, every element checked"};
+const ParamSpec kOp{"op", ParamKind::kText, "sum", 0, 0, "reduction: sum, prod, max or min"};
+const ParamSpec kDatatype{"datatype", ParamKind::kText, "float", 0, 0, "element type: float"};
+// 'all' or a whole number, read as kWhole when it is not 'all'.
+const ParamSpec kGpus{"gpus", ParamKind::kWhole, "all", 1, 1024, "'all' or N: the first N GPUs in PCI bus order"};
+const ParamSpec kNodes{"nodes", ParamKind::kWhole, "1", 1, 1024,
+                       "agents taking part; more than 1 meets the others through the controller"};
+// Its upper bound is nodes - 1.
+const ParamSpec kNodeIndex{"node_index", ParamKind::kWhole, "0", 0, 0,
+                           "this agent's place among the nodes (0 makes the NCCL id)"};
+const ParamSpec kPreset{"preset", ParamKind::kText, "", 0, 0,
+                        "'quick': one size of 4 MiB, 100 operations (overrides the sweep)"};
+const ParamSpec kNcclDebug{"nccl_debug", ParamKind::kText, "INFO", 0, 0,
+                           "NCCL_DEBUG unless the environment sets it: VERSION, WARN, INFO, TRACE"};
 
 gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
   Settings s;
@@ -62,25 +62,25 @@ gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
     return Error{fmt::format("parameter preset must be empty or 'quick', not '{}'", *preset)};
   }
   s.quick = *preset == "quick";
-  gpuforge::Result<std::uint64_t> lo = Bytes(ctx, "min_bytes", kElementBytes, kMaxBytes);
+  gpuforge::Result<std::uint64_t> lo = Bytes(ctx, kMinBytes);
   if (!lo.ok()) return lo.error();
-  gpuforge::Result<std::uint64_t> hi = Bytes(ctx, "max_bytes", kElementBytes, kMaxBytes);
+  gpuforge::Result<std::uint64_t> hi = Bytes(ctx, kMaxBytesParam);
   if (!hi.ok()) return hi.error();
   if (*hi < *lo) {
     return Error{fmt::format("parameter max_bytes ({}) is smaller than min_bytes ({})", *hi, *lo)};
   }
   s.min_bytes = *lo;
   s.max_bytes = *hi;
-  gpuforge::Result<std::int64_t> step = IntParam(ctx, "step_factor", 2, 1024);
+  gpuforge::Result<std::int64_t> step = Whole(ctx, kStepFactor);
   if (!step.ok()) return step.error();
   s.step_factor = static_cast<std::uint64_t>(*step);
-  gpuforge::Result<std::int64_t> warmup = IntParam(ctx, "warmup", 0, 1000);
+  gpuforge::Result<std::int64_t> warmup = Whole(ctx, kWarmup);
   if (!warmup.ok()) return warmup.error();
   s.warmup = static_cast<int>(*warmup);
-  gpuforge::Result<std::int64_t> iters = IntParam(ctx, "iters", 1, 100000);
+  gpuforge::Result<std::int64_t> iters = Whole(ctx, kIters);
   if (!iters.ok()) return iters.error();
   s.iters = static_cast<int>(*iters);
-  gpuforge::Result<std::int64_t> check = IntParam(ctx, "check", 0, 1);
+  gpuforge::Result<std::int64_t> check = Whole(ctx, kCheck);
   if (!check.ok()) return check.error();
   s.check = *check == 1;
   gpuforge::Result<std::string> op = text("op");
@@ -98,16 +98,16 @@ gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
   gpuforge::Result<std::string> gpus = text("gpus");
   if (!gpus.ok()) return gpus.error();
   if (*gpus != "all") {
-    gpuforge::Result<std::int64_t> n = IntParam(ctx, "gpus", 1, 1024);
+    gpuforge::Result<std::int64_t> n = Whole(ctx, kGpus);
     if (!n.ok())
       return Error{
           fmt::format("parameter gpus must be 'all' or a count from 1 to 1024, not '{}'", *gpus)};
     s.gpus = static_cast<int>(*n);
   }
-  gpuforge::Result<std::int64_t> nodes = IntParam(ctx, "nodes", 1, 1024);
+  gpuforge::Result<std::int64_t> nodes = Whole(ctx, kNodes);
   if (!nodes.ok()) return nodes.error();
   s.nodes = static_cast<int>(*nodes);
-  gpuforge::Result<std::int64_t> index = IntParam(ctx, "node_index", 0, s.nodes - 1);
+  gpuforge::Result<std::int64_t> index = Whole(ctx, kNodeIndex.Within(0, s.nodes - 1));
   if (!index.ok()) return index.error();
   s.node_index = static_cast<int>(*index);
   if (s.nodes > 1 && s.warmup < 1) {
@@ -237,22 +237,8 @@ class AllReduceProbe : public Probe {
            "nodes'), as nccl-tests' all_reduce_perf";
   }
   std::vector<Param> params() const override {
-    return {
-        {"min_bytes", "8", "smallest size, in bytes or with a unit (8, 1MiB)"},
-        {"max_bytes", "8GiB", "largest size; send and receive buffers of this size per GPU"},
-        {"step_factor", "2", "each size is the previous times this"},
-        {"warmup", "5", "untimed operations before timing, per size and placement"},
-        {"iters", "20", "timed operations per size and placement"},
-        {"check", "1", "1: after timing, one more operation on fresh data, every element checked"},
-        {"op", "sum", "reduction: sum, prod, max or min"},
-        {"datatype", "float", "element type: float"},
-        {"gpus", "all", "'all' or N: the first N GPUs in PCI bus order"},
-        {"nodes", "1", "agents taking part; more than 1 meets the others through the controller"},
-        {"node_index", "0", "this agent's place among the nodes (0 makes the NCCL id)"},
-        {"preset", "", "'quick': one size of 4 MiB, 100 operations (overrides the sweep)"},
-        {"nccl_debug", "INFO",
-         "NCCL_DEBUG unless the environment sets it: VERSION, WARN, INFO, TRACE"},
-    };
+    return {kMinBytes, kMaxBytesParam, kStepFactor, kWarmup, kIters, kCheck, kOp,
+            kDatatype, kGpus, kNodes, kNodeIndex, kPreset, kNcclDebug};
   }
 
   ProbeResult Run(const Context& ctx) override {

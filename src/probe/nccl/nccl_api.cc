@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "gpuforge/base/text.h"
 #include "probe/gpu/dl.h"
 
 namespace gpuforge::probe::internal {
@@ -73,30 +74,16 @@ std::string NcclResultName(ncclResult_t rc) {
   }
 }
 
-namespace {
-
-// NCCL's texts end up in one-line reasons: no control characters, bounded.
-std::string OneLine(const char* text) {
-  std::string out;
-  for (const char* c = text; *c != '\0' && out.size() < 400; ++c) {
-    out.push_back(*c >= 0x20 && *c < 0x7f ? *c : ' ');
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-}  // namespace
-
 std::string NcclCallError(const NcclApi& api, const char* call, ncclResult_t rc) {
-  const char* text = api.ncclGetErrorString != nullptr ? api.ncclGetErrorString(rc) : nullptr;
+  const char* message = api.ncclGetErrorString != nullptr ? api.ncclGetErrorString(rc) : nullptr;
   // ncclGetLastError ignores its argument in every NCCL so far: the text is the calling
   // thread's last error, which is the one just returned.
   const char* last = api.ncclGetLastError != nullptr ? api.ncclGetLastError(nullptr) : nullptr;
   std::string out = fmt::format("{} failed: {} ({})", call,
-                                text != nullptr && *text != '\0' ? OneLine(text) : "unknown error",
+                                message != nullptr && *message != '\0' ? text::OneLine(message) : "unknown error",
                                 NcclResultName(rc));
   if (last != nullptr && *last != '\0')
-    out += fmt::format("; NCCL's last error: {}", OneLine(last));
+    out += fmt::format("; NCCL's last error: {}", text::OneLine(last));
   return out;
 }
 

@@ -16,19 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include "gpuforge/base/text.h"
+
 namespace gpuforge::probe::internal {
 
 namespace {
-
-std::string Printable(std::string_view line, std::size_t max) {
-  std::string out;
-  for (char c : line) {
-    if (out.size() >= max) break;
-    if (c == '\r' || c == '\n') continue;
-    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  }
-  return out;
-}
 
 constexpr std::size_t kKeptLines = 100;
 constexpr std::size_t kKeptLineChars = 300;
@@ -155,7 +147,7 @@ NcclLogSummary ParseNcclLog(std::span<const std::string> lines) {
       "NET/", "Using network", "via ", "WARN", "version", "Init COMPLETE", "Bootstrap"};
   NcclLogSummary out;
   for (const std::string& raw : lines) {
-    const std::string line = Printable(raw, kKeptLineChars);
+    const std::string line = text::Printable(raw, text::Shown{.max = kKeptLineChars, .drop_line_ends = true});
     if (std::string net = WordAfter(line, "Using network "); !net.empty() && out.network.empty()) {
       out.network = net;
     }

@@ -159,7 +159,7 @@ class IbCountersProbe : public Probe {
     return "InfiniBand/RoCE port state, rate and error counters from sysfs";
   }
   std::vector<Param> params() const override {
-    return {{"devices", "all", "RDMA devices to read: all, or a comma list (mlx5_0,mlx5_1)"}};
+    return {{"devices", ParamKind::kText, "all", 0, 0, "RDMA devices to read: all, or a comma list (mlx5_0,mlx5_1)"}};
   }
 
   ProbeResult Run(const Context& ctx) override {

@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "gpuforge/base/quantity.h"
-#include "probe/gpu/params.h"
 #include "probe/rdma/write_internal.h"
 
 namespace gpuforge::probe::internal {
@@ -37,6 +35,33 @@ constexpr Spec kLatSpec = {"rdma.write_lat",
                            "RDMA write ping-pong latency to a peer node, as perftest's ib_write_lat",
                            Kind::kLat};
 
+const ParamSpec kRole{"role", ParamKind::kText, "auto", 0, 0,
+                      "server (receives the writes; participant 0), client (participant 1), or auto: by the "
+                      "participant order"};
+const ParamSpec kDevice{"device", ParamKind::kText, "first", 0, 0,
+                        "RDMA device (mlx5_0), or first: the first one ibverbs lists"};
+const ParamSpec kIbPort{"ib_port", ParamKind::kWhole, "1", 1, 255, "port of the device"};
+const ParamSpec kGidIndex{"gid_index", ParamKind::kWhole, "-1", -1, 255,
+                          "GID table index for the address (needed on RoCE); -1: LID (InfiniBand)"};
+const ParamSpec kTxDepth{"tx_depth", ParamKind::kWhole, "128", 1, 16384, "writes outstanding at most"};
+const ParamSpec kGpu{"gpu", ParamKind::kWhole, "-1", -1, 1023,
+                     "GPU whose memory is the buffer (GPUDirect RDMA); -1: host memory"};
+
+// The rows whose default and range differ between bandwidth and latency. Sizes: perftest
+// accepts any byte count, so kBytes, not the GPU probes' multiple of 4.
+struct Rows {
+  ParamSpec size;
+  ParamSpec iters;
+};
+
+const Rows& RowsOf(Kind kind) {
+  static const Rows bw{{"size", ParamKind::kBytes, "8MiB", 1, std::int64_t{1} << 31, "bytes per RDMA write, with a unit"},
+                        {"iters", ParamKind::kWhole, "5000", 1, 100'000'000, "RDMA writes posted"}};
+  static const Rows lat{{"size", ParamKind::kBytes, "2B", 1, std::int64_t{8} << 20, "bytes per RDMA write, with a unit"},
+                         {"iters", ParamKind::kWhole, "1000", 2, 10'000'000, "round trips"}};
+  return kind == Kind::kBw ? bw : lat;
+}
+
 gpuforge::Result<Settings> ReadSettings(const Context& ctx, Kind kind) {
   Settings s;
   gpuforge::Result<std::string> role = ctx.Text("role");
@@ -54,32 +79,22 @@ gpuforge::Result<Settings> ReadSettings(const Context& ctx, Kind kind) {
         *device)};
   }
   s.device = *device == "first" ? "" : *device;
-  auto whole = [&](const char* name, std::int64_t lo, std::int64_t hi, auto* out) -> Status {
-    gpuforge::Result<std::int64_t> v = IntParam(ctx, name, lo, hi);
+  auto whole = [&](const ParamSpec& row, auto* out) -> Status {
+    gpuforge::Result<std::int64_t> v = Whole(ctx, row);
     if (!v.ok()) return v.error();
     *out = static_cast<std::remove_reference_t<decltype(*out)>>(*v);
     return {};
   };
-  if (Status st = whole("ib_port", 1, 255, &s.port); !st.ok()) return st.error();
-  if (Status st = whole("gid_index", -1, 255, &s.gid_index); !st.ok()) return st.error();
-  const bool bw = kind == Kind::kBw;
-  if (Status st = whole("iters", bw ? 1 : 2, bw ? 100'000'000 : 10'000'000, &s.iters); !st.ok()) {
-    return st.error();
-  }
-  // Sizes: perftest accepts any byte count, so not SizeParam's multiple-of-4 rule.
-  gpuforge::Result<std::string> text = ctx.Text("size");
-  if (!text.ok()) return text.error();
-  gpuforge::Result<double> bytes = quantity::Parse(*text, quantity::Dimension::kSize);
-  if (!bytes.ok()) return Error{fmt::format("parameter size: {}", bytes.error().message)};
-  const double max_size = bw ? double(std::uint64_t{1} << 31) : double(std::uint64_t{8} << 20);
-  if (*bytes != std::floor(*bytes) || *bytes < 1 || *bytes > max_size) {
-    return Error{fmt::format("parameter size must be a whole number of bytes from 1 to {}, not '{}'",
-                             max_size, *text)};
-  }
-  s.size = static_cast<std::uint64_t>(*bytes);
-  if (bw) {
-    if (Status st = whole("tx_depth", 1, 16384, &s.tx_depth); !st.ok()) return st.error();
-    if (Status st = whole("gpu", -1, 1023, &s.gpu); !st.ok()) return st.error();
+  const Rows& rows = RowsOf(kind);
+  if (Status st = whole(kIbPort, &s.port); !st.ok()) return st.error();
+  if (Status st = whole(kGidIndex, &s.gid_index); !st.ok()) return st.error();
+  if (Status st = whole(rows.iters, &s.iters); !st.ok()) return st.error();
+  gpuforge::Result<std::uint64_t> size = Bytes(ctx, rows.size);
+  if (!size.ok()) return size.error();
+  s.size = *size;
+  if (kind == Kind::kBw) {
+    if (Status st = whole(kTxDepth, &s.tx_depth); !st.ok()) return st.error();
+    if (Status st = whole(kGpu, &s.gpu); !st.ok()) return st.error();
   }
   return s;
 }
@@ -99,22 +114,11 @@ class RdmaWriteProbe : public Probe {
   std::string key() const override { return spec_.key; }
   std::string description() const override { return spec_.description; }
   std::vector<Param> params() const override {
-    std::vector<Param> p = {
-        {"role", "auto",
-         "server (receives the writes; participant 0), client (participant 1), or auto: by the "
-         "participant order"},
-        {"device", "first", "RDMA device (mlx5_0), or first: the first one ibverbs lists"},
-        {"ib_port", "1", "port of the device"},
-        {"gid_index", "-1", "GID table index for the address (needed on RoCE); -1: LID (InfiniBand)"},
-    };
+    const Rows& rows = RowsOf(spec_.kind);
+    std::vector<Param> p = {kRole, kDevice, kIbPort, kGidIndex, rows.size, rows.iters};
     if (spec_.kind == Kind::kBw) {
-      p.push_back({"size", "8MiB", "bytes per RDMA write, with a unit"});
-      p.push_back({"iters", "5000", "RDMA writes posted"});
-      p.push_back({"tx_depth", "128", "writes outstanding at most"});
-      p.push_back({"gpu", "-1", "GPU whose memory is the buffer (GPUDirect RDMA); -1: host memory"});
-    } else {
-      p.push_back({"size", "2B", "bytes per RDMA write, with a unit"});
-      p.push_back({"iters", "1000", "round trips"});
+      p.push_back(kTxDepth);
+      p.push_back(kGpu);
     }
     return p;
   }

@@ -12,7 +12,7 @@
 # model, inventory, facts, plan, apply, probe, and remote's command and session helpers): half of
 # gpuforge_lib's sources, no libssh, so a cold build stays cheap enough for CI.
 
-option(GPUFORGE_FUZZ "Build the libFuzzer targets under tests/fuzz (clang only)" OFF)
+option(GPUFORGE_FUZZ "Build the libFuzzer targets under tests/fuzz (clang 16 or newer)" OFF)
 if(NOT GPUFORGE_FUZZ)
   return()
 endif()

@@ -15,7 +15,7 @@ namespace {
 namespace hostlist = gpuforge::hostlist;
 
 // Small, so that a wide range costs a refusal, not seconds of expansion.
-constexpr std::size_t kLimit = 4096;
+constexpr std::size_t kLimit = 512;
 
 bool Plain(const std::string& name) {
   return !name.empty() && name.find_first_of(",[] \t\n\r\v\f") == std::string::npos;

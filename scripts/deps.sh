@@ -18,6 +18,10 @@ packages=(
   # apply's package tests build stand-in .debs (dpkg-deb) and index them (dpkg-scanpackages);
   # the build strips the pushed agent with objcopy (binutils).
   dpkg-dev binutils
+  # scripts/fuzz-smoke.sh builds the libFuzzer targets (tests/fuzz) with clang 16: clang 14
+  # refuses the C++20 lambdas that capture structured bindings, and the fuzzer runtime is in
+  # the -rt- package.
+  clang-16 libclang-rt-16-dev
 )
 # bench/ compares against Ansible too; it is large, so only `deps.sh --bench` installs it.
 if [[ "${1:-}" == "--bench" ]]; then

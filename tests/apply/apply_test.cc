@@ -156,7 +156,14 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   ASSERT_EQ(log.size(), 8u);
   EXPECT_EQ(log[0], "exec: " + LockScript(kOpts.holder));
   EXPECT_EQ(log[1], "exec: sh -s");  // the node state script, on stdin
-  EXPECT_EQ(log[2], "exec: " + PrepareScript(kOpts.run_id, paths, backups));
+  // The backups, then in the same command, before the first write, the intent record: what the
+  // run is about to change, so a run killed from here on can still be rolled back.
+  const std::string intent =
+      "{\"run\":\"20261130T064252Z-0000abcd\",\"time\":\"t\",\"node\":\"gpu01\",\"result\":\"started\",\"files\":["
+      "{\"path\":\"/etc/gpuforge/x.conf\",\"action\":\"create\",\"backup\":\"\",\"sha256\":\"" + base::Sha256Hex("X\n") +
+      "\"},{\"path\":\"/etc/nccl.conf\",\"action\":\"change\",\"backup\":\"/var/lib/gpuforge/backups/"
+      "20261130T064252Z-0000abcd/etc/nccl.conf\",\"sha256\":\"" + base::Sha256Hex("N\n") + "\"}]}";
+  EXPECT_EQ(log[2], "exec: " + PrepareScript(kOpts.run_id, paths, backups) + JournalScript(intent));
   EXPECT_EQ(log[3], "upload: /etc/gpuforge/x.conf (644)");
   EXPECT_EQ(log[4], "upload: /etc/nccl.conf (644)");
   // The manifest: every file gpuforge manages here, for later removals.

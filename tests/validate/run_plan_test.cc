@@ -63,7 +63,7 @@ TEST(RunPlan, EveryKindOfRunInReportOrderAndAnUnreachableNodeStaysItsOwn) {
       remote::ExecResult r;
       r.exit_status = 0;
       if (cmd.find("uname -m") != std::string::npos) {
-        r.out = "x86_64\n" + std::string(64, 'a') + "\n-\n";  // the installed agent matches
+        r.out = "x86_64\n/root\n" + std::string(64, 'a') + "\n-\n";  // the installed agent matches
       } else if (cmd == "sh -s") {
         r.out = "not the facts format\n";
       } else if (cmd.find("'storage.metadata'") != std::string::npos) {

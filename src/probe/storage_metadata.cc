@@ -46,7 +46,7 @@ class StorageMetadataProbe : public Probe {
     try {
       return Measure(ctx);
     } catch (const std::exception& e) {
-      return Fail(key(), "internal_error", e.what());
+      return Fail(key(), "probe.internal_error", e.what());
     }
   }
 
@@ -55,10 +55,10 @@ class StorageMetadataProbe : public Probe {
     Common c;
     if (auto r = ReadCommon(key(), ctx, false, &c)) return std::move(*r);
     Result<std::int64_t> files = WholeParam(ctx, "files", 1, 10'000'000);
-    if (!files.ok()) return Fail(key(), "bad_param", files.error().message);
+    if (!files.ok()) return Fail(key(), "probe.bad_param", files.error().message);
     // Each latency is a sample in the result line, which the controller caps at 64 KiB.
     Result<std::int64_t> ops = WholeParam(ctx, "latency_ops", 1, 2000);
-    if (!ops.ok()) return Fail(key(), "bad_param", ops.error().message);
+    if (!ops.ok()) return Fail(key(), "probe.bad_param", ops.error().message);
 
     std::string dir = c.dir.path + "/.gpuforge-storage-metadata-XXXXXX";
     if (::mkdtemp(dir.data()) == nullptr) return FailWith(key(), SysFailure("mkdtemp", dir, errno));

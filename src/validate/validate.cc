@@ -26,9 +26,9 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     v.measured = m->value;
     v.unit = "GPUs";
     v.threshold = fmt::format("== {} (inventory)", prof->gpu_count());
-    v.state = static_cast<int>(m->value) == prof->gpu_count() ? State::kPass : State::kFail;
-    if (v.state == State::kFail) {
-      v.code = "gpu_count";
+    v.state = State::kPass;
+    if (static_cast<int>(m->value) != prof->gpu_count()) {
+      Mark(v, "gpu.count");
       v.detail = fmt::format("NVML sees {} GPUs, the profile has {}", m->value, prof->gpu_count());
       v.next_step = "nvidia-smi -L; look for a GPU fallen off the bus (Xid 79) and reseat or replace it";
     }
@@ -36,8 +36,7 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
   }
   if (const probe::Measurement* m = Find(r, "xid_count", "node"); m != nullptr && m->value > 0) {
     Verdict v = Base(run, "node");
-    v.state = State::kFail;
-    v.code = "xid";
+    Mark(v, "gpu.xid");
     v.measured = m->value;
     v.unit = "events";
     v.threshold = "== 0";
@@ -57,11 +56,10 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
       return m != nullptr ? std::optional<double>(m->value) : std::nullopt;
     };
     std::vector<Verdict> problems;
-    auto problem = [&](State st, std::string code, double measured, std::string unit, std::string threshold,
+    auto problem = [&](std::string_view code, double measured, std::string unit, std::string threshold,
                        std::string detail, std::string next) {
       Verdict v = Base(run, gpu);
-      v.state = st;
-      v.code = std::move(code);
+      Mark(v, code);
       v.measured = measured;
       v.unit = std::move(unit);
       v.threshold = std::move(threshold);
@@ -72,65 +70,65 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     const std::string replace = "drain the node and open an RMA for the GPU";
     for (const char* m : {"ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"}) {
       if (auto v = value(m); v && *v > 0) {
-        problem(State::kFail, "ecc_uncorrected", *v, "errors", "== 0 (anchors.md: any uncorrectable fails)",
+        problem("gpu.ecc_uncorrected", *v, "errors", "== 0 (anchors.md: any uncorrectable fails)",
                 std::string(m) + " is not zero", replace);
       }
     }
     if (auto v = value("ecc_corrected_sram_aggregate"); v && *v > t.Get("gpu.health.max_sram_correctable")) {
-      problem(State::kFail, "ecc_sram_correctable", *v, "errors",
+      problem("gpu.ecc_sram_correctable", *v, "errors",
               fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_sram_correctable"),
                           t.SourceOf("gpu.health.max_sram_correctable")),
               "correctable SRAM errors past the mark", replace);
     }
     if (auto v = value("ecc_corrected_dram_aggregate"); v && *v > t.Get("gpu.health.max_dram_correctable")) {
-      problem(State::kFail, "ecc_dram_correctable", *v, "errors",
+      problem("gpu.ecc_dram_correctable", *v, "errors",
               fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_dram_correctable"),
                           t.SourceOf("gpu.health.max_dram_correctable")),
               "correctable DRAM errors past the mark", replace);
     }
     if (auto v = value("retired_pages_pending"); v && *v > 0) {
-      problem(State::kFail, "retired_pages_pending", 1, "", "none pending", "a page retirement waits for a reset",
+      problem("gpu.retired_pages_pending", 1, "", "none pending", "a page retirement waits for a reset",
               "drain the node and reset the GPU (or reboot)");
     }
     if (auto v = value("remap_pending"); v && *v > 0) {
-      problem(State::kFail, "remap_pending", 1, "", "none pending (anchors.md)", "a row remap waits for a reset",
+      problem("gpu.remap_pending", 1, "", "none pending (anchors.md)", "a row remap waits for a reset",
               "drain the node and reset the GPU (or reboot)");
     }
     if (auto v = value("remap_failure"); v && *v > 0) {
-      problem(State::kFail, "remap_failure", 1, "", "no failure (anchors.md)", "row remapping failed: no spare rows left",
+      problem("gpu.remap_failure", 1, "", "no failure (anchors.md)", "row remapping failed: no spare rows left",
               replace);
     }
     if (auto v = value("throttle_slowdown"); v && *v > 0) {
       const probe::Measurement* m = Find(r, "throttle_slowdown", gpu);
       auto reasons = m->info.find("reasons");
-      problem(State::kFail, "clock_throttle", 1, "",
+      problem("gpu.clock_throttle", 1, "",
               "no HW slowdown, thermal or power brake (anchors.md: IBM Autopilot, Azure)",
               "clocks held down: " + (reasons != m->info.end() ? reasons->second : std::string("?")),
               "check inlet temperature, fans or coolant flow and the PSUs; idle and SW power cap are allowed");
     }
     if (auto cur = value("pcie_width_current"), max = value("pcie_width_max"); cur && max && *cur < *max) {
-      problem(State::kFail, "pcie_width", *cur, "lanes", fmt::format("== x{:.0f} (DCGM)", *max),
+      problem("pcie.link_width", *cur, "lanes", fmt::format("== x{:.0f} (DCGM)", *max),
               fmt::format("the link trained at x{:.0f} of x{:.0f}", *cur, *max), "reseat the GPU or its riser; check the slot");
     }
     if (auto cur = value("pcie_gen_current"), max = value("pcie_gen_max"); cur && max && *cur < *max) {
-      problem(State::kWarn, "pcie_gen", *cur, "gen", fmt::format("== Gen{:.0f} under load", *max),
+      problem("gpu.pcie_gen", *cur, "gen", fmt::format("== Gen{:.0f} under load", *max),
               fmt::format("Gen{:.0f} of Gen{:.0f}; idle GPUs lower the link generation, so this matters only under load",
                           *cur, *max),
               "run gpu.h2d: if it passes, the link rises under load");
     }
     if (auto up = value("nvlink_up"), total = value("nvlink_total"); up && total && *up < *total) {
-      problem(State::kFail, "nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
+      problem("gpu.nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
               fmt::format("{:.0f} of {:.0f} NVLinks are up", *up, *total), "reseat the GPU tray; check fabric manager's log");
     }
     if (auto v = value("xid_count"); v && *v > 0) {
       const probe::Measurement* m = Find(r, "xid_count", gpu);
       auto codes = m->info.find("codes");
-      problem(State::kFail, "xid", *v, "events", "== 0",
+      problem("gpu.xid", *v, "events", "== 0",
               "Xid events for this GPU: " + (codes != m->info.end() ? codes->second : std::string("?")),
               "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link");
     }
     if (auto v = value("persistence"); v && *v == 0) {
-      problem(State::kWarn, "persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "
+      problem("gpu.persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "
               "driver load", "systemctl enable --now nvidia-persistenced (gpuforge apply does)");
     }
     if (problems.empty()) {
@@ -173,8 +171,7 @@ std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, co
     if (m.metric != rule->metric) continue;
     if (!figure) {
       Verdict v = Base(run, m.entity);
-      v.state = State::kWarn;
-      v.code = "no_reference";
+      Mark(v, "threshold.no_reference");
       v.measured = m.value;
       v.unit = std::string(rule->unit);
       v.detail = fmt::format("no {} figure for {} in the GPU model data file", rule->figure, model.empty() ? "?" : model);
@@ -194,17 +191,6 @@ std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, co
 }
 
 }  // namespace
-
-const char* ToString(State s) {
-  switch (s) {
-    case State::kPass: return "PASS";
-    case State::kWarn: return "WARN";
-    case State::kFail: return "FAIL";
-    case State::kSkip: return "SKIP";
-    case State::kError: return "ERROR";
-  }
-  return "?";
-}
 
 std::span<const CheckInfo> Checks() {
   static constexpr std::array kChecks = {
@@ -294,13 +280,12 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
     r.timeout_s = info->timeout_s;
     return r;
   };
-  auto not_applicable = [&](std::string_view key, const std::string& node, std::string code, std::string why) {
+  auto not_applicable = [&](std::string_view key, const std::string& node, std::string_view code, std::string why) {
     Verdict v;
     v.check = std::string(key);
     v.node = node;
     v.entity = "node";
-    v.state = State::kSkip;
-    v.code = std::move(code);
+    Mark(v, code);
     v.detail = std::move(why);
     plan.not_applicable.push_back(std::move(v));
   };
@@ -313,7 +298,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
       if (NvidiaGpus(c.ProfileOf(*n))) {
         plan.runs.push_back(run_for(key, *n));
       } else {
-        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
+        not_applicable(key, n->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
       }
     }
     if (chosen("ib.counters")) {
@@ -322,7 +307,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
         if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
       }
       if (devices.empty()) {
-        not_applicable("ib.counters", n->name, "no_rdma_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
+        not_applicable("ib.counters", n->name, "rdma.no_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
       } else {
         PlannedRun r = run_for("ib.counters", *n);
         r.params["devices"] = fmt::format("{}", fmt::join(devices, ","));
@@ -332,7 +317,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
     for (std::string_view key : {"nccl.quick", "nccl.allreduce"}) {
       if (!chosen(key)) continue;
       if (!NvidiaGpus(c.ProfileOf(*n))) {
-        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
+        not_applicable(key, n->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
         continue;
       }
       PlannedRun r = run_for(key, *n);
@@ -353,7 +338,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
         any = true;
       }
       if (!any) {
-        not_applicable(key, n->name, "no_storage_mount",
+        not_applicable(key, n->name, "storage.no_mount",
                        key == "storage.checkpoint" ? "no storage tier with checkpoints: true names a mount"
                                                    : "no storage tier in the inventory names a mount");
       }
@@ -398,7 +383,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
   for (std::string_view key : {"rdma.write_bw", "rdma.write_lat"}) {
     if (!chosen(key)) continue;
     if (rdma_nodes.size() < 2) {
-      not_applicable(key, nodes.empty() ? "-" : nodes.front(), "no_rdma_pair",
+      not_applicable(key, nodes.empty() ? "-" : nodes.front(), "rdma.no_pair",
                      "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
       continue;
     }
@@ -440,7 +425,7 @@ ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> no
       if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
     }
     if (members.size() < 2) {
-      not_applicable("nccl.multinode", nodes.empty() ? "-" : nodes.front(), "single_node",
+      not_applicable("nccl.multinode", nodes.empty() ? "-" : nodes.front(), "nccl.single_node",
                      "fewer than two selected nodes have NVIDIA GPUs");
     } else {
       PlannedRun r = run_for("nccl.multinode", *c.FindNode(members.front()));
@@ -483,8 +468,7 @@ std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const P
     const double limit = t.Get("storage.checkpoint.max_seconds");
     if (!c.workload.present || c.workload.params <= 0) {
       Verdict v = Base(run, run.entity);
-      v.state = State::kSkip;
-      v.code = "no_workload";
+      Mark(v, "storage.no_workload");
       v.measured = m->value;
       v.unit = "GB/s";
       v.detail = fmt::format("measured {} GB/s; the inventory has no workload, so there is no checkpoint size to time",
@@ -522,8 +506,7 @@ std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const P
                           "NIC firmware, cabling and the switch port"));
   } else {
     Verdict v = Base(run, run.entity);
-    v.state = State::kError;
-    v.code = "no_judge";
+    Mark(v, "check.no_judge");
     v.detail = fmt::format("gpuforge has no rule to judge {}", run.check);
     out.push_back(std::move(v));
   }

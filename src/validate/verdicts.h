@@ -9,6 +9,7 @@
 
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/codes.h"
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::validate::internal {
@@ -21,6 +22,8 @@ std::string Fixed(double v);
 // The first measurement of that metric (and entity, when given).
 const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity = "");
 Verdict Base(const PlannedRun& run, std::string entity);
+// Gives `v` its code and the state the catalogue (codes.h) gives that code.
+void Mark(Verdict& v, std::string_view code);
 // measured >= mark passes; otherwise FAIL below_threshold with the next step.
 Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
                 std::string mark_text, std::string next_step);

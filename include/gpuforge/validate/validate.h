@@ -5,8 +5,8 @@
 // validate/runner.h, the report in report/validate_report.h.
 
 #include <chrono>
-#include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,20 +15,18 @@
 #include "gpuforge/facts/drift.h"
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/codes.h"
 #include "gpuforge/validate/thresholds.h"
 
 namespace gpuforge::validate {
-
-enum class State { kPass, kWarn, kFail, kSkip, kError };
-const char* ToString(State s);  // "PASS", ...
 
 struct Verdict {
   std::string check;   // "storage.read"
   std::string node;
   std::string entity;  // "node", "gpu0", "/mnt/data", "peer tb02"
   State state = State::kError;
-  std::string code;    // stable reason for every non-PASS: "below_threshold", "no_cuda_driver"
-  double measured = std::numeric_limits<double>::quiet_NaN();
+  std::string code;    // stable reason for every non-PASS, from codes.h: "threshold.below"
+  std::optional<double> measured;  // absent when nothing was measured
   std::string unit;
   std::string threshold;  // ">= 1.0 GB/s (guide 000 ...)"; "" when none applies
   std::string next_step;

@@ -44,8 +44,8 @@ const model::NicSpec* NicNamed(const model::Cluster& c, const std::string& node,
   return nullptr;
 }
 
-std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                     const probe::ProbeResult& r) {
+std::vector<Verdict> JudgeIbPorts(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                  const probe::ProbeResult& r) {
   std::vector<Verdict> out;
   const model::Node* node = c.FindNode(run.node);
   if (node == nullptr) return {Missing(run, "rate")};
@@ -120,6 +120,8 @@ bool InventoryHasRdmaCompute(const model::Cluster& c) {
   return net != nullptr && net->kind != model::NetKind::kEthernet;
 }
 
+}  // namespace
+
 std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                const probe::ProbeResult& r) {
   if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
@@ -144,6 +146,8 @@ std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, con
                   "test each end against a known-good peer to tell a bad HCA from a bad link; check the port's rate "
                   "(ib.counters), the cable, PCIe width of the HCA (facts) and its NUMA placement")};
 }
+
+namespace {
 
 // The NCCL all-reduce checks. `theoretical_gbs` > 0 for a multi-node run: the slowest node's
 // compute NIC bandwidth.
@@ -247,17 +251,15 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
 
 }  // namespace
 
-bool IsFabricCheck(std::string_view check) {
-  return check == "ib.counters" || check == "nccl.quick" || check == "nccl.allreduce" || check == "nccl.multinode" ||
-         check == "rdma.write_bw" || check == "rdma.write_lat";
+std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                     const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  return JudgeIbPorts(c, t, run, r);
 }
 
-std::vector<Verdict> JudgeFabric(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                 const probe::ProbeResult& r) {
-  if (run.check == "nccl.quick" || run.check == "nccl.allreduce") return JudgeNccl(c, t, run, r, run.entity, 0);
-  if (run.check == "rdma.write_bw" || run.check == "rdma.write_lat") return JudgeRdma(c, t, run, r);
-  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
-  return JudgeIbCounters(c, t, run, r);
+std::vector<Verdict> JudgeNcclNode(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const probe::ProbeResult& r) {
+  return JudgeNccl(c, t, run, r, run.entity, 0);
 }
 
 std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p) {
@@ -271,11 +273,8 @@ std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, cons
   return out;
 }
 
-}  // namespace internal
-
-std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                std::span<const probe::ProbeResult* const> results) {
-  using namespace internal;  // NOLINT
+std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                    std::span<const probe::ProbeResult* const> results) {
   std::vector<Verdict> out;
   const std::string entity = fmt::format("{} nodes together", run.group.size());
   const probe::ProbeResult* judged = nullptr;
@@ -320,4 +319,5 @@ std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, co
   return out;
 }
 
+}  // namespace internal
 }  // namespace gpuforge::validate

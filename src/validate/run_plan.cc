@@ -59,7 +59,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
       }
     }
     for (const PlannedRun& run : plan.runs) {
-      if (run.node != node || !run.peer.empty() || !run.group.empty()) continue;
+      if (run.node != node || ShapeOf(run) != Shape::kNode) continue;
       if (run.check == "facts") {
         remote::ExecOptions eo;
         eo.input = facts::GatherScript();
@@ -119,7 +119,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   // Pairs, one at a time so that they do not share links or ports.
   std::vector<Verdict> pair_verdicts;
   for (const PlannedRun& run : plan.runs) {
-    if (run.peer.empty() || Interrupted(o.run.cancel)) continue;
+    if (ShapeOf(run) != Shape::kPair || Interrupted(o.run.cancel)) continue;
     std::size_t ci = 0, si = 0;
     for (std::size_t i = 0; i < targets.size(); ++i) {
       if (targets[i].node == run.node) ci = i;
@@ -145,7 +145,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   }
   // Group checks (multi-node NCCL): every member at once, on fresh sessions.
   for (const PlannedRun& run : plan.runs) {
-    if (run.group.empty() || Interrupted(o.run.cancel)) continue;
+    if (ShapeOf(run) != Shape::kGroup || Interrupted(o.run.cancel)) continue;
     std::vector<std::unique_ptr<remote::Session>> owned;
     std::vector<remote::Session*> sessions;
     std::vector<std::string> member_agents;

@@ -117,8 +117,7 @@ std::vector<Verdict> RunCheck(remote::Session& s, const std::string& agent, cons
     }
     for (Verdict& v : last) v.attempts = i;
     // Only a measurement below the mark is worth another try; an error or a skip will not improve.
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }
@@ -157,8 +156,7 @@ std::vector<Verdict> RunPair(remote::Session& client, const std::string& client_
       if (std::any_of(last.begin(), last.end(), [](const Verdict& x) { return x.state != State::kPass; })) last.push_back(v);
     }
     for (Verdict& v : last) v.attempts = i;
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }
@@ -193,9 +191,7 @@ std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, s
     std::vector<Verdict> judged = JudgeGroup(c, t, run, results);
     last.insert(last.end(), judged.begin(), judged.end());
     for (Verdict& v : last) v.attempts = i;
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; }) &&
-                       std::none_of(last.begin(), last.end(), [](const Verdict& v) { return v.code == "nccl.wrong_data"; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }

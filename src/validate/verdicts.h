@@ -43,10 +43,16 @@ std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, cons
 // A SKIP or ERROR result as its verdict: the probe's code and reason, never a pass.
 Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r);
 
-// The judges of the fabric checks (judge_fabric.cc): ib.counters, nccl.quick, nccl.allreduce,
-// rdma.write_bw and rdma.write_lat.
-bool IsFabricCheck(std::string_view check);
-std::vector<Verdict> JudgeFabric(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                 const probe::ProbeResult& r);
+// The judges of the fabric checks (judge_fabric.cc), rows of the check table: ib.counters,
+// nccl.quick and nccl.allreduce on a node, rdma.write_bw and rdma.write_lat, and
+// nccl.multinode as one job.
+std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                     const probe::ProbeResult& r);
+std::vector<Verdict> JudgeNcclNode(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const probe::ProbeResult& r);
+std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                               const probe::ProbeResult& r);
+std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                    std::span<const probe::ProbeResult* const> results);
 
 }  // namespace gpuforge::validate::internal

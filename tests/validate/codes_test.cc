@@ -44,11 +44,12 @@ const std::regex& CodePatterns() {
       R"re(|\{\s*nullptr\s*,\s*"([^"]*)")re"
       // code == "code", code = "code"
       R"re(|\bcode\s*(?:==|!=|=)\s*"([^"]*)")re"
-      // the judges: Mark(v, "code"), ErrorVerdict(run, "code", ...), not_applicable(key, node, "code", ...),
+      // the judges and planners: Mark(v, "code"), ErrorVerdict(run, "code", ...),
+      // NotApplicable(plan, check, node, "code", ...),
       // problem("code", ...)
       R"re(|\bMark\([^;"]*"([^"]*)")re"
       R"re(|\bErrorVerdict\(\s*run\s*,\s*"([^"]*)")re"
-      R"re(|\bnot_applicable\([^;]*?,\s*"([a-z]+\.[a-z_]+)"\s*,)re"
+      R"re(|\bNotApplicable\([^;]*?,\s*"([a-z]+\.[a-z_]+)"\s*,)re"
       R"re(|\bproblem\(\s*"([^"]*)")re");
   return re;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "gpuforge/base/sha256.h"
@@ -353,6 +354,72 @@ TEST(ValidateRunner, AgentCommandQuotesEveryWord) {
   EXPECT_EQ(AgentCommand("/usr/local/lib/gpuforge/gpuforge", r, 60),
             "'/usr/local/lib/gpuforge/gpuforge' agent run 'tcp.bandwidth' --param 'peer=x'\\''; reboot; '\\''' "
             "--timeout 60");
+}
+
+// A check is one row: a test-only table with a new check (its planner, judge, retry policy and
+// timeout) is planned, run through the runner and judged with nothing else added anywhere.
+std::vector<Verdict> JudgeTestTemp(const model::Cluster&, const Thresholds&, const PlannedRun& run,
+                                   const probe::ProbeResult& r) {
+  Verdict v;
+  v.check = run.check;
+  v.node = run.node;
+  v.entity = run.entity;
+  const probe::Measurement& m = r.measurements.at(0);
+  v.measured = m.value;
+  v.unit = m.unit;
+  v.state = m.value <= 80 ? State::kPass : State::kFail;
+  if (v.state == State::kFail) v.code = "threshold.above";
+  return {v};
+}
+
+void PlanTestTempOnN02(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  if (ctx.node->name == "n02") {
+    PlannedRun r = RunOf(check, *ctx.node);
+    r.entity = "inlet";
+    plan.runs.push_back(std::move(r));
+  } else {
+    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "only n02 has the sensor");
+  }
+}
+
+TEST(ValidateCheckTable, ANewRowIsPlannedRunAndJudged) {
+  static constexpr std::array kTable = {
+      CheckInfo{.key = "test.temperature",
+                .probe = "storage.read",  // any probe the agent has: the fake answers
+                .description = "inlet temperature",
+                .retry = {.on_fail = true},
+                .timeout_s = 42,
+                .plan = &PlanTestTempOnN02,
+                .judge = &JudgeTestTemp},
+  };
+  model::Cluster cl = Load(kInventory);
+  Thresholds t = *Thresholds::For(cl, Table());
+  const std::vector<std::string> nodes = {"n01", "n02"};
+  ValidatePlan p = PlanChecks(cl, nodes, std::vector<std::string>{"test.temperature"}, kTable);
+  ASSERT_EQ(p.runs.size(), 1u);
+  EXPECT_EQ(p.runs[0].node, "n02");
+  EXPECT_EQ(p.runs[0].entity, "inlet");
+  EXPECT_EQ(p.runs[0].timeout_s, 42);
+  EXPECT_TRUE(p.runs[0].performance);
+  EXPECT_EQ(p.runs[0].info, &kTable[0]);
+  EXPECT_EQ(ShapeOf(p.runs[0]), Shape::kNode);
+  ASSERT_EQ(p.not_applicable.size(), 1u);
+  EXPECT_EQ(p.not_applicable[0].node, "n01");
+  EXPECT_EQ(p.not_applicable[0].state, State::kSkip);
+  // The real table does not know it; the plan does.
+  EXPECT_EQ(FindCheck("test.temperature"), nullptr);
+  FakeConnector c;
+  int calls = 0;
+  c.nodes["n02"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
+    ++calls;
+    EXPECT_EQ(cmd, "'/a' agent run 'storage.read' --timeout 42");
+    return Exited(0, probe::ToJsonLine(Ok("storage.read", "temp", calls < 2 ? 95 : 31, "C")) + "\n");
+  };
+  std::vector<Verdict> v = RunCheck(*Connect(c, "n02"), "/a", cl, t, p.runs[0], RunOptions{});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].state, State::kPass);
+  EXPECT_EQ(v[0].measured, 31);
+  EXPECT_EQ(v[0].attempts, 2);  // its retry policy: a FAIL is tried again
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params,
     r = p.Run(ctx);
   } catch (const std::exception& e) {
     // Probes do not throw by design; this keeps a slip from ending the agent without a line.
-    r = Fail(p.key(), "internal_error", fmt::format("{} threw: {}", p.key(), e.what()));
+    r = Fail(p.key(), "probe.internal_error", fmt::format("{} threw: {}", p.key(), e.what()));
   }
   r.probe = p.key();
   r.params = params;

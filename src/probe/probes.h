@@ -82,7 +82,7 @@ class Fd {
 
 // A failed system call: code "<call>_failed", reason "<call>(<what>): <strerror>".
 inline Failure SysFailure(std::string_view call, std::string_view what, int err) {
-  return {fmt::format("{}_failed", call),
+  return {fmt::format("sys.{}_failed", call),
           fmt::format("{}({}): {}", call, what, std::generic_category().message(err))};
 }
 

@@ -53,10 +53,10 @@ class StorageCheckpointProbe : public Probe {
     Common c;
     if (auto r = ReadCommon(key(), ctx, true, &c)) return std::move(*r);
     Result<std::uint64_t> given = Bytes(ctx, kSize.Within(c.block, kMaxBytes));
-    if (!given.ok()) return Fail(key(), "bad_param", given.error().message);
+    if (!given.ok()) return Fail(key(), "probe.bad_param", given.error().message);
     const std::uint64_t size = *given / c.block * c.block;
     if (static_cast<double>(size) > static_cast<double>(c.dir.free_space) * kFreeShare) {
-      return Fail(key(), "no_space",
+      return Fail(key(), "storage.no_space",
                   fmt::format("{}: a {}-byte checkpoint does not fit in 90% of the {} bytes free",
                               c.dir.path, size, c.dir.free_space));
     }

@@ -73,7 +73,7 @@ std::optional<Failure> Inspect(const std::string& path, Dir* out) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return SysFailure("stat", path, errno);
   if (!S_ISDIR(st.st_mode)) {
-    return Failure{"not_a_directory", fmt::format("{} is not a directory; set path= to one", path)};
+    return Failure{"storage.not_a_directory", fmt::format("{} is not a directory; set path= to one", path)};
   }
   struct statvfs vfs {};
   if (::statvfs(path.c_str(), &vfs) != 0) return SysFailure("statvfs", path, errno);
@@ -100,7 +100,7 @@ std::pair<std::uint64_t, std::uint64_t> Share(std::uint64_t blocks, int t, int n
 }
 
 Failure Cancelled(std::string_view what) {
-  return {"cancelled", fmt::format("cancelled {}; its files were removed", what)};
+  return {"probe.cancelled", fmt::format("cancelled {}; its files were removed", what)};
 }
 
 std::optional<Failure> PwriteAll(int fd, const void* buf, std::uint64_t len, std::uint64_t off,
@@ -127,7 +127,7 @@ std::optional<Failure> PreadAll(int fd, void* buf, std::uint64_t len, std::uint6
     if (n < 0) return SysFailure("pread", fmt::format("{} at offset {}", file, off), errno);
     if (n == 0) {
       return Failure{
-          "short_read",
+          "storage.short_read",
           fmt::format("pread({}): end of file at offset {}, {} bytes early", file, off, len)};
     }
     p += n;
@@ -149,7 +149,7 @@ std::optional<Failure> CheckPattern(const std::uint64_t* buf, std::uint64_t seed
       const std::uint64_t want = PatternWord(seed, offset + at);
       const std::uint64_t got = buf[at / 8];
       if (got != want) {
-        return Failure{"wrong_data",
+        return Failure{"storage.wrong_data",
                        fmt::format("{} at offset {} read back {:#018x}, not the {:#018x} written",
                                    file, offset + at, got, want)};
       }
@@ -193,25 +193,25 @@ std::optional<Failure> AllocateBuffers(int threads, std::uint64_t block, std::ve
 std::optional<ProbeResult> ReadCommon(const std::string& key, const Context& ctx, bool blocks,
                                       Common* out) {
   Result<std::string> path = ctx.Text("path");
-  if (!path.ok()) return Fail(key, "bad_param", path.error().message);
+  if (!path.ok()) return Fail(key, "probe.bad_param", path.error().message);
   if (path->empty()) {
-    return Skip(key, "no_path",
+    return Skip(key, "storage.no_path",
                 "no path= given: name a directory on the storage to measure (a training data or "
                 "checkpoint mount)");
   }
   if (blocks) {
     Result<std::uint64_t> block = Bytes(ctx, kBlockParam);
-    if (!block.ok()) return Fail(key, "bad_param", block.error().message);
+    if (!block.ok()) return Fail(key, "probe.bad_param", block.error().message);
     if (*block % kPage != 0) {
-      return Fail(key, "bad_param",
+      return Fail(key, "probe.bad_param",
                   fmt::format("parameter block: '{}' is not a multiple of 4096 bytes (direct I/O "
                               "needs whole pages)",
                               ctx.params.at("block")));
     }
     Result<std::int64_t> threads = Whole(ctx, kThreadsParam);
-    if (!threads.ok()) return Fail(key, "bad_param", threads.error().message);
+    if (!threads.ok()) return Fail(key, "probe.bad_param", threads.error().message);
     Result<std::int64_t> repeats = Whole(ctx, kRepeatsParam);
-    if (!repeats.ok()) return Fail(key, "bad_param", repeats.error().message);
+    if (!repeats.ok()) return Fail(key, "probe.bad_param", repeats.error().message);
     out->block = *block;
     out->threads = static_cast<int>(*threads);
     out->repeats = static_cast<int>(*repeats);

@@ -55,9 +55,9 @@ class StorageMetadataProbe : public Probe {
     Common c;
     if (auto r = ReadCommon(key(), ctx, false, &c)) return std::move(*r);
     Result<std::int64_t> files = Whole(ctx, kFiles);
-    if (!files.ok()) return Fail(key(), "bad_param", files.error().message);
+    if (!files.ok()) return Fail(key(), "probe.bad_param", files.error().message);
     Result<std::int64_t> ops = Whole(ctx, kLatencyOps);
-    if (!ops.ok()) return Fail(key(), "bad_param", ops.error().message);
+    if (!ops.ok()) return Fail(key(), "probe.bad_param", ops.error().message);
 
     std::string dir = c.dir.path + "/.gpuforge-storage-metadata-XXXXXX";
     if (::mkdtemp(dir.data()) == nullptr) return FailWith(key(), SysFailure("mkdtemp", dir, errno));

@@ -64,11 +64,11 @@ class StorageReadProbe : public Probe {
     Common c;
     if (auto r = ReadCommon(key(), ctx, true, &c)) return std::move(*r);
     Result<std::uint64_t> min_size = Bytes(ctx, kMinSize);
-    if (!min_size.ok()) return Fail(key(), "bad_param", min_size.error().message);
+    if (!min_size.ok()) return Fail(key(), "probe.bad_param", min_size.error().message);
     Result<std::int64_t> direct_param = Whole(ctx, kDirect);
-    if (!direct_param.ok()) return Fail(key(), "bad_param", direct_param.error().message);
+    if (!direct_param.ok()) return Fail(key(), "probe.bad_param", direct_param.error().message);
     Result<std::string> size_text = ctx.Text("size");
-    if (!size_text.ok()) return Fail(key(), "bad_param", size_text.error().message);
+    if (!size_text.ok()) return Fail(key(), "probe.bad_param", size_text.error().message);
 
     const std::uint64_t ram = PhysicalMemory();
     const auto usable =
@@ -78,16 +78,16 @@ class StorageReadProbe : public Probe {
     if (*size_text == "auto") {
       Result<std::uint64_t> s = AutoReadSize(ram, c.dir.free_space, *min_size, c.block, &size_rule);
       if (!s.ok()) {
-        return Fail(key(), "no_space", fmt::format("{}: {}", c.dir.path, s.error().message));
+        return Fail(key(), "storage.no_space", fmt::format("{}: {}", c.dir.path, s.error().message));
       }
       size = *s;
     } else {
       Result<std::uint64_t> s = Bytes(ctx, kSize.Within(c.block, kMaxBytes));
-      if (!s.ok()) return Fail(key(), "bad_param", s.error().message);
+      if (!s.ok()) return Fail(key(), "probe.bad_param", s.error().message);
       size = *s / c.block * c.block;
       size_rule = "as given, in whole blocks";
       if (size > usable) {
-        return Fail(key(), "no_space",
+        return Fail(key(), "storage.no_space",
                     fmt::format("{}: a {}-byte test file does not fit in 90% of the {} bytes free",
                                 c.dir.path, size, c.dir.free_space));
       }

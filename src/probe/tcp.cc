@@ -76,7 +76,7 @@ std::optional<Failure> Listen(const std::string& bind, int port, Listener* out) 
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1) {
-    return Failure{"bad_param", fmt::format("parameter bind: '{}' is not an IPv4 address", bind)};
+    return Failure{"probe.bad_param", fmt::format("parameter bind: '{}' is not an IPv4 address", bind)};
   }
   const std::string where = fmt::format("{}:{}", bind, port);
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -167,9 +167,9 @@ std::optional<Failure> Serve(Listener& l, double timeout, const Stop& outer, Rec
     if (w != Wait::kReady) {
       failure =
           w == Wait::kStopped
-              ? Failure{"cancelled",
+              ? Failure{"probe.cancelled",
                         fmt::format("cancelled while waiting for a client on {}", l.address)}
-              : Failure{"timeout", expected == 0
+              : Failure{"tcp.timeout", expected == 0
                                        ? fmt::format("no client connected to {} within {} s",
                                                      l.address, timeout)
                                        : fmt::format("{} of {} streams connected to {} within {} s",
@@ -191,7 +191,7 @@ std::optional<Failure> Serve(Listener& l, double timeout, const Stop& outer, Rec
     unsigned char hello[kHello];
     const double left = std::max(0.001, Seconds(Clock::now(), deadline));
     if (auto f = RecvExact(c.get(), hello, sizeof hello, left, stop, "reading a hello")) {
-      if (f->code == "cancelled") {
+      if (f->code == "probe.cancelled") {
         failure = std::move(f);
         break;
       }
@@ -224,7 +224,7 @@ std::optional<Failure> Serve(Listener& l, double timeout, const Stop& outer, Rec
   if (failure) abort = true;
   for (std::thread& t : readers) t.join();
   // A reader's own failure explains an accept loop that only saw it give up.
-  if (auto f = first.Take(); f && (!failure || failure->code == "cancelled")) {
+  if (auto f = first.Take(); f && (!failure || failure->code == "probe.cancelled")) {
     failure = std::move(f);
   }
   if (failure) return failure;
@@ -280,7 +280,7 @@ std::optional<Failure> Connect(const sockaddr_in& to, const std::string& label, 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   while (true) {
     std::optional<Failure> f = ConnectOnce(to, label, timeout, stop, out);
-    if (!f || f->code != "connect_failed" || f->reason.find(std::generic_category().message(ECONNREFUSED)) == std::string::npos ||
+    if (!f || f->code != "sys.connect_failed" || f->reason.find(std::generic_category().message(ECONNREFUSED)) == std::string::npos ||
         std::chrono::steady_clock::now() >= deadline || stop()) {
       return f;
     }
@@ -326,7 +326,7 @@ std::optional<Failure> RunClient(const sockaddr_in& to, const std::string& label
       std::uint64_t done = 0;
       auto idle_since = Clock::now();
       while (done < share) {
-        if (stop()) return fail({"cancelled", fmt::format("cancelled while sending to {}", label)});
+        if (stop()) return fail({"probe.cancelled", fmt::format("cancelled while sending to {}", label)});
         const auto now = Clock::now();
         if (now >= until) {
           by_time[t] = 1;
@@ -341,7 +341,7 @@ std::optional<Failure> RunClient(const sockaddr_in& to, const std::string& label
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
           if (Seconds(idle_since, now) > timeout) {
             return fail(
-                {"timeout", fmt::format("{} could not take data for {} s", label, timeout)});
+                {"tcp.timeout", fmt::format("{} could not take data for {} s", label, timeout)});
           }
           WaitFor(fd.get(), POLLOUT, std::min(until, now + std::chrono::milliseconds(kPollMs)),
                   stop);
@@ -361,7 +361,7 @@ std::optional<Failure> RunClient(const sockaddr_in& to, const std::string& label
       sent[t] = done;
       if (const std::uint64_t got = GetBig(ack, 8); got != done) {
         return fail(
-            {"short_transfer",
+            {"tcp.short_transfer",
              fmt::format("{} received {} of the {} bytes sent on stream {}", label, got, done, t)});
       }
     });
@@ -385,7 +385,7 @@ std::optional<Failure> RunClient(const sockaddr_in& to, const std::string& label
 std::optional<Failure> ParsePeer(const std::string& peer, int default_port, std::string* host,
                                  int* port) {
   auto bad = [&](std::string_view why) {
-    return Failure{"bad_peer", fmt::format("peer '{}' {}", peer, why)};
+    return Failure{"tcp.bad_peer", fmt::format("peer '{}' {}", peer, why)};
   };
   *host = peer;
   *port = default_port;
@@ -414,7 +414,7 @@ std::optional<Failure> Resolve(const std::string& host, int port, sockaddr_in* o
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0 || found == nullptr) {
-    return Failure{"getaddrinfo_failed",
+    return Failure{"sys.getaddrinfo_failed",
                    fmt::format("getaddrinfo({}): {}", host, ::gai_strerror(rc))};
   }
   std::memcpy(out, found->ai_addr, sizeof *out);
@@ -458,35 +458,35 @@ class TcpBandwidthProbe : public Probe {
  private:
   ProbeResult Measure(const Context& ctx) {
     Result<std::string> role = ctx.Text("role");
-    if (!role.ok()) return Fail(key(), "bad_param", role.error().message);
+    if (!role.ok()) return Fail(key(), "probe.bad_param", role.error().message);
     if (*role != "client" && *role != "server") {
-      return Fail(key(), "bad_param",
+      return Fail(key(), "probe.bad_param",
                   fmt::format("parameter role: '{}' is not client or server", *role));
     }
     Result<std::int64_t> port = Whole(ctx, kPort);
-    if (!port.ok()) return Fail(key(), "bad_param", port.error().message);
+    if (!port.ok()) return Fail(key(), "probe.bad_param", port.error().message);
     Result<double> timeout = Seconds(ctx, kTimeout);
-    if (!timeout.ok()) return Fail(key(), "bad_param", timeout.error().message);
+    if (!timeout.ok()) return Fail(key(), "probe.bad_param", timeout.error().message);
     const Stop stop{&ctx, nullptr, nullptr};
     if (*role == "server") {
       Result<std::string> bind = ctx.Text("bind");
-      if (!bind.ok()) return Fail(key(), "bad_param", bind.error().message);
+      if (!bind.ok()) return Fail(key(), "probe.bad_param", bind.error().message);
       return RunServer(*bind, static_cast<int>(*port), *timeout, stop, ctx);
     }
 
     Result<std::string> peer = ctx.Text("peer");
-    if (!peer.ok()) return Fail(key(), "bad_param", peer.error().message);
+    if (!peer.ok()) return Fail(key(), "probe.bad_param", peer.error().message);
     if (peer->empty()) {
-      return Skip(key(), "no_peer",
+      return Skip(key(), "tcp.no_peer",
                   "no peer= given: name an agent running tcp.bandwidth with role=server, or "
                   "loopback for a self-test");
     }
     Result<std::uint64_t> bytes = Bytes(ctx, kBytes);
-    if (!bytes.ok()) return Fail(key(), "bad_param", bytes.error().message);
+    if (!bytes.ok()) return Fail(key(), "probe.bad_param", bytes.error().message);
     Result<double> seconds = Seconds(ctx, kSeconds);
-    if (!seconds.ok()) return Fail(key(), "bad_param", seconds.error().message);
+    if (!seconds.ok()) return Fail(key(), "probe.bad_param", seconds.error().message);
     Result<std::int64_t> streams = Whole(ctx, kStreams);
-    if (!streams.ok()) return Fail(key(), "bad_param", streams.error().message);
+    if (!streams.ok()) return Fail(key(), "probe.bad_param", streams.error().message);
     const auto n = static_cast<std::uint32_t>(*streams);
 
     if (*peer == "loopback") return RunLoopback(*bytes, *seconds, n, *timeout, ctx);
@@ -494,18 +494,18 @@ class TcpBandwidthProbe : public Probe {
     if (ctx.exchange) {
       // Driven by a controller: the server listened on a free port and said which.
       Result<std::vector<std::string>> parts = ctx.exchange("");
-      if (!parts.ok()) return Fail(key(), "exchange_error", parts.error().message);
+      if (!parts.ok()) return Fail(key(), "exchange.failed", parts.error().message);
       const std::string& server = parts->front();
       if (parts->size() != 2 || !server.starts_with("port=") || server.size() > 10 ||
           server.find_first_not_of("0123456789", 5) != std::string::npos || server.size() == 5) {
-        return Fail(key(), "exchange_error",
+        return Fail(key(), "exchange.failed",
                     fmt::format("the server's part '{}' is not port=N (or the group is not two agents)", server));
       }
       const int p = std::stoi(server.substr(5));
-      if (p < 1 || p > 65535) return Fail(key(), "exchange_error", fmt::format("the server's port {} is out of range", p));
+      if (p < 1 || p > 65535) return Fail(key(), "exchange.failed", fmt::format("the server's port {} is out of range", p));
       if (peer_text.find(':') == std::string::npos) peer_text += ":" + std::to_string(p);
     } else if (*port == 0) {
-      return Fail(key(), "bad_param", "parameter port: a client needs a port from 1 to 65535");
+      return Fail(key(), "probe.bad_param", "parameter port: a client needs a port from 1 to 65535");
     }
     std::string host;
     int peer_port = 0;
@@ -531,7 +531,7 @@ class TcpBandwidthProbe : public Probe {
       // The client learns the port through the controller, so port=0 (any free one) works.
       const std::string bound = l.address.substr(l.address.rfind(':') + 1);
       Result<std::vector<std::string>> parts = ctx.exchange("port=" + bound);
-      if (!parts.ok()) return Fail(key(), "exchange_error", parts.error().message);
+      if (!parts.ok()) return Fail(key(), "exchange.failed", parts.error().message);
     }
     Received got;
     if (auto f = Serve(l, timeout, stop, &got)) {
@@ -581,15 +581,15 @@ class TcpBandwidthProbe : public Probe {
     if (client_failure) client_gave_up = true;
     server.join();
     // The end that failed first says why; the other only saw it give up.
-    if (server_failure && (!client_failure || client_failure->code == "cancelled") &&
-        server_failure->code != "cancelled") {
+    if (server_failure && (!client_failure || client_failure->code == "probe.cancelled") &&
+        server_failure->code != "probe.cancelled") {
       return FailWith(key(), std::move(*server_failure));
     }
     if (client_failure) return FailWith(key(), std::move(*client_failure));
     if (server_failure) return FailWith(key(), std::move(*server_failure));
     if (got.total != sent.total) {
       return Fail(
-          key(), "short_transfer",
+          key(), "tcp.short_transfer",
           fmt::format("loopback server received {} of the {} bytes sent", got.total, sent.total));
     }
     ProbeResult r;

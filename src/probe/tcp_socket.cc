@@ -28,8 +28,8 @@ Wait WaitFor(int fd, short events, Clock::time_point deadline, const Stop& stop)
 }
 
 Failure NotReady(Wait w, std::string_view what, double timeout) {
-  if (w == Wait::kStopped) return {"cancelled", fmt::format("cancelled while {}", what)};
-  return {"timeout", fmt::format("nothing happened for {} s while {}", timeout, what)};
+  if (w == Wait::kStopped) return {"probe.cancelled", fmt::format("cancelled while {}", what)};
+  return {"tcp.timeout", fmt::format("nothing happened for {} s while {}", timeout, what)};
 }
 
 std::optional<Failure> RecvExact(int fd, void* buf, std::size_t len, double timeout,
@@ -41,7 +41,7 @@ std::optional<Failure> RecvExact(int fd, void* buf, std::size_t len, double time
       p += n;
       len -= static_cast<std::size_t>(n);
     } else if (n == 0) {
-      return Failure{"short_transfer",
+      return Failure{"tcp.short_transfer",
                      fmt::format("the peer closed the connection while {}", what)};
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (Wait w = WaitFor(fd, POLLIN, After(timeout), stop); w != Wait::kReady) {

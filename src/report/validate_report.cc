@@ -11,8 +11,8 @@ namespace gpuforge::report {
 namespace {
 
 std::string Value(const validate::Verdict& v) {
-  if (std::isnan(v.measured)) return "";
-  const double x = v.measured;
+  if (!v.measured) return "";
+  const double x = *v.measured;
   std::string num = std::fabs(x) >= 100 ? fmt::format("{:.0f}", x) : std::fabs(x) >= 10 ? fmt::format("{:.1f}", x)
                                                                                           : fmt::format("{:.3g}", x);
   return num + (v.unit.empty() ? "" : " " + v.unit);
@@ -94,13 +94,9 @@ nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const va
   for (const validate::Verdict& v : verdicts) {
     nlohmann::ordered_json j = {{"check", v.check},       {"node", v.node},           {"entity", v.entity},
                                 {"state", validate::ToString(v.state)}, {"code", v.code}};
-    if (!std::isnan(v.measured)) {
-      j["value"] = v.measured;
-      j["unit"] = v.unit;
-    } else {
-      j["value"] = nullptr;
-      j["unit"] = v.unit;
-    }
+    // The schema keeps `value` in every result: null where nothing was measured.
+    j["value"] = v.measured ? nlohmann::ordered_json(*v.measured) : nlohmann::ordered_json(nullptr);
+    j["unit"] = v.unit;
     j["threshold"] = v.threshold;
     j["detail"] = v.detail;
     j["next_step"] = v.next_step;

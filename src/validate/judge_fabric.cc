@@ -44,8 +44,8 @@ const model::NicSpec* NicNamed(const model::Cluster& c, const std::string& node,
   return nullptr;
 }
 
-std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                     const probe::ProbeResult& r) {
+std::vector<Verdict> JudgeIbPorts(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                  const probe::ProbeResult& r) {
   std::vector<Verdict> out;
   const model::Node* node = c.FindNode(run.node);
   if (node == nullptr) return {Missing(run, "rate")};
@@ -56,8 +56,7 @@ std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& 
     Verdict v = Base(run, entity);
     const probe::Measurement* rate = FindEntity(r, entity, "rate");
     if (rate == nullptr) {
-      v.state = State::kFail;
-      v.code = "ib_port_missing";
+      Mark(v, "ib.port_missing");
       v.detail = fmt::format("the node has no port {} under /sys/class/infiniband", entity);
       v.next_step = "check that the HCA is seated and its driver (mlx5_core, ib_core) loaded; `ibstat`";
       out.push_back(std::move(v));
@@ -81,32 +80,27 @@ std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& 
       }
     }
     if (state != "ACTIVE") {
-      v.state = State::kFail;
-      v.code = "ib_port_down";
+      Mark(v, "ib.port_down");
       v.detail = fmt::format("{} is {} ({}), not ACTIVE", entity, state.empty() ? "in no state" : state,
                              InfoOf(*rate, "phys_state"));
       v.next_step = "check the cable and the switch port; for Polling, the link partner; for INIT, the subnet manager";
     } else if (lanes > 0 && lanes < 4) {
-      v.state = State::kFail;
-      v.code = "ib_link_width";
+      Mark(v, "ib.link_width");
       v.detail = fmt::format("{} trained at {} instead of 4X", entity, width);
       v.next_step = "reseat or replace the cable or transceiver";
     } else if (want > 0 && rate->value + 1e-9 < want) {
-      v.state = State::kFail;
-      v.code = "ib_link_rate";
+      Mark(v, "ib.link_rate");
       v.detail = fmt::format("{} runs at {} Gb/s, the inventory gives {} Gb/s", entity, Fixed(rate->value), Fixed(want));
       v.next_step = "check the cable's rating, the switch port speed and the HCA firmware";
     } else if (downed != nullptr && downed->value > max_downed) {
-      v.state = State::kFail;
-      v.code = "ib_link_flaps";
+      Mark(v, "ib.link_flaps");
       v.measured = downed->value;
       v.unit = "link downs";
       v.threshold = fmt::format("<= {:.0f} ({})", max_downed, t.SourceOf("ib.counters.max_link_downed"));
       v.detail = fmt::format("{} went down {:.0f} times since its counters were last cleared", entity, downed->value);
       v.next_step = "a flapping link: replace the cable or transceiver; then clear the counters (perfquery -x -R)";
     } else if (error_total > max_errors) {
-      v.state = State::kWarn;
-      v.code = "ib_port_errors";
+      Mark(v, "ib.port_errors");
       v.measured = error_total;
       v.unit = "errors";
       v.threshold = fmt::format("<= {:.0f} ({})", max_errors, t.SourceOf("ib.counters.max_errors"));
@@ -125,6 +119,8 @@ bool InventoryHasRdmaCompute(const model::Cluster& c) {
   const model::Network* net = c.ComputeNetwork();
   return net != nullptr && net->kind != model::NetKind::kEthernet;
 }
+
+}  // namespace
 
 std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                const probe::ProbeResult& r) {
@@ -151,16 +147,17 @@ std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, con
                   "(ib.counters), the cable, PCIe width of the HCA (facts) and its NUMA placement")};
 }
 
+namespace {
+
 // The NCCL all-reduce checks. `theoretical_gbs` > 0 for a multi-node run: the slowest node's
 // compute NIC bandwidth.
 std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                const probe::ProbeResult& r, const std::string& entity, double theoretical_gbs) {
   std::vector<Verdict> out;
-  if (r.outcome == probe::Outcome::kError && r.code == "wrong_data") {
+  if (r.outcome == probe::Outcome::kError && r.code == "nccl.wrong_data") {
     // Wrong sums are the hardware's fault, not the tool's: a FAIL with what the probe saw.
     Verdict v = Base(run, entity);
-    v.state = State::kFail;
-    v.code = "wrong_data";
+    Mark(v, "nccl.wrong_data");
     if (const probe::Measurement* w = Find(r, "wrong_total")) {
       v.measured = w->value;
       v.unit = "wrong elements";
@@ -182,8 +179,7 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
   // The transport: NCCL on sockets where the inventory promises RDMA.
   if (InventoryHasRdmaCompute(c) && InfoOf(*busbw, "ib_no_device") == "1") {
     Verdict v = Base(run, entity);
-    v.state = State::kFail;
-    v.code = "nccl_no_ib";
+    Mark(v, "nccl.no_ib");
     v.threshold = "NET/IB in use (the compute network is InfiniBand/RoCE)";
     v.detail = fmt::format("NCCL found no IB device and used network {}: \"{}\"", InfoOf(*busbw, "network"),
                            InfoOf(*busbw, "ib_no_device_line"));
@@ -209,8 +205,7 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
   const std::string at = size.empty() ? "" : fmt::format(" at {} B", size);
   if (ranks != nullptr && ranks->value <= 1) {
     Verdict v = Base(run, entity);
-    v.state = State::kSkip;
-    v.code = "single_gpu";
+    Mark(v, "nccl.single_gpu");
     v.detail = "one rank: an all-reduce moves nothing between GPUs (busbw is 0 by nccl-tests' definition); data was "
                "still checked";
     out.push_back(std::move(v));
@@ -236,8 +231,7 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
   const std::optional<ModelFigure> figure = t.ForModel(model, "allreduce_busbw_gbs");
   if (!figure || gpus != 8) {
     Verdict v = Base(run, entity);
-    v.state = State::kWarn;
-    v.code = "no_reference";
+    Mark(v, "threshold.no_reference");
     v.measured = busbw->value;
     v.unit = "GB/s";
     v.detail = !figure ? fmt::format("no allreduce_busbw_gbs figure for {} in the GPU model data file",
@@ -257,17 +251,15 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
 
 }  // namespace
 
-bool IsFabricCheck(std::string_view check) {
-  return check == "ib.counters" || check == "nccl.quick" || check == "nccl.allreduce" || check == "nccl.multinode" ||
-         check == "rdma.write_bw" || check == "rdma.write_lat";
+std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                     const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  return JudgeIbPorts(c, t, run, r);
 }
 
-std::vector<Verdict> JudgeFabric(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                 const probe::ProbeResult& r) {
-  if (run.check == "nccl.quick" || run.check == "nccl.allreduce") return JudgeNccl(c, t, run, r, run.entity, 0);
-  if (run.check == "rdma.write_bw" || run.check == "rdma.write_lat") return JudgeRdma(c, t, run, r);
-  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
-  return JudgeIbCounters(c, t, run, r);
+std::vector<Verdict> JudgeNcclNode(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const probe::ProbeResult& r) {
+  return JudgeNccl(c, t, run, r, run.entity, 0);
 }
 
 std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p) {
@@ -281,18 +273,15 @@ std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, cons
   return out;
 }
 
-}  // namespace internal
-
-std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                std::span<const probe::ProbeResult* const> results) {
-  using namespace internal;  // NOLINT
+std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                    std::span<const probe::ProbeResult* const> results) {
   std::vector<Verdict> out;
   const std::string entity = fmt::format("{} nodes together", run.group.size());
   const probe::ProbeResult* judged = nullptr;
   for (std::size_t i = 0; i < results.size() && i < run.group.size(); ++i) {
     const probe::ProbeResult* r = results[i];
     if (r == nullptr) continue;
-    if (r->outcome == probe::Outcome::kOk || r->code == "wrong_data") {
+    if (r->outcome == probe::Outcome::kOk || r->code == "nccl.wrong_data") {
       if (judged == nullptr) judged = r;
       continue;
     }
@@ -330,4 +319,5 @@ std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, co
   return out;
 }
 
+}  // namespace internal
 }  // namespace gpuforge::validate

@@ -8,9 +8,12 @@
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
+#include "validate/verdicts.h"
 
 namespace gpuforge::validate {
 namespace {
+
+using internal::Mark;
 
 bool Interrupted(const std::atomic<bool>* cancel) { return cancel != nullptr && cancel->load(); }
 
@@ -19,8 +22,7 @@ Verdict Unreachable(const std::string& node, const std::string& why) {
   v.check = "ssh";
   v.node = node;
   v.entity = "node";
-  v.state = State::kError;
-  v.code = "unreachable";
+  Mark(v, "node.unreachable");
   v.detail = why;
   v.next_step = "gpuforge run INVENTORY --nodes " + node + " -- true";
   return v;
@@ -52,12 +54,12 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
       } else {
         per_node[i].push_back(Unreachable(node, path.error().message));
         per_node[i].back().check = "agent";
-        per_node[i].back().code = "no_agent";
+        Mark(per_node[i].back(), "agent.missing");
         per_node[i].back().next_step = "gpuforge apply INVENTORY --only agent --nodes " + node;
       }
     }
     for (const PlannedRun& run : plan.runs) {
-      if (run.node != node || !run.peer.empty() || !run.group.empty()) continue;
+      if (run.node != node || ShapeOf(run) != Shape::kNode) continue;
       if (run.check == "facts") {
         remote::ExecOptions eo;
         eo.input = facts::GatherScript();
@@ -104,8 +106,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
         v.check = "facts";
         v.node = g.node;
         v.entity = "node";
-        v.state = State::kError;
-        v.code = "facts_unreadable";
+        Mark(v, "facts.unavailable");
         v.detail = g.facts.error().message;
         v.next_step = "gpuforge facts INVENTORY --nodes " + g.node;
         fact_verdicts.push_back(std::move(v));
@@ -118,7 +119,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   // Pairs, one at a time so that they do not share links or ports.
   std::vector<Verdict> pair_verdicts;
   for (const PlannedRun& run : plan.runs) {
-    if (run.peer.empty() || Interrupted(o.run.cancel)) continue;
+    if (ShapeOf(run) != Shape::kPair || Interrupted(o.run.cancel)) continue;
     std::size_t ci = 0, si = 0;
     for (std::size_t i = 0; i < targets.size(); ++i) {
       if (targets[i].node == run.node) ci = i;
@@ -128,8 +129,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
       Verdict v = Unreachable(run.node, "no agent on " + (agents[ci].empty() ? run.node : run.peer));
       v.check = run.check;
       v.entity = run.entity;
-      v.state = State::kSkip;
-      v.code = "peer_unavailable";
+      Mark(v, "pair.peer_unavailable");
       pair_verdicts.push_back(std::move(v));
       continue;
     }
@@ -145,7 +145,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   }
   // Group checks (multi-node NCCL): every member at once, on fresh sessions.
   for (const PlannedRun& run : plan.runs) {
-    if (run.group.empty() || Interrupted(o.run.cancel)) continue;
+    if (ShapeOf(run) != Shape::kGroup || Interrupted(o.run.cancel)) continue;
     std::vector<std::unique_ptr<remote::Session>> owned;
     std::vector<remote::Session*> sessions;
     std::vector<AgentOnNode> member_agents;
@@ -170,8 +170,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
       Verdict v = Unreachable(run.node, "no agent on " + missing);
       v.check = run.check;
       v.entity = run.entity;
-      v.state = State::kSkip;
-      v.code = "member_unavailable";
+      Mark(v, "group.member_unavailable");
       pair_verdicts.push_back(std::move(v));
       continue;
     }

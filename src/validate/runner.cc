@@ -10,10 +10,12 @@
 #include "gpuforge/base/text.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/exchange_hub.h"
+#include "validate/verdicts.h"
 
 namespace gpuforge::validate {
 namespace {
 
+using internal::Mark;
 using text::Visible;
 
 std::string LastLine(const std::string& out) {
@@ -23,13 +25,12 @@ std::string LastLine(const std::string& out) {
   return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
-Verdict ErrorVerdict(const PlannedRun& run, std::string code, std::string detail, std::string next) {
+Verdict ErrorVerdict(const PlannedRun& run, std::string_view code, std::string detail, std::string next) {
   Verdict v;
   v.check = run.check;
   v.node = run.node;
   v.entity = run.entity;
-  v.state = State::kError;
-  v.code = std::move(code);
+  Mark(v, code);
   v.detail = std::move(detail);
   v.next_step = std::move(next);
   return v;
@@ -58,9 +59,9 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const Agen
   }
   Result<remote::ExecResult> r = s.Exec(VerifiedAgentCommand(agent, as, timeout_s, hub != nullptr), eo);
   if (hub != nullptr) hub->Leave(who);
-  if (!r.ok()) return ErrorVerdict(run, "unreachable", r.error().message, "check the node's SSH (gpuforge run NODE -- true)");
+  if (!r.ok()) return ErrorVerdict(run, "node.unreachable", r.error().message, "check the node's SSH (gpuforge run NODE -- true)");
   if (r->end == remote::ExecEnd::kTimedOut) {
-    return ErrorVerdict(run, "timeout",
+    return ErrorVerdict(run, "check.timeout",
                         fmt::format("{} on {} did not answer within {} s", run.check, run.node, timeout_s + 30),
                         fmt::format("run `gpuforge agent run {}` on {} by hand; raise --timeout if it is slow, not hung",
                                     run.probe, run.node));
@@ -69,13 +70,13 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const Agen
   Result<probe::ProbeResult> parsed =
       probe::ParseJsonLine(fmt::format("node {}, agent run {}", run.node, run.probe), line);
   if (!parsed.ok()) {
-    return ErrorVerdict(run, "agent_output",
+    return ErrorVerdict(run, "agent.bad_output",
                         fmt::format("{} ({}; stderr: {})", parsed.error().message, remote::DescribeEnd(*r, eo),
                                     Visible(r->err)),
                         "check that the agent runs on the node: " + agent.path + " agent list");
   }
   if (parsed->probe != run.probe) {
-    return ErrorVerdict(run, "agent_output", fmt::format("asked for {}, the agent answered {}", run.probe, parsed->probe), "");
+    return ErrorVerdict(run, "agent.bad_output", fmt::format("asked for {}, the agent answered {}", run.probe, parsed->probe), "");
   }
   return *parsed;
 }
@@ -116,8 +117,7 @@ std::vector<Verdict> RunCheck(remote::Session& s, const AgentOnNode& agent, cons
     }
     for (Verdict& v : last) v.attempts = i;
     // Only a measurement below the mark is worth another try; an error or a skip will not improve.
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }
@@ -156,8 +156,7 @@ std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_
       if (std::any_of(last.begin(), last.end(), [](const Verdict& x) { return x.state != State::kPass; })) last.push_back(v);
     }
     for (Verdict& v : last) v.attempts = i;
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }
@@ -192,9 +191,7 @@ std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, s
     std::vector<Verdict> judged = JudgeGroup(c, t, run, results);
     last.insert(last.end(), judged.begin(), judged.end());
     for (Verdict& v : last) v.attempts = i;
-    const bool retry = std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; }) &&
-                       std::none_of(last.begin(), last.end(), [](const Verdict& v) { return v.code == "wrong_data"; });
-    if (!retry || (o.cancel != nullptr && o.cancel->load())) break;
+    if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
   return last;
 }

@@ -26,9 +26,9 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     v.measured = m->value;
     v.unit = "GPUs";
     v.threshold = fmt::format("== {} (inventory)", prof->gpu_count());
-    v.state = static_cast<int>(m->value) == prof->gpu_count() ? State::kPass : State::kFail;
-    if (v.state == State::kFail) {
-      v.code = "gpu_count";
+    v.state = State::kPass;
+    if (static_cast<int>(m->value) != prof->gpu_count()) {
+      Mark(v, "gpu.count");
       v.detail = fmt::format("NVML sees {} GPUs, the profile has {}", m->value, prof->gpu_count());
       v.next_step = "nvidia-smi -L; look for a GPU fallen off the bus (Xid 79) and reseat or replace it";
     }
@@ -36,8 +36,7 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
   }
   if (const probe::Measurement* m = Find(r, "xid_count", "node"); m != nullptr && m->value > 0) {
     Verdict v = Base(run, "node");
-    v.state = State::kFail;
-    v.code = "xid";
+    Mark(v, "gpu.xid");
     v.measured = m->value;
     v.unit = "events";
     v.threshold = "== 0";
@@ -57,11 +56,10 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
       return m != nullptr ? std::optional<double>(m->value) : std::nullopt;
     };
     std::vector<Verdict> problems;
-    auto problem = [&](State st, std::string code, double measured, std::string unit, std::string threshold,
+    auto problem = [&](std::string_view code, double measured, std::string unit, std::string threshold,
                        std::string detail, std::string next) {
       Verdict v = Base(run, gpu);
-      v.state = st;
-      v.code = std::move(code);
+      Mark(v, code);
       v.measured = measured;
       v.unit = std::move(unit);
       v.threshold = std::move(threshold);
@@ -72,65 +70,65 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     const std::string replace = "drain the node and open an RMA for the GPU";
     for (const char* m : {"ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"}) {
       if (auto v = value(m); v && *v > 0) {
-        problem(State::kFail, "ecc_uncorrected", *v, "errors", "== 0 (anchors.md: any uncorrectable fails)",
+        problem("gpu.ecc_uncorrected", *v, "errors", "== 0 (anchors.md: any uncorrectable fails)",
                 std::string(m) + " is not zero", replace);
       }
     }
     if (auto v = value("ecc_corrected_sram_aggregate"); v && *v > t.Get("gpu.health.max_sram_correctable")) {
-      problem(State::kFail, "ecc_sram_correctable", *v, "errors",
+      problem("gpu.ecc_sram_correctable", *v, "errors",
               fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_sram_correctable"),
                           t.SourceOf("gpu.health.max_sram_correctable")),
               "correctable SRAM errors past the mark", replace);
     }
     if (auto v = value("ecc_corrected_dram_aggregate"); v && *v > t.Get("gpu.health.max_dram_correctable")) {
-      problem(State::kFail, "ecc_dram_correctable", *v, "errors",
+      problem("gpu.ecc_dram_correctable", *v, "errors",
               fmt::format("<= {:.0f} ({})", t.Get("gpu.health.max_dram_correctable"),
                           t.SourceOf("gpu.health.max_dram_correctable")),
               "correctable DRAM errors past the mark", replace);
     }
     if (auto v = value("retired_pages_pending"); v && *v > 0) {
-      problem(State::kFail, "retired_pages_pending", 1, "", "none pending", "a page retirement waits for a reset",
+      problem("gpu.retired_pages_pending", 1, "", "none pending", "a page retirement waits for a reset",
               "drain the node and reset the GPU (or reboot)");
     }
     if (auto v = value("remap_pending"); v && *v > 0) {
-      problem(State::kFail, "remap_pending", 1, "", "none pending (anchors.md)", "a row remap waits for a reset",
+      problem("gpu.remap_pending", 1, "", "none pending (anchors.md)", "a row remap waits for a reset",
               "drain the node and reset the GPU (or reboot)");
     }
     if (auto v = value("remap_failure"); v && *v > 0) {
-      problem(State::kFail, "remap_failure", 1, "", "no failure (anchors.md)", "row remapping failed: no spare rows left",
+      problem("gpu.remap_failure", 1, "", "no failure (anchors.md)", "row remapping failed: no spare rows left",
               replace);
     }
     if (auto v = value("throttle_slowdown"); v && *v > 0) {
       const probe::Measurement* m = Find(r, "throttle_slowdown", gpu);
       auto reasons = m->info.find("reasons");
-      problem(State::kFail, "clock_throttle", 1, "",
+      problem("gpu.clock_throttle", 1, "",
               "no HW slowdown, thermal or power brake (anchors.md: IBM Autopilot, Azure)",
               "clocks held down: " + (reasons != m->info.end() ? reasons->second : std::string("?")),
               "check inlet temperature, fans or coolant flow and the PSUs; idle and SW power cap are allowed");
     }
     if (auto cur = value("pcie_width_current"), max = value("pcie_width_max"); cur && max && *cur < *max) {
-      problem(State::kFail, "pcie_width", *cur, "lanes", fmt::format("== x{:.0f} (DCGM)", *max),
+      problem("pcie.link_width", *cur, "lanes", fmt::format("== x{:.0f} (DCGM)", *max),
               fmt::format("the link trained at x{:.0f} of x{:.0f}", *cur, *max), "reseat the GPU or its riser; check the slot");
     }
     if (auto cur = value("pcie_gen_current"), max = value("pcie_gen_max"); cur && max && *cur < *max) {
-      problem(State::kWarn, "pcie_gen", *cur, "gen", fmt::format("== Gen{:.0f} under load", *max),
+      problem("gpu.pcie_gen", *cur, "gen", fmt::format("== Gen{:.0f} under load", *max),
               fmt::format("Gen{:.0f} of Gen{:.0f}; idle GPUs lower the link generation, so this matters only under load",
                           *cur, *max),
               "run gpu.h2d: if it passes, the link rises under load");
     }
     if (auto up = value("nvlink_up"), total = value("nvlink_total"); up && total && *up < *total) {
-      problem(State::kFail, "nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
+      problem("gpu.nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
               fmt::format("{:.0f} of {:.0f} NVLinks are up", *up, *total), "reseat the GPU tray; check fabric manager's log");
     }
     if (auto v = value("xid_count"); v && *v > 0) {
       const probe::Measurement* m = Find(r, "xid_count", gpu);
       auto codes = m->info.find("codes");
-      problem(State::kFail, "xid", *v, "events", "== 0",
+      problem("gpu.xid", *v, "events", "== 0",
               "Xid events for this GPU: " + (codes != m->info.end() ? codes->second : std::string("?")),
               "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link");
     }
     if (auto v = value("persistence"); v && *v == 0) {
-      problem(State::kWarn, "persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "
+      problem("gpu.persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "
               "driver load", "systemctl enable --now nvidia-persistenced (gpuforge apply does)");
     }
     if (problems.empty()) {
@@ -173,8 +171,7 @@ std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, co
     if (m.metric != rule->metric) continue;
     if (!figure) {
       Verdict v = Base(run, m.entity);
-      v.state = State::kWarn;
-      v.code = "no_reference";
+      Mark(v, "threshold.no_reference");
       v.measured = m.value;
       v.unit = std::string(rule->unit);
       v.detail = fmt::format("no {} figure for {} in the GPU model data file", rule->figure, model.empty() ? "?" : model);
@@ -193,70 +190,438 @@ std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, co
   return out;
 }
 
-}  // namespace
 
-const char* ToString(State s) {
-  switch (s) {
-    case State::kPass: return "PASS";
-    case State::kWarn: return "WARN";
-    case State::kFail: return "FAIL";
-    case State::kSkip: return "SKIP";
-    case State::kError: return "ERROR";
-  }
-  return "?";
+// Rates and times of the storage and TCP probes. Each judge starts from a probe result that
+// may be a SKIP or ERROR; the fabric judges are in judge_fabric.cc.
+int GpusOf(const model::Cluster& c, const PlannedRun& run) {
+  const model::Node* node = c.FindNode(run.node);
+  return node != nullptr ? std::max(1, c.ProfileOf(*node).gpu_count()) : 1;
+}
+const model::Profile* ProfileOf(const model::Cluster& c, const PlannedRun& run) {
+  const model::Node* node = c.FindNode(run.node);
+  return node != nullptr ? &c.ProfileOf(*node) : nullptr;
 }
 
+std::vector<Verdict> JudgeGpuHealthResult(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                          const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  return JudgeGpuHealth(c, t, run, r, ProfileOf(c, run));
+}
+
+std::vector<Verdict> JudgeGpuRateResult(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                        const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  return JudgeGpuRate(t, run, r, ProfileOf(c, run));
+}
+
+std::vector<Verdict> JudgeStorageRead(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                      const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  const int gpus = GpusOf(c, run);
+  const probe::Measurement* m = Find(r, "read_bandwidth");
+  if (m == nullptr) return {Missing(run, "read_bandwidth")};
+  const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");
+  double need = per_gpu * gpus;
+  if (c.workload.read_bytes_per_s_per_gpu > 0) need = c.workload.read_bytes_per_s_per_gpu / 1e9 * gpus;
+  return {AtLeast(run, run.entity, m->value, "GB/s", need,
+                  fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus, gpus == 1 ? "" : "s",
+                              Fixed(need / gpus), t.SourceOf("storage.read.min_gbs_per_gpu")),
+                  "check the mount options, the client's network path to the storage and the tier's load")};
+}
+
+std::vector<Verdict> JudgeStorageCheckpoint(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                            const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  const probe::Measurement* m = Find(r, "write_bandwidth");
+  if (m == nullptr) return {Missing(run, "write_bandwidth")};
+  const double limit = t.Get("storage.checkpoint.max_seconds");
+  if (!c.workload.present || c.workload.params <= 0) {
+    Verdict v = Base(run, run.entity);
+    Mark(v, "storage.no_workload");
+    v.measured = m->value;
+    v.unit = "GB/s";
+    v.detail = fmt::format("measured {} GB/s; the inventory has no workload, so there is no checkpoint size to time",
+                           Fixed(m->value));
+    return {v};
+  }
+  const std::size_t compute_nodes = std::max<std::size_t>(1, c.ComputeNodes().size());
+  const double share = c.workload.params * c.workload.checkpoint_bytes_per_param() / static_cast<double>(compute_nodes);
+  const double seconds = m->value > 0 ? share / (m->value * 1e9) : std::numeric_limits<double>::infinity();
+  Verdict v = AtMost(run, run.entity, seconds, "s", limit,
+                     fmt::format("{} s ({})", Fixed(limit), t.SourceOf("storage.checkpoint.max_seconds")),
+                     "write checkpoints to a faster tier, shard them across more nodes, or checkpoint asynchronously");
+  v.detail = fmt::format("{:.1f} GB per node ({} nodes share the checkpoint) at {} GB/s", share / 1e9, compute_nodes,
+                         Fixed(m->value));
+  return {v};
+}
+
+std::vector<Verdict> JudgeStorageMetadata(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                          const probe::ProbeResult& r) {
+  (void)c;
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  const probe::Measurement* m = Find(r, "p99_latency");
+  if (m == nullptr) return {Missing(run, "p99_latency")};
+  const double limit_ms = t.Get("storage.metadata.max_p99_latency_ms");
+  return {AtMost(run, run.entity, m->value * 1e3, "ms", limit_ms,
+                 fmt::format("{} ms ({})", Fixed(limit_ms), t.SourceOf("storage.metadata.max_p99_latency_ms")),
+                 "look for a saturated metadata server, a congested storage network or sync mount options")};
+}
+
+std::vector<Verdict> JudgeTcp(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                              const probe::ProbeResult& r) {
+  if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
+  const probe::Measurement* m = Find(r, "bandwidth");
+  if (m == nullptr) return {Missing(run, "bandwidth")};
+  const model::Network* net = c.FindNetwork(run.params.count("network") ? run.params.at("network") : "");
+  const double line_gbits = net != nullptr ? net->rate_bytes_per_s * 8 / 1e9 : 0;
+  const double fraction = t.Get("tcp.bandwidth.min_fraction");
+  if (line_gbits <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the network", "the network")};
+  return {AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
+                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
+                              Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),
+                  "test the pair again with a known-good peer to tell a bad node from a bad link; check MTU, "
+                  "NIC firmware, cabling and the switch port")};
+}
+
+// The planners: where each check applies. Node-shaped ones are called per selected node (in
+// inventory order), the others once over all of them.
+
+void PlanEveryNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  plan.runs.push_back(RunOf(check, *ctx.node));
+}
+
+void PlanNvidiaNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  if (NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
+    plan.runs.push_back(RunOf(check, *ctx.node));
+  } else {
+    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
+  }
+}
+
+void PlanIbCounters(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  std::vector<std::string> devices;
+  for (const model::NicSpec* nic : ComputeRdmaNics(ctx.cluster, ctx.cluster.ProfileOf(*ctx.node))) {
+    if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
+  }
+  if (devices.empty()) {
+    NotApplicable(plan, check, ctx.node->name, "rdma.no_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
+    return;
+  }
+  PlannedRun r = RunOf(check, *ctx.node);
+  r.params["devices"] = fmt::format("{}", fmt::join(devices, ","));
+  plan.runs.push_back(std::move(r));
+}
+
+void PlanNcclNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  if (!NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
+    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
+    return;
+  }
+  PlannedRun r = RunOf(check, *ctx.node);
+  r.entity = "allreduce";
+  plan.runs.push_back(std::move(r));
+}
+
+void PlanNcclQuick(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  const std::size_t before = plan.runs.size();
+  PlanNcclNode(ctx, check, plan);
+  if (plan.runs.size() > before) plan.runs.back().params["preset"] = "quick";
+}
+
+// One run per storage tier with a mount (only those with checkpoints: true for `checkpoints`).
+void PlanMounts(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan, bool checkpoints) {
+  bool any = false;
+  for (const model::StorageTier& t : ctx.cluster.storage.tiers) {
+    if (t.mount.empty() || (checkpoints && !t.checkpoints)) continue;
+    PlannedRun r = RunOf(check, *ctx.node);
+    r.entity = t.mount;
+    r.params["path"] = t.mount;
+    plan.runs.push_back(std::move(r));
+    any = true;
+  }
+  if (!any) {
+    NotApplicable(plan, check, ctx.node->name, "storage.no_mount",
+                  checkpoints ? "no storage tier with checkpoints: true names a mount"
+                              : "no storage tier in the inventory names a mount");
+  }
+}
+void PlanStorage(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  PlanMounts(ctx, check, plan, false);
+}
+void PlanCheckpoint(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  PlanMounts(ctx, check, plan, true);
+}
+
+// Each node against the next one in inventory order (a ring), per storage or control network
+// the nodes share; the server side is the peer.
+void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  const model::Cluster& c = ctx.cluster;
+  for (const model::Network& net : c.networks) {
+    if (net.role != model::NetRole::kStorage && net.role != model::NetRole::kControl) continue;
+    std::vector<const model::Node*> on;
+    for (const std::string& name : ctx.nodes) {
+      const model::Node* n = c.FindNode(name);
+      if (n == nullptr) continue;
+      const model::Profile& p = c.ProfileOf(*n);
+      if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == net.name; })) {
+        on.push_back(n);
+      }
+    }
+    if (on.size() < 2) continue;
+    for (std::size_t i = 0; i < on.size(); ++i) {
+      const model::Node* peer = on[(i + 1) % on.size()];
+      if (on.size() == 2 && i == 1) break;  // two nodes: one pair
+      PlannedRun r = RunOf(check, *on[i]);
+      r.peer = peer->name;
+      r.peer_address = peer->address.empty() ? peer->name : peer->address;
+      r.entity = "peer " + peer->name + " (" + net.name + ")";
+      r.params["role"] = "client";
+      r.params["peer"] = r.peer_address;
+      r.params["network"] = net.name;
+      r.peer_params = {{"role", "server"}, {"port", "0"}};
+      plan.runs.push_back(std::move(r));
+    }
+  }
+}
+
+// Each node's compute HCAs against the same rail of the next node (a ring).
+void PlanRdmaPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  const model::Cluster& c = ctx.cluster;
+  std::vector<const model::Node*> rdma_nodes;
+  for (const std::string& name : ctx.nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n != nullptr && !ComputeRdmaNics(c, c.ProfileOf(*n)).empty()) rdma_nodes.push_back(n);
+  }
+  if (rdma_nodes.size() < 2) {
+    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "rdma.no_pair",
+                  "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
+    return;
+  }
+  for (std::size_t i = 0; i < rdma_nodes.size(); ++i) {
+    if (rdma_nodes.size() == 2 && i == 1) break;  // two nodes: one pair
+    const model::Node* self = rdma_nodes[i];
+    const model::Node* peer = rdma_nodes[(i + 1) % rdma_nodes.size()];
+    const auto mine = ComputeRdmaNics(c, c.ProfileOf(*self));
+    const auto theirs = ComputeRdmaNics(c, c.ProfileOf(*peer));
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      // The same rail when both say which; else the same position.
+      const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
+      if (mine[k]->rail) {
+        for (const model::NicSpec* t : theirs) {
+          if (t->rail == mine[k]->rail) other = t;
+        }
+      }
+      if (other == nullptr) continue;
+      PlannedRun r = RunOf(check, *self);
+      r.peer = peer->name;
+      r.peer_address = peer->address.empty() ? peer->name : peer->address;
+      r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer->name, other->name, other->port);
+      r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
+      r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
+      if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
+        // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
+        // with --param KEY.gid_index=N).
+        r.params["gid_index"] = "3";
+        r.peer_params["gid_index"] = "3";
+      }
+      plan.runs.push_back(std::move(r));
+    }
+  }
+}
+
+void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  const model::Cluster& c = ctx.cluster;
+  std::vector<std::string> members;
+  for (const std::string& name : ctx.nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
+  }
+  if (members.size() < 2) {
+    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "nccl.single_node",
+                  "fewer than two selected nodes have NVIDIA GPUs");
+    return;
+  }
+  PlannedRun r = RunOf(check, *c.FindNode(members.front()));
+  r.group = members;
+  r.entity = fmt::format("{} nodes together", members.size());
+  r.params["nodes"] = std::to_string(members.size());
+  plan.runs.push_back(std::move(r));
+}
+
+constexpr RetryPolicy kUntilGood{.on_fail = true};
+
+}  // namespace
+
+// One row per check, in the order they are planned and listed: node-local, then pairs and
+// groups. A new check is a row: its shape, retry policy, timeout, planner and judge.
 std::span<const CheckInfo> Checks() {
   static constexpr std::array kChecks = {
-      CheckInfo{"facts", "", "hardware and software facts against the inventory (drift codes, docs/facts.md)", false,
-                false, 120, false},
-      CheckInfo{"gpu.health", "gpu.health",
-                "NVML: GPU count, ECC, retired pages, row remapping, clock throttling, PCIe link, NVLink, persistence, "
-                "Xid events",
-                false, false, 120, false},
-      CheckInfo{"gpu.copy", "gpu.copy", "device-to-device copy bandwidth (HBM) per GPU", true, false, 600, false},
-      CheckInfo{"gpu.h2d", "gpu.h2d", "pinned host-to-device copy bandwidth (PCIe) per GPU", true, false, 600, false},
-      CheckInfo{"gpu.d2h", "gpu.d2h", "device-to-host copy bandwidth into pinned memory (PCIe) per GPU", true, false,
-                600, false},
-      CheckInfo{"gpu.compute", "gpu.compute", "fp32 FMA throughput of gpuforge's own kernel per GPU", true, false, 600, false},
-      CheckInfo{"gpu.gemm", "gpu.gemm", "bf16 GEMM throughput through cuBLASLt per GPU", true, false, 900, false},
-      CheckInfo{"ib.counters", "ib.counters",
-                "InfiniBand/RoCE ports of the compute HCAs: state, rate and width against the inventory, link-down and "
-                "error counters",
-                false, false, 60, false},
-      CheckInfo{"nccl.quick", "nccl.allreduce",
-                "the guides' quick NCCL check: 1024x1024 float all-reduce over the node's GPUs, time per op", true,
-                false, 300, false},
-      CheckInfo{"nccl.allreduce", "nccl.allreduce",
-                "NCCL all-reduce over the node's GPUs, nccl-tests' sweep: bus bandwidth, wrong elements, the transport",
-                true, false, 900, false},
-      CheckInfo{"storage.read", "storage.read", "sequential read bandwidth of each storage tier's mount", true, false,
-                1800, false},
-      CheckInfo{"storage.checkpoint", "storage.checkpoint",
-                "checkpoint write (write + fsync) turned into time for this node's share of the workload's checkpoint",
-                true, false, 1800, false},
-      CheckInfo{"storage.metadata", "storage.metadata", "metadata operations per second and 4 KiB write latency", true,
-                false, 600, false},
-      CheckInfo{"tcp.bandwidth", "tcp.bandwidth", "TCP bandwidth between neighbouring nodes on storage and control networks",
-                true, true, 120, false},
-      CheckInfo{"rdma.write_bw", "rdma.write_bw",
-                "RDMA write bandwidth per compute HCA to the same rail of the next node (ib_write_bw's method)", true,
-                true, 300, false},
-      CheckInfo{"rdma.write_lat", "rdma.write_lat",
-                "RDMA write ping-pong latency per compute HCA to the same rail of the next node (ib_write_lat's method)",
-                true, true, 120, false},
-      CheckInfo{"nccl.multinode", "nccl.allreduce",
-                "NCCL all-reduce across the selected nodes, one agent per node (the unique id passed by gpuforge)",
-                true, false, 1800, true},
+      CheckInfo{.key = "facts",
+                .description = "hardware and software facts against the inventory (drift codes, docs/facts.md)",
+                .timeout_s = 120,
+                .plan = &PlanEveryNode},
+      CheckInfo{.key = "gpu.health",
+                .probe = "gpu.health",
+                .description = "NVML: GPU count, ECC, retired pages, row remapping, clock throttling, PCIe link, "
+                               "NVLink, persistence, Xid events",
+                .timeout_s = 120,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuHealthResult},
+      CheckInfo{.key = "gpu.copy",
+                .probe = "gpu.copy",
+                .description = "device-to-device copy bandwidth (HBM) per GPU",
+                .retry = kUntilGood,
+                .timeout_s = 600,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuRateResult},
+      CheckInfo{.key = "gpu.h2d",
+                .probe = "gpu.h2d",
+                .description = "pinned host-to-device copy bandwidth (PCIe) per GPU",
+                .retry = kUntilGood,
+                .timeout_s = 600,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuRateResult},
+      CheckInfo{.key = "gpu.d2h",
+                .probe = "gpu.d2h",
+                .description = "device-to-host copy bandwidth into pinned memory (PCIe) per GPU",
+                .retry = kUntilGood,
+                .timeout_s = 600,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuRateResult},
+      CheckInfo{.key = "gpu.compute",
+                .probe = "gpu.compute",
+                .description = "fp32 FMA throughput of gpuforge's own kernel per GPU",
+                .retry = kUntilGood,
+                .timeout_s = 600,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuRateResult},
+      CheckInfo{.key = "gpu.gemm",
+                .probe = "gpu.gemm",
+                .description = "bf16 GEMM throughput through cuBLASLt per GPU",
+                .retry = kUntilGood,
+                .timeout_s = 900,
+                .plan = &PlanNvidiaNode,
+                .judge = &JudgeGpuRateResult},
+      CheckInfo{.key = "ib.counters",
+                .probe = "ib.counters",
+                .description = "InfiniBand/RoCE ports of the compute HCAs: state, rate and width against the "
+                               "inventory, link-down and error counters",
+                .timeout_s = 60,
+                .plan = &PlanIbCounters,
+                .judge = &JudgeIbCounters},
+      CheckInfo{.key = "nccl.quick",
+                .probe = "nccl.allreduce",
+                .description = "the guides' quick NCCL check: 1024x1024 float all-reduce over the node's GPUs, time "
+                               "per op",
+                .retry = kUntilGood,
+                .timeout_s = 300,
+                .plan = &PlanNcclQuick,
+                .judge = &JudgeNcclNode},
+      CheckInfo{.key = "nccl.allreduce",
+                .probe = "nccl.allreduce",
+                .description = "NCCL all-reduce over the node's GPUs, nccl-tests' sweep: bus bandwidth, wrong "
+                               "elements, the transport",
+                .retry = kUntilGood,
+                .timeout_s = 900,
+                .plan = &PlanNcclNode,
+                .judge = &JudgeNcclNode},
+      CheckInfo{.key = "storage.read",
+                .probe = "storage.read",
+                .description = "sequential read bandwidth of each storage tier's mount",
+                .retry = kUntilGood,
+                .timeout_s = 1800,
+                .plan = &PlanStorage,
+                .judge = &JudgeStorageRead},
+      CheckInfo{.key = "storage.checkpoint",
+                .probe = "storage.checkpoint",
+                .description = "checkpoint write (write + fsync) turned into time for this node's share of the "
+                               "workload's checkpoint",
+                .retry = kUntilGood,
+                .timeout_s = 1800,
+                .plan = &PlanCheckpoint,
+                .judge = &JudgeStorageCheckpoint},
+      CheckInfo{.key = "storage.metadata",
+                .probe = "storage.metadata",
+                .description = "metadata operations per second and 4 KiB write latency",
+                .retry = kUntilGood,
+                .timeout_s = 600,
+                .plan = &PlanStorage,
+                .judge = &JudgeStorageMetadata},
+      CheckInfo{.key = "tcp.bandwidth",
+                .probe = "tcp.bandwidth",
+                .description = "TCP bandwidth between neighbouring nodes on storage and control networks",
+                .shape = Shape::kPair,
+                .retry = kUntilGood,
+                .timeout_s = 120,
+                .plan = &PlanTcpPairs,
+                .judge = &JudgeTcp},
+      CheckInfo{.key = "rdma.write_bw",
+                .probe = "rdma.write_bw",
+                .description = "RDMA write bandwidth per compute HCA to the same rail of the next node "
+                               "(ib_write_bw's method)",
+                .shape = Shape::kPair,
+                .retry = kUntilGood,
+                .timeout_s = 300,
+                .plan = &PlanRdmaPairs,
+                .judge = &JudgeRdma},
+      CheckInfo{.key = "rdma.write_lat",
+                .probe = "rdma.write_lat",
+                .description = "RDMA write ping-pong latency per compute HCA to the same rail of the next node "
+                               "(ib_write_lat's method)",
+                .shape = Shape::kPair,
+                .retry = kUntilGood,
+                .timeout_s = 120,
+                .plan = &PlanRdmaPairs,
+                .judge = &JudgeRdma},
+      CheckInfo{.key = "nccl.multinode",
+                .probe = "nccl.allreduce",
+                .description = "NCCL all-reduce across the selected nodes, one agent per node (the unique id passed "
+                               "by gpuforge)",
+                .shape = Shape::kGroup,
+                // Wrong sums are not a slow run: never tried again.
+                .retry = {.on_fail = true, .except_code = "nccl.wrong_data"},
+                .timeout_s = 1800,
+                .plan = &PlanNcclGroup,
+                .judge_group = &JudgeNcclGroup},
   };
   return kChecks;
 }
 
-const CheckInfo* FindCheck(std::string_view key) {
-  for (const CheckInfo& c : Checks()) {
+const CheckInfo* FindCheck(std::string_view key, std::span<const CheckInfo> table) {
+  for (const CheckInfo& c : table) {
     if (c.key == key) return &c;
   }
   return nullptr;
+}
+
+const CheckInfo* CheckOf(const PlannedRun& run) { return run.info != nullptr ? run.info : FindCheck(run.check); }
+
+Shape ShapeOf(const PlannedRun& run) {
+  if (const CheckInfo* info = CheckOf(run)) return info->shape;
+  return !run.group.empty() ? Shape::kGroup : !run.peer.empty() ? Shape::kPair : Shape::kNode;
+}
+
+PlannedRun RunOf(const CheckInfo& check, const model::Node& node) {
+  PlannedRun r;
+  r.check = std::string(check.key);
+  r.probe = std::string(check.probe);
+  r.node = node.name;
+  r.entity = "node";
+  r.performance = check.retry.on_fail;
+  r.timeout_s = check.timeout_s;
+  r.info = &check;
+  return r;
+}
+
+void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
+                   std::string why) {
+  Verdict v;
+  v.check = std::string(check.key);
+  v.node = node;
+  v.entity = "node";
+  Mark(v, code);
+  v.detail = std::move(why);
+  plan.not_applicable.push_back(std::move(v));
 }
 
 Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filter) {
@@ -280,254 +645,48 @@ Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filte
   return out;
 }
 
-ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks) {
+
+ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks,
+                        std::span<const CheckInfo> table) {
   ValidatePlan plan;
-  auto chosen = [&](std::string_view key) { return std::find(checks.begin(), checks.end(), key) != checks.end(); };
-  auto run_for = [&](std::string_view key, const model::Node& n) {
-    const CheckInfo* info = FindCheck(key);
-    PlannedRun r;
-    r.check = std::string(key);
-    r.probe = std::string(info->probe);
-    r.node = n.name;
-    r.entity = "node";
-    r.performance = info->performance;
-    r.timeout_s = info->timeout_s;
-    return r;
-  };
-  auto not_applicable = [&](std::string_view key, const std::string& node, std::string code, std::string why) {
-    Verdict v;
-    v.check = std::string(key);
-    v.node = node;
-    v.entity = "node";
-    v.state = State::kSkip;
-    v.code = std::move(code);
-    v.detail = std::move(why);
-    plan.not_applicable.push_back(std::move(v));
+  auto chosen = [&](const CheckInfo& check) {
+    return check.plan != nullptr && std::find(checks.begin(), checks.end(), check.key) != checks.end();
   };
   for (const std::string& name : nodes) {
     const model::Node* n = c.FindNode(name);
     if (n == nullptr) continue;
-    if (chosen("facts")) plan.runs.push_back(run_for("facts", *n));
-    for (std::string_view key : {"gpu.health", "gpu.copy", "gpu.h2d", "gpu.d2h", "gpu.compute", "gpu.gemm"}) {
-      if (!chosen(key)) continue;
-      if (NvidiaGpus(c.ProfileOf(*n))) {
-        plan.runs.push_back(run_for(key, *n));
-      } else {
-        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
-      }
-    }
-    if (chosen("ib.counters")) {
-      std::vector<std::string> devices;
-      for (const model::NicSpec* nic : ComputeRdmaNics(c, c.ProfileOf(*n))) {
-        if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
-      }
-      if (devices.empty()) {
-        not_applicable("ib.counters", n->name, "no_rdma_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
-      } else {
-        PlannedRun r = run_for("ib.counters", *n);
-        r.params["devices"] = fmt::format("{}", fmt::join(devices, ","));
-        plan.runs.push_back(std::move(r));
-      }
-    }
-    for (std::string_view key : {"nccl.quick", "nccl.allreduce"}) {
-      if (!chosen(key)) continue;
-      if (!NvidiaGpus(c.ProfileOf(*n))) {
-        not_applicable(key, n->name, "no_nvidia_gpu", "the node's profile has no NVIDIA GPU");
-        continue;
-      }
-      PlannedRun r = run_for(key, *n);
-      r.entity = "allreduce";
-      if (key == "nccl.quick") r.params["preset"] = "quick";
-      plan.runs.push_back(std::move(r));
-    }
-    for (std::string_view key : {"storage.read", "storage.checkpoint", "storage.metadata"}) {
-      if (!chosen(key)) continue;
-      bool any = false;
-      for (const model::StorageTier& t : c.storage.tiers) {
-        if (t.mount.empty()) continue;
-        if (key == "storage.checkpoint" && !t.checkpoints) continue;
-        PlannedRun r = run_for(key, *n);
-        r.entity = t.mount;
-        r.params["path"] = t.mount;
-        plan.runs.push_back(std::move(r));
-        any = true;
-      }
-      if (!any) {
-        not_applicable(key, n->name, "no_storage_mount",
-                       key == "storage.checkpoint" ? "no storage tier with checkpoints: true names a mount"
-                                                   : "no storage tier in the inventory names a mount");
-      }
+    for (const CheckInfo& check : table) {
+      if (check.shape == Shape::kNode && chosen(check)) check.plan(PlanContext{c, nodes, n}, check, plan);
     }
   }
-  if (chosen("tcp.bandwidth")) {
-    // Each node against the next one in inventory order (a ring), per storage or control
-    // network the nodes share; the server side is the peer.
-    for (const model::Network& net : c.networks) {
-      if (net.role != model::NetRole::kStorage && net.role != model::NetRole::kControl) continue;
-      std::vector<const model::Node*> on;
-      for (const std::string& name : nodes) {
-        const model::Node* n = c.FindNode(name);
-        if (n == nullptr) continue;
-        const model::Profile& p = c.ProfileOf(*n);
-        if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == net.name; })) {
-          on.push_back(n);
-        }
-      }
-      if (on.size() < 2) continue;
-      for (std::size_t i = 0; i < on.size(); ++i) {
-        const model::Node* peer = on[(i + 1) % on.size()];
-        if (on.size() == 2 && i == 1) break;  // two nodes: one pair
-        PlannedRun r = run_for("tcp.bandwidth", *on[i]);
-        r.peer = peer->name;
-        r.peer_address = peer->address.empty() ? peer->name : peer->address;
-        r.entity = "peer " + peer->name + " (" + net.name + ")";
-        r.params["role"] = "client";
-        r.params["peer"] = r.peer_address;
-        r.params["network"] = net.name;
-        r.peer_params = {{"role", "server"}, {"port", "0"}};
-        plan.runs.push_back(std::move(r));
-      }
-    }
-  }
-  // RDMA: each node's compute HCAs against the same rail of the next node (a ring).
-  std::vector<const model::Node*> rdma_nodes;
-  for (const std::string& name : nodes) {
-    const model::Node* n = c.FindNode(name);
-    if (n != nullptr && !ComputeRdmaNics(c, c.ProfileOf(*n)).empty()) rdma_nodes.push_back(n);
-  }
-  for (std::string_view key : {"rdma.write_bw", "rdma.write_lat"}) {
-    if (!chosen(key)) continue;
-    if (rdma_nodes.size() < 2) {
-      not_applicable(key, nodes.empty() ? "-" : nodes.front(), "no_rdma_pair",
-                     "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
-      continue;
-    }
-    for (std::size_t i = 0; i < rdma_nodes.size(); ++i) {
-      if (rdma_nodes.size() == 2 && i == 1) break;  // two nodes: one pair
-      const model::Node* self = rdma_nodes[i];
-      const model::Node* peer = rdma_nodes[(i + 1) % rdma_nodes.size()];
-      const auto mine = ComputeRdmaNics(c, c.ProfileOf(*self));
-      const auto theirs = ComputeRdmaNics(c, c.ProfileOf(*peer));
-      for (std::size_t k = 0; k < mine.size(); ++k) {
-        // The same rail when both say which; else the same position.
-        const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
-        if (mine[k]->rail) {
-          for (const model::NicSpec* t : theirs) {
-            if (t->rail == mine[k]->rail) other = t;
-          }
-        }
-        if (other == nullptr) continue;
-        PlannedRun r = run_for(key, *self);
-        r.peer = peer->name;
-        r.peer_address = peer->address.empty() ? peer->name : peer->address;
-        r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer->name, other->name, other->port);
-        r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
-        r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
-        if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
-          // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
-          // with --param KEY.gid_index=N).
-          r.params["gid_index"] = "3";
-          r.peer_params["gid_index"] = "3";
-        }
-        plan.runs.push_back(std::move(r));
-      }
-    }
-  }
-  if (chosen("nccl.multinode")) {
-    std::vector<std::string> members;
-    for (const std::string& name : nodes) {
-      const model::Node* n = c.FindNode(name);
-      if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
-    }
-    if (members.size() < 2) {
-      not_applicable("nccl.multinode", nodes.empty() ? "-" : nodes.front(), "single_node",
-                     "fewer than two selected nodes have NVIDIA GPUs");
-    } else {
-      PlannedRun r = run_for("nccl.multinode", *c.FindNode(members.front()));
-      r.group = members;
-      r.entity = fmt::format("{} nodes together", members.size());
-      r.params["nodes"] = std::to_string(members.size());
-      plan.runs.push_back(std::move(r));
-    }
+  for (const CheckInfo& check : table) {
+    if (check.shape != Shape::kNode && chosen(check)) check.plan(PlanContext{c, nodes, nullptr}, check, plan);
   }
   return plan;
 }
 
 std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                            const probe::ProbeResult& r) {
-  if (IsFabricCheck(run.check)) return JudgeFabric(c, t, run, r);
-  std::vector<Verdict> out;
+  const CheckInfo* check = CheckOf(run);
+  if (check != nullptr && check->judge != nullptr) return check->judge(c, t, run, r);
   if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
-  const model::Node* node = c.FindNode(run.node);
-  const model::Profile* prof = node != nullptr ? &c.ProfileOf(*node) : nullptr;
-  const int gpus = prof != nullptr ? std::max(1, prof->gpu_count()) : 1;
+  Verdict v = Base(run, run.entity);
+  Mark(v, "check.no_judge");
+  v.detail = fmt::format("gpuforge has no rule to judge {}", run.check);
+  return {v};
+}
 
-  if (run.check == "gpu.health") {
-    return JudgeGpuHealth(c, t, run, r, prof);
-  } else if (run.check == "gpu.copy" || run.check == "gpu.h2d" || run.check == "gpu.d2h" || run.check == "gpu.compute" ||
-             run.check == "gpu.gemm") {
-    return JudgeGpuRate(t, run, r, prof);
-  } else if (run.check == "storage.read") {
-    const probe::Measurement* m = Find(r, "read_bandwidth");
-    if (m == nullptr) return {Missing(run, "read_bandwidth")};
-    const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");
-    double need = per_gpu * gpus;
-    if (c.workload.read_bytes_per_s_per_gpu > 0) need = c.workload.read_bytes_per_s_per_gpu / 1e9 * gpus;
-    out.push_back(AtLeast(run, run.entity, m->value, "GB/s", need,
-                          fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus, gpus == 1 ? "" : "s",
-                                      Fixed(need / gpus), t.SourceOf("storage.read.min_gbs_per_gpu")),
-                          "check the mount options, the client's network path to the storage and the tier's load"));
-  } else if (run.check == "storage.checkpoint") {
-    const probe::Measurement* m = Find(r, "write_bandwidth");
-    if (m == nullptr) return {Missing(run, "write_bandwidth")};
-    const double limit = t.Get("storage.checkpoint.max_seconds");
-    if (!c.workload.present || c.workload.params <= 0) {
-      Verdict v = Base(run, run.entity);
-      v.state = State::kSkip;
-      v.code = "no_workload";
-      v.measured = m->value;
-      v.unit = "GB/s";
-      v.detail = fmt::format("measured {} GB/s; the inventory has no workload, so there is no checkpoint size to time",
-                             Fixed(m->value));
-      out.push_back(std::move(v));
-      return out;
-    }
-    const std::size_t compute_nodes = std::max<std::size_t>(1, c.ComputeNodes().size());
-    const double share = c.workload.params * c.workload.checkpoint_bytes_per_param() / static_cast<double>(compute_nodes);
-    const double seconds = m->value > 0 ? share / (m->value * 1e9) : std::numeric_limits<double>::infinity();
-    Verdict v = AtMost(run, run.entity, seconds, "s", limit,
-                       fmt::format("{} s ({})", Fixed(limit), t.SourceOf("storage.checkpoint.max_seconds")),
-                       "write checkpoints to a faster tier, shard them across more nodes, or checkpoint asynchronously");
-    v.detail = fmt::format("{:.1f} GB per node ({} nodes share the checkpoint) at {} GB/s", share / 1e9, compute_nodes,
-                           Fixed(m->value));
-    out.push_back(std::move(v));
-  } else if (run.check == "storage.metadata") {
-    const probe::Measurement* m = Find(r, "p99_latency");
-    if (m == nullptr) return {Missing(run, "p99_latency")};
-    const double limit_ms = t.Get("storage.metadata.max_p99_latency_ms");
-    out.push_back(AtMost(run, run.entity, m->value * 1e3, "ms", limit_ms,
-                         fmt::format("{} ms ({})", Fixed(limit_ms), t.SourceOf("storage.metadata.max_p99_latency_ms")),
-                         "look for a saturated metadata server, a congested storage network or sync mount options"));
-  } else if (run.check == "tcp.bandwidth") {
-    const probe::Measurement* m = Find(r, "bandwidth");
-    if (m == nullptr) return {Missing(run, "bandwidth")};
-    const model::Network* net = c.FindNetwork(run.params.count("network") ? run.params.at("network") : "");
-    const double line_gbits = net != nullptr ? net->rate_bytes_per_s * 8 / 1e9 : 0;
-    const double fraction = t.Get("tcp.bandwidth.min_fraction");
-    if (line_gbits <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the network", "the network")};
-    out.push_back(AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
-                          fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
-                                      Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),
-                          "test the pair again with a known-good peer to tell a bad node from a bad link; check MTU, "
-                          "NIC firmware, cabling and the switch port"));
-  } else {
-    Verdict v = Base(run, run.entity);
-    v.state = State::kError;
-    v.code = "no_judge";
-    v.detail = fmt::format("gpuforge has no rule to judge {}", run.check);
-    out.push_back(std::move(v));
-  }
-  return out;
+std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                std::span<const probe::ProbeResult* const> results) {
+  const CheckInfo* check = CheckOf(run);
+  return (check != nullptr && check->judge_group != nullptr ? check->judge_group : &JudgeNcclGroup)(c, t, run, results);
+}
+
+bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last) {
+  const CheckInfo* check = CheckOf(run);
+  const std::string_view except = check != nullptr ? check->retry.except_code : std::string_view();
+  return std::any_of(last.begin(), last.end(), [](const Verdict& v) { return v.state == State::kFail; }) &&
+         (except.empty() || std::none_of(last.begin(), last.end(), [&](const Verdict& v) { return v.code == except; }));
 }
 
 std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes) {

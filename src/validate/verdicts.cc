@@ -41,7 +41,13 @@ Verdict Base(const PlannedRun& run, std::string entity) {
   return v;
 }
 
-// measured >= mark passes; otherwise FAIL below_threshold.
+void Mark(Verdict& v, std::string_view code) {
+  const CodeInfo row = Code(code);
+  v.code = std::string(row.code);
+  v.state = row.severity;
+}
+
+// measured >= mark passes; otherwise FAIL threshold.below.
 Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
                 std::string mark_text, std::string next_step) {
   Verdict v = Base(run, std::move(entity));
@@ -51,8 +57,7 @@ Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std:
   if (measured >= mark) {
     v.state = State::kPass;
   } else {
-    v.state = State::kFail;
-    v.code = "below_threshold";
+    Mark(v, "threshold.below");
     v.next_step = std::move(next_step);
   }
   return v;
@@ -67,8 +72,7 @@ Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::
   if (measured <= mark) {
     v.state = State::kPass;
   } else {
-    v.state = State::kFail;
-    v.code = "above_threshold";
+    Mark(v, "threshold.above");
     v.next_step = std::move(next_step);
   }
   return v;
@@ -76,8 +80,7 @@ Verdict AtMost(const PlannedRun& run, std::string entity, double measured, std::
 
 Verdict Missing(const PlannedRun& run, std::string_view metric) {
   Verdict v = Base(run, run.entity);
-  v.state = State::kError;
-  v.code = "no_measurement";
+  Mark(v, "probe.no_measurement");
   v.detail = fmt::format("the probe {} reported no '{}' measurement", run.probe, metric);
   v.next_step = fmt::format("run `gpuforge agent run {}` on {} and read its output", run.probe, run.node);
   return v;
@@ -86,8 +89,7 @@ Verdict Missing(const PlannedRun& run, std::string_view metric) {
 Verdict NoLineRate(const PlannedRun& run, std::string entity, double measured, std::string unit, std::string_view what,
                    std::string_view fix) {
   Verdict v = Base(run, std::move(entity));
-  v.state = State::kWarn;
-  v.code = "no_line_rate";
+  Mark(v, "threshold.no_line_rate");
   v.measured = measured;
   v.unit = std::move(unit);
   v.detail = fmt::format("{} has no rate in the inventory, so there is nothing to hold the figure against", what);
@@ -97,8 +99,16 @@ Verdict NoLineRate(const PlannedRun& run, std::string entity, double measured, s
 
 Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r) {
   Verdict v = Base(run, run.entity);
-  v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;
-  v.code = r.code.empty() ? (v.state == State::kSkip ? "skipped" : "probe_error") : r.code;
+  // The probe's own code passes through as it came (an agent of another version may know
+  // codes this catalogue does not); only a result without one gets a code here.
+  if (r.code.empty() && r.outcome == probe::Outcome::kSkip) {
+    Mark(v, "probe.skipped");
+  } else if (r.code.empty()) {
+    Mark(v, "probe.error");
+  } else {
+    v.state = r.outcome == probe::Outcome::kSkip ? State::kSkip : State::kError;
+    v.code = r.code;
+  }
   v.detail = r.reason;
   if (v.state == State::kError) {
     v.next_step = fmt::format("run `gpuforge agent run {}` on {} by hand and read the reason", run.probe, run.node);

@@ -9,6 +9,7 @@
 
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/codes.h"
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::validate::internal {
@@ -21,6 +22,8 @@ std::string Fixed(double v);
 // The first measurement of that metric (and entity, when given).
 const probe::Measurement* Find(const probe::ProbeResult& r, std::string_view metric, std::string_view entity = "");
 Verdict Base(const PlannedRun& run, std::string entity);
+// Gives `v` its code and the state the catalogue (codes.h) gives that code.
+void Mark(Verdict& v, std::string_view code);
 // measured >= mark passes; otherwise FAIL below_threshold with the next step.
 Verdict AtLeast(const PlannedRun& run, std::string entity, double measured, std::string unit, double mark,
                 std::string mark_text, std::string next_step);
@@ -40,10 +43,16 @@ std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, cons
 // A SKIP or ERROR result as its verdict: the probe's code and reason, never a pass.
 Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r);
 
-// The judges of the fabric checks (judge_fabric.cc): ib.counters, nccl.quick, nccl.allreduce,
-// rdma.write_bw and rdma.write_lat.
-bool IsFabricCheck(std::string_view check);
-std::vector<Verdict> JudgeFabric(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
-                                 const probe::ProbeResult& r);
+// The judges of the fabric checks (judge_fabric.cc), rows of the check table: ib.counters,
+// nccl.quick and nccl.allreduce on a node, rdma.write_bw and rdma.write_lat, and
+// nccl.multinode as one job.
+std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                     const probe::ProbeResult& r);
+std::vector<Verdict> JudgeNcclNode(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                   const probe::ProbeResult& r);
+std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                               const probe::ProbeResult& r);
+std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                    std::span<const probe::ProbeResult* const> results);
 
 }  // namespace gpuforge::validate::internal

@@ -427,7 +427,7 @@ TEST_F(GpuCudaTest, ADamagedCopyIsWrongDataOnEveryGpuAndDirection) {
   std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
   ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_EQ(r.code, "gpu.wrong_data");
   EXPECT_TRUE(r.measurements.empty());
   const std::string gpu0_prefix =
       "gpu0 (0000:1b:00.0): device-to-device copy of 65536 bytes: "
@@ -439,7 +439,7 @@ TEST_F(GpuCudaTest, ADamagedCopyIsWrongDataOnEveryGpuAndDirection) {
     p = make(FakeLoader());
     r = RunIt(*p, kSmall);
     EXPECT_EQ(r.outcome, Outcome::kError) << p->key();
-    EXPECT_EQ(r.code, "wrong_data") << p->key();
+    EXPECT_EQ(r.code, "gpu.wrong_data") << p->key();
   }
 }
 
@@ -449,7 +449,7 @@ TEST_F(GpuCudaTest, AFailedCallNamesItWithTheDriversWordsAndOtherGpusStillRun) {
   std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:1b:00.0): cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)");
   ASSERT_EQ(r.measurements.size(), 2u);
@@ -461,7 +461,7 @@ TEST_F(GpuCudaTest, AFailureWhileTimingReleasesEverything) {
   fake_.fail_rc = CUDA_ERROR_ILLEGAL_ADDRESS;
   std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
   const ProbeResult r = RunIt(*p, kSmall);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:1b:00.0): cuMemcpyDtoDAsync failed: an illegal memory access was "
             "encountered (CUDA_ERROR_ILLEGAL_ADDRESS); gpu1 (0000:9a:00.0): cuMemcpyDtoDAsync "
@@ -481,7 +481,7 @@ TEST_F(GpuCudaTest, ATimeOfZeroIsBadTimingNotInfiniteBandwidth) {
   fake_.round_ms = 0;
   std::unique_ptr<Probe> p = MakeGpuD2hProbe(FakeLoader());
   const ProbeResult r = RunIt(*p, kSmall);
-  EXPECT_EQ(r.code, "bad_timing");
+  EXPECT_EQ(r.code, "probe.bad_timing");
   EXPECT_NE(r.reason.find("the events of timed round 1 are 0 ms apart"), std::string::npos);
 }
 
@@ -490,12 +490,12 @@ TEST_F(GpuCudaTest, CuInitDecidesSkipOrError) {
   fake_.init_rc = CUDA_ERROR_NO_DEVICE;
   ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_gpu");
+  EXPECT_EQ(r.code, "gpu.none");
   EXPECT_EQ(r.reason, "cuInit failed: no CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)");
   fake_.init_rc = CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
   r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason,
             "cuInit failed: system has unsupported display driver / cuda driver combination "
             "(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)");
@@ -508,11 +508,11 @@ TEST_F(GpuCudaTest, CuInitDecidesSkipOrError) {
 
 TEST_F(GpuCudaTest, ALoaderFailureIsTheSkip) {
   std::unique_ptr<Probe> p = MakeGpuCopyProbe([] {
-    return CudaLoad{nullptr, "no_cuda_driver", "libcuda.so.1: cannot open"};
+    return CudaLoad{nullptr, "gpu.no_cuda_driver", "libcuda.so.1: cannot open"};
   });
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_cuda_driver");
+  EXPECT_EQ(r.code, "gpu.no_cuda_driver");
   EXPECT_EQ(r.reason, "libcuda.so.1: cannot open");
 }
 
@@ -528,7 +528,7 @@ TEST_F(GpuCudaTest, BadParametersAreRefusedBeforeTouchingTheGpu) {
     given[name] = value;
     const ProbeResult r = RunIt(*p, given);
     EXPECT_EQ(r.outcome, Outcome::kError) << name << "=" << value;
-    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+    EXPECT_EQ(r.code, "probe.bad_param") << name << "=" << value;
   }
   EXPECT_EQ(fake_.calls["cuInit"], 0);
 }
@@ -537,7 +537,7 @@ TEST_F(GpuCudaTest, CancelStopsBeforeTheNextGpu) {
   std::atomic<bool> cancel{true};
   std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
   const ProbeResult r = RunIt(*p, kSmall, &cancel);
-  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(r.code, "probe.cancelled");
   EXPECT_EQ(fake_.calls["cuMemAlloc"], 0);
 }
 
@@ -566,7 +566,7 @@ TEST_F(GpuCudaTest, ComputeWithOneWrongThreadIsWrongData) {
   fake_.corrupt = Corrupt::kKernel;
   std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
   const ProbeResult r = RunIt(*p, kKernel);
-  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_EQ(r.code, "gpu.wrong_data");
   EXPECT_NE(r.reason.find("gpu0 (0000:1b:00.0): fp32 FMA kernel: 1 of 2048 threads returned a "
                           "wrong sum; thread 5 expected 16200, read 16201"),
             std::string::npos)
@@ -577,7 +577,7 @@ TEST_F(GpuCudaTest, ComputeWithoutKernelsOrOnOldGpusSkips) {
   std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), {});
   ProbeResult r = RunIt(*p, kKernel);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_kernels");
+  EXPECT_EQ(r.code, "gpu.no_kernels");
   EXPECT_EQ(r.reason, "this build has no GPU kernels: nvcc was not found at build time");
 
   for (FakeDevice& d : fake_.devices) {
@@ -588,7 +588,7 @@ TEST_F(GpuCudaTest, ComputeWithoutKernelsOrOnOldGpusSkips) {
   p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
   r = RunIt(*p, kKernel);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "unsupported_gpu");
+  EXPECT_EQ(r.code, "gpu.unsupported");
   EXPECT_EQ(r.reason,
             "gpuforge's kernels need compute capability 8.0 or newer; gpu0 (0000:1b:00.0) is "
             "Tesla T4 (compute capability 7.5); gpu1 (0000:9a:00.0) is Tesla T4 (compute "
@@ -600,7 +600,7 @@ TEST_F(GpuCudaTest, ComputeNamesAModuleThatDoesNotLoad) {
   fake_.fail_rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
   std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
   const ProbeResult r = RunIt(*p, kKernel);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason.substr(0, r.reason.find(';')),
             "gpu0 (0000:1b:00.0): cuModuleLoadData failed: no kernel image is available for "
             "execution on the device (CUDA_ERROR_NO_BINARY_FOR_GPU)");
@@ -777,7 +777,7 @@ TEST_F(GpuGemmTest, AWrongElementIsWrongData) {
   fake_.corrupt = Corrupt::kGemm;
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
   const ProbeResult r = RunIt(*p, kGemm);
-  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_EQ(r.code, "gpu.wrong_data");
   EXPECT_NE(r.reason.find("gpu0 (0000:9a:00.0): bf16 GEMM: 1 of 1024 sampled elements are "
                           "wrong; D[13][13] expected "),
             std::string::npos)
@@ -789,14 +789,14 @@ TEST_F(GpuGemmTest, CublasErrorsAndMissingAlgorithmsNameTheCall) {
   fake_.fail_call = "cublasLtMatmul";
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
   ProbeResult r = RunIt(*p, kGemm);
-  EXPECT_EQ(r.code, "cublas_error");
+  EXPECT_EQ(r.code, "gpu.cublas_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:9a:00.0): cublasLtMatmul failed: the requested functionality is not "
             "supported (cublasStatus_t 15)");
   fake_.fail_call.clear();
   fake_.heuristic_found = 0;
   r = RunIt(*p, kGemm);
-  EXPECT_EQ(r.code, "cublas_error");
+  EXPECT_EQ(r.code, "gpu.cublas_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:9a:00.0): cublasLtMatmulAlgoGetHeuristic offers no algorithm for a bf16 "
             "256x256x256 multiply");
@@ -804,11 +804,11 @@ TEST_F(GpuGemmTest, CublasErrorsAndMissingAlgorithmsNameTheCall) {
 
 TEST_F(GpuGemmTest, NoCublasLtSkips) {
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), [] {
-    return CublasLtLoad{nullptr, "no_cublaslt", "cuBLASLt does not load: libcublasLt.so.13: nope"};
+    return CublasLtLoad{nullptr, "gpu.no_cublaslt", "cuBLASLt does not load: libcublasLt.so.13: nope"};
   });
   const ProbeResult r = RunIt(*p, kGemm);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_cublaslt");
+  EXPECT_EQ(r.code, "gpu.no_cublaslt");
   EXPECT_EQ(fake_.calls["cuInit"], 0);
 }
 
@@ -817,7 +817,7 @@ TEST_F(GpuGemmTest, DimMustBeAMultipleOf64) {
   std::map<std::string, std::string> given = kGemm;
   given["dim"] = "300";
   const ProbeResult r = RunIt(*p, given);
-  EXPECT_EQ(r.code, "bad_param");
+  EXPECT_EQ(r.code, "probe.bad_param");
   EXPECT_EQ(r.reason, "parameter dim must be a multiple of 64, not 300");
 }
 

@@ -361,7 +361,7 @@ TEST_F(GpuHealthTest, AnErrorMidwayNamesTheCallAndTheGpuAndKeepsTheRest) {
   nvml_.gpus[0].fail_call = "nvmlDeviceGetPowerUsage";  // bus 9a: gpu1
   const ProbeResult r = Run();
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "nvml_error");
+  EXPECT_EQ(r.code, "gpu.nvml_error");
   EXPECT_EQ(r.reason,
             "gpu1 (0000:9a:00.0): nvmlDeviceGetPowerUsage failed: GPU is lost (NVML error 15)");
   EXPECT_EQ(nvml_.shutdowns, 1);
@@ -420,33 +420,33 @@ TEST_F(GpuHealthTest, InitAndCountDecideSkipOrError) {
   nvml_.init_rc = nvml::kDriverNotLoaded;
   ProbeResult r = Run();
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_gpu");
+  EXPECT_EQ(r.code, "gpu.none");
   EXPECT_EQ(r.reason, "nvmlInit_v2 failed: Driver Not Loaded (NVML error 9)");
   EXPECT_EQ(nvml_.shutdowns, 0);
 
   nvml_.init_rc = 18;
   r = Run();
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "nvml_error");
+  EXPECT_EQ(r.code, "gpu.nvml_error");
   EXPECT_EQ(r.reason,
             "nvmlInit_v2 failed: RM has detected an NVML/RM version mismatch. (NVML error 18)");
 
   nvml_.init_rc = nvml::kSuccess;
   r = Run();  // no GPUs
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_gpu");
+  EXPECT_EQ(r.code, "gpu.none");
   EXPECT_EQ(nvml_.shutdowns, 1);
 }
 
 TEST_F(GpuHealthTest, AMissingLibrarySkipsWithTheLoadersReason) {
   std::unique_ptr<Probe> p = MakeGpuHealthProbe(
       [] {
-        return NvmlLoad{nullptr, "no_nvml", "NVML does not load: libnvidia-ml.so.1: nope"};
+        return NvmlLoad{nullptr, "gpu.no_nvml", "NVML does not load: libnvidia-ml.so.1: nope"};
       },
       [] { return gpuforge::Result<std::string>(std::string()); });
   const ProbeResult r = RunProbe(*p, {}, nullptr);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_nvml");
+  EXPECT_EQ(r.code, "gpu.no_nvml");
   EXPECT_EQ(r.reason, "NVML does not load: libnvidia-ml.so.1: nope");
 }
 

@@ -67,7 +67,7 @@ TEST(GpuProbes, WithoutTheDriverEveryCudaProbeSkipsQuotingDlerror) {
     std::unique_ptr<Probe> p = make();
     const ProbeResult r = RunDefaults(*p);
     EXPECT_EQ(r.outcome, Outcome::kSkip) << p->key();
-    EXPECT_EQ(r.code, "no_cuda_headers") << p->key();
+    EXPECT_EQ(r.code, "gpu.no_cuda_headers") << p->key();
   }
 #else
   const std::string why = DlopenError("libcuda.so.1");
@@ -76,13 +76,13 @@ TEST(GpuProbes, WithoutTheDriverEveryCudaProbeSkipsQuotingDlerror) {
     std::unique_ptr<Probe> p = make();
     const ProbeResult r = RunDefaults(*p);
     EXPECT_EQ(r.outcome, Outcome::kSkip) << p->key();
-    EXPECT_EQ(r.code, "no_cuda_driver") << p->key();
+    EXPECT_EQ(r.code, "gpu.no_cuda_driver") << p->key();
     EXPECT_EQ(r.reason, "the CUDA driver library does not load (no NVIDIA driver here?): " + why);
   }
   std::unique_ptr<Probe> compute = MakeGpuComputeProbe();
   const ProbeResult r = RunDefaults(*compute);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, EmbeddedKernels().empty() ? "no_kernels" : "no_cuda_driver");
+  EXPECT_EQ(r.code, EmbeddedKernels().empty() ? "gpu.no_kernels" : "gpu.no_cuda_driver");
 #endif
 }
 
@@ -92,7 +92,7 @@ TEST(GpuProbes, WithoutNvmlHealthSkipsQuotingDlerror) {
   std::unique_ptr<Probe> p = MakeGpuHealthProbe();
   const ProbeResult r = RunDefaults(*p);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_nvml");
+  EXPECT_EQ(r.code, "gpu.no_nvml");
   EXPECT_EQ(r.reason, "NVML (libnvidia-ml.so.1, part of the NVIDIA driver) does not load: " + why);
 }
 
@@ -110,7 +110,7 @@ TEST(GpuProbes, TheStubDriverBindsEverySymbolAndItsCuInitIsAnError) {
   std::optional<ProbeResult> stop = OpenCuda(*load.api, "gpu.copy", &gpus);
   ASSERT_TRUE(stop.has_value());
   EXPECT_EQ(stop->outcome, Outcome::kError);
-  EXPECT_EQ(stop->code, "cuda_error");
+  EXPECT_EQ(stop->code, "gpu.cuda_error");
   EXPECT_EQ(stop->reason.substr(0, 15), "cuInit failed: ");
 }
 
@@ -118,7 +118,7 @@ TEST(GpuProbes, AMissingLibraryNamesEveryNameTried) {
   const std::array<const char*, 2> names = {"libgpuforge_none_a.so.1", "libgpuforge_none_b.so.1"};
   CudaLoad load = LoadCudaDriverFrom(names);
   EXPECT_FALSE(load.api);
-  EXPECT_EQ(load.code, "no_cuda_driver");
+  EXPECT_EQ(load.code, "gpu.no_cuda_driver");
   EXPECT_NE(load.reason.find("libgpuforge_none_a.so.1: cannot open shared object file"),
             std::string::npos);
   EXPECT_NE(load.reason.find("; libgpuforge_none_b.so.1: cannot open shared object file"),
@@ -132,7 +132,7 @@ TEST(GpuProbes, AMissingLibraryNamesEveryNameTried) {
 TEST(GpuProbes, CublasLtBindsEverySymbolWhereItLoads) {
   CublasLtLoad load = LoadCublasLt();
   if (!load.api) {
-    EXPECT_EQ(load.code, "no_cublaslt");
+    EXPECT_EQ(load.code, "gpu.no_cublaslt");
     GTEST_SKIP() << load.reason;
   }
   EXPECT_EQ(load.api->library.substr(0, 16), "libcublasLt.so.1");

@@ -109,17 +109,17 @@ TEST_F(IbCountersTest, AbsentOrEmptyClassDirectorySkips) {
   std::unique_ptr<Probe> probe = MakeIbCountersProbe((root_ / "nope").string());
   ProbeResult r = RunProbe(*probe, {{"devices", "all"}}, nullptr);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_ib_devices");
+  EXPECT_EQ(r.code, "ib.no_devices");
   r = Run();
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_ib_devices");
+  EXPECT_EQ(r.code, "ib.no_devices");
 }
 
 TEST_F(IbCountersTest, GarbageCounterIsAnErrorNamingTheFile) {
   Port("mlx5_0", 1, {{"counters/symbol_error", "12abc\n"}});
   const ProbeResult r = Run();
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "sysfs_error");
+  EXPECT_EQ(r.code, "ib.sysfs_error");
   EXPECT_NE(r.reason.find((root_ / "mlx5_0/ports/1/counters/symbol_error").string() +
                           ": '12abc' is not a decimal counter"),
             std::string::npos)
@@ -146,7 +146,7 @@ TEST_F(IbCountersTest, HostileContents) {
     Port("mlx5_0", 1, {{file, content}});
     const ProbeResult r = Run();
     EXPECT_EQ(r.outcome, Outcome::kError) << file;
-    EXPECT_EQ(r.code, "sysfs_error") << file;
+    EXPECT_EQ(r.code, "ib.sysfs_error") << file;
     EXPECT_NE(r.reason.find((root_ / "mlx5_0/ports/1" / file).string()), std::string::npos)
         << file << ": " << r.reason;
   }
@@ -188,7 +188,7 @@ TEST_F(IbCountersTest, SymlinkLoopIsAnErrorNotAHang) {
   fs::create_directory_symlink(root_ / "mlx5_9", root_ / "mlx5_9");
   const ProbeResult r = Run();
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "sysfs_error");
+  EXPECT_EQ(r.code, "ib.sysfs_error");
   EXPECT_NE(r.reason.find("mlx5_9/ports"), std::string::npos) << r.reason;
   EXPECT_NE(Find(r, "mlx5_0:1", "rate"), nullptr);
 }
@@ -203,7 +203,7 @@ TEST_F(IbCountersTest, DevicesParameter) {
 
   r = Run("mlx5_1,mlx5_7");
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "no_such_device");
+  EXPECT_EQ(r.code, "rdma.no_such_device");
   EXPECT_NE(r.reason.find("no RDMA device mlx5_7 in " + root_.string() + "; there is mlx5_0, mlx5_1"),
             std::string::npos)
       << r.reason;
@@ -215,7 +215,7 @@ TEST_F(IbCountersTest, DevicesParameter) {
     Context ctx{{{"devices", bad}}, nullptr, {}};
     r = probe->Run(ctx);
     EXPECT_EQ(r.outcome, Outcome::kError) << bad;
-    EXPECT_EQ(r.code, "bad_param") << bad;
+    EXPECT_EQ(r.code, "probe.bad_param") << bad;
   }
 }
 

@@ -96,7 +96,7 @@ TEST(NcclLoaderTest, LoadNcclGivesALibraryOrACleanCode) {
   if (l.api) {
     EXPECT_EQ(l.code, "");
   } else {
-    EXPECT_TRUE(l.code == "no_nccl" || l.code == "no_nccl_headers" || l.code == "nccl_too_old")
+    EXPECT_TRUE(l.code == "nccl.no_library" || l.code == "nccl.no_headers" || l.code == "nccl.too_old")
         << l.code;
     EXPECT_FALSE(l.reason.empty());
   }
@@ -107,10 +107,10 @@ TEST(NcclLoaderTest, AMissingLibraryQuotesDlerror) {
   const NcclLoad l = LoadNcclFrom(names);
   EXPECT_EQ(l.api, nullptr);
 #if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
-  EXPECT_EQ(l.code, "no_nccl");
+  EXPECT_EQ(l.code, "nccl.no_library");
   EXPECT_NE(l.reason.find("libnccl-gpuforge-missing.so.2"), std::string::npos) << l.reason;
 #else
-  EXPECT_EQ(l.code, "no_nccl_headers");
+  EXPECT_EQ(l.code, "nccl.no_headers");
 #endif
 }
 
@@ -120,7 +120,7 @@ TEST(NcclLoaderTest, ALibraryWithoutNcclSymbolsIsTooOld) {
   const std::array<const char*, 1> names = {"libm.so.6"};
   const NcclLoad l = LoadNcclFrom(names);
   EXPECT_EQ(l.api, nullptr);
-  EXPECT_EQ(l.code, "nccl_too_old");
+  EXPECT_EQ(l.code, "nccl.too_old");
   EXPECT_NE(l.reason.find("ncclGetVersion"), std::string::npos) << l.reason;
 }
 
@@ -880,7 +880,7 @@ TEST_F(NcclAllReduceTest, AWrongElementIsWrongDataWithTheMeasurementsKept) {
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "wrong_data");
+  EXPECT_EQ(r.code, "nccl.wrong_data");
   EXPECT_NE(r.reason.find("first here: gpu0 (0000:1b:00.0), rank 0, out-of-place of 8 bytes, "
                           "element 1: 5 where 4 was expected"),
             std::string::npos)
@@ -913,7 +913,7 @@ TEST_F(NcclAllReduceTest, TheHostCheckCountsWhatTheKernelsCount) {
     params["op"] = op;
     const ProbeResult on_gpu = RunIt(*Make(), params);
     const ProbeResult on_host = RunIt(*Make({}), params);
-    EXPECT_EQ(on_gpu.code, "wrong_data") << op;
+    EXPECT_EQ(on_gpu.code, "nccl.wrong_data") << op;
     EXPECT_EQ(WrongRows(on_gpu), WrongRows(on_host)) << op;
     // 2048 bytes: 512 elements, 1, 4, .. 511 wrong.
     EXPECT_EQ(Find(on_gpu, "in-place 2048", "wrong")->value, 171) << op;
@@ -949,7 +949,7 @@ TEST_F(NcclAllReduceTest, WithoutKernelsTheHostChecksEveryElement) {
 TEST_F(NcclAllReduceTest, AModuleThatDoesNotLoadNamesTheGpu) {
   cuda_.fail_call = "cuModuleLoadData";
   const ProbeResult r = RunIt(*Make(), kSmall);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:1b:00.0): cuModuleLoadData failed: out of memory "
             "(CUDA_ERROR_OUT_OF_MEMORY)");
@@ -973,7 +973,7 @@ TEST_F(NcclAllReduceTest, AFailedInitNamesTheCallWithNcclsWords) {
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_EQ(r.code, "nccl.error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:1b:00.0): ncclCommInitRank failed: unhandled system error (run with "
             "NCCL_DEBUG=INFO for details) (ncclSystemError); NCCL's last error: socket connect to "
@@ -986,7 +986,7 @@ TEST_F(NcclAllReduceTest, AFailedOperationAbortsTheCommunicators) {
   nccl_.fail_call = "ncclGroupEnd";
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
-  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_EQ(r.code, "nccl.error");
   EXPECT_NE(r.reason.find("ncclGroupEnd failed"), std::string::npos) << r.reason;
 }
 
@@ -1000,7 +1000,7 @@ TEST_F(NcclAllReduceTest, AnAsynchronousErrorEndsAHungWait) {
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_EQ(r.code, "nccl.error");
   EXPECT_NE(r.reason.find("ncclRemoteError"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("status=12"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("aborted"), std::string::npos) << r.reason;
@@ -1014,7 +1014,7 @@ TEST_F(NcclAllReduceTest, CancelEndsAHungWait) {
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall, &cancel);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(r.code, "probe.cancelled");
   EXPECT_TRUE(CommsAborted());
 }
 
@@ -1027,7 +1027,7 @@ TEST_F(NcclAllReduceTest, CancelEndsAHangInsideGroupEnd) {
   const auto start = std::chrono::steady_clock::now();
   const ProbeResult r = RunIt(*Make(), kSmall, &cancel);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(r.code, "probe.cancelled");
   EXPECT_NE(r.reason.find("aborted"), std::string::npos) << r.reason;
   EXPECT_TRUE(CommsAborted());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));  // not given up
@@ -1041,7 +1041,7 @@ TEST_F(NcclAllReduceTest, AnAsynchronousErrorEndsAHangInsideGroupEnd) {
   };
   nccl_.last_error = "NET/IB : Got completion from peer 198.18.0.3 with status=12";
   const ProbeResult r = RunIt(*Make(), kSmall);
-  EXPECT_EQ(r.code, "nccl_error");
+  EXPECT_EQ(r.code, "nccl.error");
   EXPECT_NE(r.reason.find("an operation in flight failed"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("ncclRemoteError"), std::string::npos) << r.reason;
   EXPECT_EQ(r.reason.find("ncclGroupEnd"), std::string::npos) << r.reason;  // the cause wins
@@ -1052,7 +1052,7 @@ TEST_F(NcclAllReduceTest, CancelledBeforeStartTouchesNoCommunicator) {
   std::atomic<bool> cancel{true};
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall, &cancel);
-  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(r.code, "probe.cancelled");
   EXPECT_TRUE(nccl_.comms.empty());
 }
 
@@ -1060,7 +1060,7 @@ TEST_F(NcclAllReduceTest, ACudaFailureNamesTheGpuAndCall) {
   cuda_.fail_call = "cuMemAlloc";
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
-  EXPECT_EQ(r.code, "cuda_error");
+  EXPECT_EQ(r.code, "gpu.cuda_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:1b:00.0): cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)");
 }
@@ -1077,7 +1077,7 @@ TEST_F(NcclAllReduceTest, BadParametersAreRefusedBeforeTouchingTheGpu) {
     params[name] = value;
     std::unique_ptr<Probe> p = Make();
     const ProbeResult r = RunIt(*p, params);
-    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+    EXPECT_EQ(r.code, "probe.bad_param") << name << "=" << value;
     EXPECT_NE(r.reason.find(name), std::string::npos) << r.reason;
   }
   EXPECT_TRUE(cuda_.calls.empty());
@@ -1110,7 +1110,7 @@ TEST_F(NcclAllReduceTest, GpusTakesTheFirstInBusOrder) {
   EXPECT_EQ(nccl_.comms[0]->device, 1);
   params["gpus"] = "3";
   const ProbeResult too_many = RunIt(*p, params);
-  EXPECT_EQ(too_many.code, "bad_param");
+  EXPECT_EQ(too_many.code, "probe.bad_param");
   EXPECT_NE(too_many.reason.find("sees 2 GPU"), std::string::npos) << too_many.reason;
 }
 
@@ -1137,39 +1137,39 @@ TEST_F(NcclAllReduceTest, LoadersDecideSkip) {
   auto log = [this] { return std::make_unique<FakeLog>(&level_); };
   std::unique_ptr<Probe> no_cuda = MakeNcclAllReduceProbe(
       [] {
-        return CudaLoad{nullptr, "no_cuda_driver", "libcuda.so.1: cannot open"};
+        return CudaLoad{nullptr, "gpu.no_cuda_driver", "libcuda.so.1: cannot open"};
       },
       [nccl] {
         return NcclLoad{nccl, "", ""};
       },
       log, kFakeImage);
-  EXPECT_EQ(RunIt(*no_cuda, kSmall).code, "no_cuda_driver");
+  EXPECT_EQ(RunIt(*no_cuda, kSmall).code, "gpu.no_cuda_driver");
   std::unique_ptr<Probe> no_nccl = MakeNcclAllReduceProbe(
       [cuda] {
         return CudaLoad{cuda, "", ""};
       },
       [] {
-        return NcclLoad{nullptr, "no_nccl", "libnccl.so.2: cannot open shared object file"};
+        return NcclLoad{nullptr, "nccl.no_library", "libnccl.so.2: cannot open shared object file"};
       },
       log, kFakeImage);
   const ProbeResult r = RunIt(*no_nccl, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_nccl");
+  EXPECT_EQ(r.code, "nccl.no_library");
   cuda_.init_rc = CUDA_ERROR_NO_DEVICE;
   const ProbeResult no_gpu = RunIt(*Make(), kSmall);
   EXPECT_EQ(no_gpu.outcome, Outcome::kSkip);
-  EXPECT_EQ(no_gpu.code, "no_gpu");
+  EXPECT_EQ(no_gpu.code, "gpu.none");
 }
 
 TEST_F(NcclAllReduceTest, SeveralNodesNeedTheExchange) {
   std::map<std::string, std::string> params = kSmall;
   params["nodes"] = "2";
   const ProbeResult r = RunIt(*Make(), params);
-  EXPECT_EQ(r.code, "no_exchange");
+  EXPECT_EQ(r.code, "exchange.missing");
   // Across nodes the warm-up op is what lines the nodes up before timing.
   params["warmup"] = "0";
   const ProbeResult cold = RunIt(*Make(), params);
-  EXPECT_EQ(cold.code, "bad_param");
+  EXPECT_EQ(cold.code, "probe.bad_param");
   EXPECT_EQ(cold.reason,
             "parameter warmup must be at least 1 when nodes > 1: the warm-up operation lines the nodes up before "
             "timing starts");
@@ -1242,7 +1242,7 @@ TEST_F(NcclAllReduceTest, ExchangePartsAreCheckedStrictly) {
       return parts;
     };
     const ProbeResult r = RunIt(*Make(), params, nullptr, fake);
-    EXPECT_EQ(r.code, "exchange_error") << why;
+    EXPECT_EQ(r.code, "exchange.failed") << why;
     EXPECT_NE(r.reason.find(why), std::string::npos) << r.reason;
   }
   Exchange down = [](const std::string&) -> gpuforge::Result<std::vector<std::string>> {
@@ -1251,7 +1251,7 @@ TEST_F(NcclAllReduceTest, ExchangePartsAreCheckedStrictly) {
   std::map<std::string, std::string> params = kSmall;
   params["nodes"] = "2";
   const ProbeResult r = RunIt(*Make(), params, nullptr, down);
-  EXPECT_EQ(r.code, "exchange_error");
+  EXPECT_EQ(r.code, "exchange.failed");
   EXPECT_NE(r.reason.find("the controller went away"), std::string::npos) << r.reason;
 }
 

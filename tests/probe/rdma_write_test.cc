@@ -38,7 +38,7 @@ TEST(RdmaLoaderTest, RealLoaderGivesACleanResult) {
   // RDMA support: ENOSYS). Either way a SKIP, never a crash or an ERROR.
   const VerbsLoad load = LoadVerbs();
   if (!load.api) {
-    EXPECT_TRUE(load.code == "no_ibverbs" || load.code == "no_ibverbs_headers") << load.code;
+    EXPECT_TRUE(load.code == "rdma.no_ibverbs" || load.code == "rdma.no_ibverbs_headers") << load.code;
   }
   std::unique_ptr<Probe> probe = MakeRdmaWriteBwProbe();
   Exchange alone = [](const std::string& p) -> Result<std::vector<std::string>> {
@@ -49,7 +49,7 @@ TEST(RdmaLoaderTest, RealLoaderGivesACleanResult) {
                                           {"tx_depth", "128"}, {"gpu", "-1"}},
                                  nullptr, alone);
   if (r.outcome == Outcome::kSkip) {
-    EXPECT_TRUE(r.code == "no_rdma_device" || r.code == "no_ibverbs" || r.code == "no_ibverbs_headers")
+    EXPECT_TRUE(r.code == "rdma.no_device" || r.code == "rdma.no_ibverbs" || r.code == "rdma.no_ibverbs_headers")
         << r.code << ": " << r.reason;
   } else {
     ADD_FAILURE() << "this machine has an RDMA device? " << r.code << ": " << r.reason;
@@ -437,7 +437,7 @@ class RdmaWriteTest : public ::testing::Test {
     std::shared_ptr<VerbsApi> api = api_;
     return [api] { return VerbsLoad{api, "", ""}; };
   }
-  static CudaLoad NoCuda() { return {nullptr, "no_cuda_driver", "no CUDA in this test"}; }
+  static CudaLoad NoCuda() { return {nullptr, "gpu.no_cuda_driver", "no CUDA in this test"}; }
 
   void ExpectPerftestStateMachine(const std::string& dev, const std::string& peer, int gid_index) {
     const std::vector<ModifyCall> mine = fabric_.Modifies(dev);
@@ -574,8 +574,8 @@ TEST_F(RdmaWriteTest, RoceAddressesByGidWithHopLimit255) {
   sp["gid_index"] = cp["gid_index"] = "-1";
   TwoWay y;
   auto [s2, c2] = RunPair(*server, sp, *client, cp, y);
-  EXPECT_EQ(s2.code, "needs_gid_index");
-  EXPECT_EQ(c2.code, "needs_gid_index");
+  EXPECT_EQ(s2.code, "rdma.needs_gid_index");
+  EXPECT_EQ(c2.code, "rdma.needs_gid_index");
   EXPECT_EQ(y.rounds(), 3);
 }
 
@@ -629,11 +629,11 @@ TEST_F(RdmaWriteTest, RegMrFailureIsAVerbsErrorAndThePeerStops) {
   TwoWay x;
   auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
   EXPECT_EQ(c.outcome, Outcome::kError);
-  EXPECT_EQ(c.code, "verbs_error");
+  EXPECT_EQ(c.code, "rdma.verbs_error");
   EXPECT_EQ(c.reason,
             "1048576 bytes of host memory on mlx5_1: ibv_reg_mr failed: Cannot allocate memory (errno 12)");
   EXPECT_EQ(s.outcome, Outcome::kError);
-  EXPECT_EQ(s.code, "peer_error");
+  EXPECT_EQ(s.code, "rdma.peer_error");
   EXPECT_EQ(x.rounds(), 3);
   EXPECT_EQ(fabric_.Events("mlx5_1"), (std::vector<std::string>{"dealloc_pd", "close_device"}));
   ExpectAllDestroyedInReverse("mlx5_0");
@@ -645,11 +645,11 @@ TEST_F(RdmaWriteTest, FailedCompletionNamesTheStatusAndTheWrite) {
   auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
   TwoWay x;
   auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
-  EXPECT_EQ(c.code, "completion_error");
+  EXPECT_EQ(c.code, "rdma.completion_error");
   EXPECT_EQ(c.reason,
             "mlx5_1:1: RDMA write 5 to mlx5_0:1 completed with transport retry counter exceeded "
             "(IBV_WC_RETRY_EXC_ERR, 12) (vendor error 0x0)");
-  EXPECT_EQ(s.code, "peer_error");
+  EXPECT_EQ(s.code, "rdma.peer_error");
   ExpectAllDestroyedInReverse("mlx5_0");
   ExpectAllDestroyedInReverse("mlx5_1");
 }
@@ -661,11 +661,11 @@ TEST_F(RdmaWriteTest, AMessageLargerThanThePortTakesIsRefusedBeforeAnyWrite) {
   sp["size"] = cp["size"] = "2GiB";
   TwoWay x;
   auto [s, c] = RunPair(*server, sp, *client, cp, x);
-  EXPECT_EQ(c.code, "bad_param");
+  EXPECT_EQ(c.code, "probe.bad_param");
   EXPECT_EQ(c.reason,
             "parameter size: 2147483648 bytes is more than mlx5_1:1 takes in one message (1073741824 bytes, the "
             "port's max_msg_sz)");
-  EXPECT_EQ(s.code, "bad_param");
+  EXPECT_EQ(s.code, "probe.bad_param");
 }
 
 TEST_F(RdmaWriteTest, APeerThatStopsMidPingPongIsAPeerTimeoutNotAHang) {
@@ -677,9 +677,9 @@ TEST_F(RdmaWriteTest, APeerThatStopsMidPingPongIsAPeerTimeoutNotAHang) {
   auto client = MakeRdmaWriteLatProbe(Loader(), quick);
   TwoWay x;
   auto [s, c] = RunPair(*server, LatParams("server", "mlx5_0"), *client, LatParams("client", "mlx5_1"), x);
-  EXPECT_EQ(s.code, "peer_timeout");
+  EXPECT_EQ(s.code, "rdma.peer_timeout");
   EXPECT_EQ(s.reason, "the peer's write 1 of 20 did not land within 0.2 s: the peer stopped or the link dropped");
-  EXPECT_EQ(c.code, "peer_timeout");
+  EXPECT_EQ(c.code, "rdma.peer_timeout");
   EXPECT_EQ(x.rounds(), 3);  // both still took the closing rounds
 }
 
@@ -689,9 +689,9 @@ TEST_F(RdmaWriteTest, PortDownNamesDevicePortAndState) {
   auto client = MakeRdmaWriteLatProbe(Loader());
   TwoWay x;
   auto [s, c] = RunPair(*server, LatParams("server", "mlx5_0"), *client, LatParams("client", "mlx5_1"), x);
-  EXPECT_EQ(c.code, "port_down");
+  EXPECT_EQ(c.code, "rdma.port_down");
   EXPECT_EQ(c.reason, "mlx5_1:1 is DOWN (port state 1), not ACTIVE");
-  EXPECT_EQ(s.code, "peer_error");
+  EXPECT_EQ(s.code, "rdma.peer_error");
   EXPECT_EQ(s.reason, "the peer could not set up its side; its own result says why");
 }
 
@@ -737,7 +737,7 @@ TEST_F(RdmaWriteTest, MalformedPeerPartsAreRefusedNamingTheField) {
     };
     Params sp = BwParams("server", "mlx5_0"), cp = BwParams("auto", "mlx5_1");
     auto [s, c] = RunPair(*server, sp, *client, cp, x);
-    EXPECT_EQ(s.code, "exchange_error") << k.to;
+    EXPECT_EQ(s.code, "exchange.failed") << k.to;
     EXPECT_NE(s.reason.find(k.expect), std::string::npos) << k.to << ": " << s.reason;
     EXPECT_EQ(c.outcome, Outcome::kError) << k.to;
     EXPECT_EQ(x.rounds(), 3) << k.to;
@@ -748,12 +748,12 @@ TEST_F(RdmaWriteTest, NoDevicesNoSuchDeviceNoExchangeBadParams) {
   auto probe = MakeRdmaWriteBwProbe(Loader(), NoCuda);
   // Alone: no exchange.
   ProbeResult r = RunProbe(*probe, BwParams("server", "mlx5_0"), nullptr);
-  EXPECT_EQ(r.code, "no_exchange");
+  EXPECT_EQ(r.code, "exchange.missing");
   EXPECT_EQ(fabric_.Events("mlx5_0").size(), 5u);
   // A device that is not there.
   r = RunProbe(*probe, BwParams("server", "mlx5_9"), nullptr);
   EXPECT_EQ(r.outcome, Outcome::kError);
-  EXPECT_EQ(r.code, "no_such_device");
+  EXPECT_EQ(r.code, "rdma.no_such_device");
   EXPECT_EQ(r.reason, "no RDMA device mlx5_9 here; there is mlx5_0, mlx5_1");
   // Bad parameters.
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
@@ -762,17 +762,17 @@ TEST_F(RdmaWriteTest, NoDevicesNoSuchDeviceNoExchangeBadParams) {
     Params p = BwParams("server", "mlx5_0");
     p[name] = value;
     r = RunProbe(*probe, p, nullptr);
-    EXPECT_EQ(r.code, "bad_param") << name << "=" << value;
+    EXPECT_EQ(r.code, "probe.bad_param") << name << "=" << value;
   }
   // No device at all: SKIP.
   fabric_.devs.clear();
   r = RunProbe(*probe, BwParams("server", "first"), nullptr);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_rdma_device");
+  EXPECT_EQ(r.code, "rdma.no_device");
   fabric_.list_null = true;
   r = RunProbe(*probe, BwParams("server", "first"), nullptr);
   EXPECT_EQ(r.outcome, Outcome::kSkip);
-  EXPECT_EQ(r.code, "no_rdma_device");
+  EXPECT_EQ(r.code, "rdma.no_device");
   EXPECT_NE(r.reason.find("Function not implemented"), std::string::npos) << r.reason;
 }
 
@@ -793,9 +793,9 @@ TEST_F(RdmaWriteTest, CancelStopsTheLatencyWait) {
   cancel = true;
   const ProbeResult sr = s.get();
   const ProbeResult cr = c.get();
-  EXPECT_EQ(sr.code, "cancelled");
+  EXPECT_EQ(sr.code, "probe.cancelled");
   EXPECT_EQ(sr.reason, "cancelled waiting for the peer's write 1 of 20");
-  EXPECT_EQ(cr.code, "cancelled");
+  EXPECT_EQ(cr.code, "probe.cancelled");
   EXPECT_EQ(x.rounds(), 3);
   ExpectAllDestroyedInReverse("mlx5_0");
   ExpectAllDestroyedInReverse("mlx5_1");
@@ -916,7 +916,7 @@ TEST_F(RdmaWriteTest, GpuMemoryRegistersThroughPeermemElseDmabufElseSaysWhy) {
   const ProbeResult neither = run("neither");
   fake_gpu::dmabuf_export = true;
   fake_gpu::refuse_in = nullptr;
-  EXPECT_EQ(neither.code, "no_gpudirect");
+  EXPECT_EQ(neither.code, "rdma.no_gpudirect");
   EXPECT_NE(neither.reason.find("nvidia-peermem kernel module, which is not loaded"), std::string::npos)
       << neither.reason;
   EXPECT_EQ(fake_gpu::allocations.load(), 0);  // every GPU buffer freed

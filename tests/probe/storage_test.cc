@@ -92,7 +92,7 @@ TEST(StorageProbes, KeysDescriptionsAndParams) {
     // Without a path there is nothing to measure: SKIP with the reason code, no fake figure.
     ProbeResult r = RunWith(*probes[i], {});
     EXPECT_EQ(r.outcome, Outcome::kSkip) << Describe(r);
-    EXPECT_EQ(r.code, "no_path");
+    EXPECT_EQ(r.code, "storage.no_path");
     EXPECT_TRUE(r.measurements.empty());
     EXPECT_EQ(r.probe, keys[i]);
   }
@@ -183,7 +183,7 @@ TEST(StorageRead, WrongDataIsAnError) {
     auto p = MakeStorageReadProbeForTest(hooks);
     ProbeResult r = RunWith(*p, SmallRead(dir.path()));
     EXPECT_EQ(r.outcome, Outcome::kError) << Describe(r);
-    EXPECT_EQ(r.code, "wrong_data");
+    EXPECT_EQ(r.code, "storage.wrong_data");
     EXPECT_NE(r.reason.find("at offset " + std::to_string(at) + " read back 0x0000000000000000"),
               std::string::npos)
         << r.reason;
@@ -217,7 +217,7 @@ TEST(StorageRead, CancelFromAnotherThreadRemovesTheFile) {
   canceller.join();
   EXPECT_TRUE(file_existed);
   EXPECT_EQ(r.outcome, Outcome::kError) << Describe(r);
-  EXPECT_EQ(r.code, "cancelled");
+  EXPECT_EQ(r.code, "probe.cancelled");
   EXPECT_TRUE(dir.Entries().empty());
 }
 
@@ -226,7 +226,7 @@ TEST(StorageRead, CancelWhileWritingRemovesTheFile) {
   std::atomic<bool> cancel{true};
   auto p = MakeStorageReadProbe();
   ProbeResult r = RunWith(*p, SmallRead(dir.path()), &cancel);
-  EXPECT_EQ(r.code, "cancelled") << Describe(r);
+  EXPECT_EQ(r.code, "probe.cancelled") << Describe(r);
   EXPECT_NE(r.reason.find("writing"), std::string::npos) << r.reason;
   EXPECT_TRUE(dir.Entries().empty());
 }
@@ -245,7 +245,7 @@ TEST(StorageRead, BadParamsNameTheParameter) {
     params[name] = value;
     ProbeResult r = RunWith(*p, params);
     EXPECT_EQ(r.outcome, Outcome::kError) << name << "=" << value;
-    EXPECT_EQ(r.code, "bad_param") << name << "=" << value << ": " << Describe(r);
+    EXPECT_EQ(r.code, "probe.bad_param") << name << "=" << value << ": " << Describe(r);
     EXPECT_NE(r.reason.find("parameter " + name), std::string::npos) << r.reason;
   }
   EXPECT_TRUE(dir.Entries().empty());
@@ -255,7 +255,7 @@ TEST(StorageRead, PathErrorsNameThePath) {
   TempDir dir;
   auto p = MakeStorageReadProbe();
   ProbeResult missing = RunWith(*p, SmallRead(dir.path() + "/missing"));
-  EXPECT_EQ(missing.code, "stat_failed") << Describe(missing);
+  EXPECT_EQ(missing.code, "sys.stat_failed") << Describe(missing);
   EXPECT_NE(missing.reason.find(dir.path() + "/missing): No such file or directory"),
             std::string::npos)
       << missing.reason;
@@ -266,7 +266,7 @@ TEST(StorageRead, PathErrorsNameThePath) {
     std::fclose(f);
   }
   ProbeResult not_dir = RunWith(*p, SmallRead(file));
-  EXPECT_EQ(not_dir.code, "not_a_directory") << Describe(not_dir);
+  EXPECT_EQ(not_dir.code, "storage.not_a_directory") << Describe(not_dir);
 }
 
 TEST(StorageRead, RefusesToFillTheFileSystem) {
@@ -275,12 +275,12 @@ TEST(StorageRead, RefusesToFillTheFileSystem) {
   Params huge = SmallRead(dir.path());
   huge["size"] = "1PiB";
   ProbeResult r = RunWith(*p, huge);
-  EXPECT_EQ(r.code, "no_space") << Describe(r);
+  EXPECT_EQ(r.code, "storage.no_space") << Describe(r);
   Params autos = SmallRead(dir.path());
   autos["size"] = "auto";
   autos["min_size"] = "1PiB";
   r = RunWith(*p, autos);
-  EXPECT_EQ(r.code, "no_space") << Describe(r);
+  EXPECT_EQ(r.code, "storage.no_space") << Describe(r);
   EXPECT_NE(r.reason.find("min_size"), std::string::npos) << r.reason;
   EXPECT_TRUE(dir.Entries().empty());
 }
@@ -328,15 +328,15 @@ TEST(StorageCheckpoint, CancelAndBadParams) {
   auto p = MakeStorageCheckpointProbe();
   std::atomic<bool> cancel{true};
   ProbeResult r = RunWith(*p, {{"path", dir.path()}, {"size", "8MiB"}}, &cancel);
-  EXPECT_EQ(r.code, "cancelled") << Describe(r);
+  EXPECT_EQ(r.code, "probe.cancelled") << Describe(r);
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"size", "-1GiB"}, {"size", "1.5"}, {"threads", "many"}, {"repeats", "-3"}}) {
     ProbeResult b = RunWith(*p, {{"path", dir.path()}, {name, value}});
-    EXPECT_EQ(b.code, "bad_param") << name << "=" << value;
+    EXPECT_EQ(b.code, "probe.bad_param") << name << "=" << value;
     EXPECT_NE(b.reason.find("parameter " + name), std::string::npos) << b.reason;
   }
   ProbeResult huge = RunWith(*p, {{"path", dir.path()}, {"size", "1PiB"}});
-  EXPECT_EQ(huge.code, "no_space") << Describe(huge);
+  EXPECT_EQ(huge.code, "storage.no_space") << Describe(huge);
   EXPECT_TRUE(dir.Entries().empty());
 }
 
@@ -378,12 +378,12 @@ TEST(StorageMetadata, CancelFromAnotherThreadAndBadParams) {
   // Far more files than 20 ms allow; the loop sees the flag and removes what it made.
   ProbeResult r = RunWith(*p, {{"path", dir.path()}, {"files", "10000000"}}, &cancel);
   canceller.join();
-  EXPECT_EQ(r.code, "cancelled") << Describe(r);
+  EXPECT_EQ(r.code, "probe.cancelled") << Describe(r);
   EXPECT_TRUE(dir.Entries().empty());
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"files", "0"}, {"files", "-5"}, {"latency_ops", "5000"}, {"latency_ops", "ten"}}) {
     ProbeResult b = RunWith(*p, {{"path", dir.path()}, {name, value}});
-    EXPECT_EQ(b.code, "bad_param") << name << "=" << value;
+    EXPECT_EQ(b.code, "probe.bad_param") << name << "=" << value;
     EXPECT_NE(b.reason.find("parameter " + name), std::string::npos) << b.reason;
   }
 }

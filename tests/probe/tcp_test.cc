@@ -59,7 +59,7 @@ TEST(TcpBandwidth, KeyAndDefaults) {
   EXPECT_EQ(params->at("timeout"), "30");
   ProbeResult r = RunWith({});
   EXPECT_EQ(r.outcome, Outcome::kSkip) << Describe(r);
-  EXPECT_EQ(r.code, "no_peer");
+  EXPECT_EQ(r.code, "tcp.no_peer");
 }
 
 TEST(TcpBandwidth, LoopbackSelfTestMeasuresEveryStream) {
@@ -140,7 +140,7 @@ TEST(TcpBandwidth, ServerGivesUpAtItsTimeout) {
   ProbeResult r =
       RunWith({{"role", "server"}, {"bind", "127.0.0.1"}, {"port", "0"}, {"timeout", "0.2"}});
   EXPECT_EQ(r.outcome, Outcome::kError) << Describe(r);
-  EXPECT_EQ(r.code, "timeout");
+  EXPECT_EQ(r.code, "tcp.timeout");
   EXPECT_NE(r.reason.find("no client connected to 127.0.0.1:"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("within 0.2 s"), std::string::npos) << r.reason;
   EXPECT_LT(r.seconds, 10);  // a hang guard, not a speed
@@ -155,7 +155,7 @@ TEST(TcpBandwidth, ServerHonoursCancel) {
   ProbeResult r = RunWith(
       {{"role", "server"}, {"bind", "127.0.0.1"}, {"port", "0"}, {"timeout", "30"}}, &cancel);
   canceller.join();
-  EXPECT_EQ(r.code, "cancelled") << Describe(r);
+  EXPECT_EQ(r.code, "probe.cancelled") << Describe(r);
   EXPECT_LT(r.seconds, 10);  // well before the 30 s timeout
 }
 
@@ -163,7 +163,7 @@ TEST(TcpBandwidth, RefusedConnectionNamesThePeer) {
   const std::string port = std::to_string(FreePort());
   ProbeResult r = RunWith({{"peer", "127.0.0.1:" + port}, {"timeout", "5"}});
   EXPECT_EQ(r.outcome, Outcome::kError) << Describe(r);
-  EXPECT_EQ(r.code, "connect_failed");
+  EXPECT_EQ(r.code, "sys.connect_failed");
   EXPECT_NE(r.reason.find("connect(127.0.0.1:" + port + "): Connection refused"), std::string::npos)
       << r.reason;
 }
@@ -173,7 +173,7 @@ TEST(TcpBandwidth, RefusesPeersOutsideTheSafeForms) {
                                  "host:0", "host:99999", "host:", "host:12x", "::1", ":18516"}) {
     ProbeResult r = RunWith({{"peer", peer}});
     EXPECT_EQ(r.outcome, Outcome::kError) << peer;
-    EXPECT_EQ(r.code, "bad_peer") << peer << ": " << Describe(r);
+    EXPECT_EQ(r.code, "tcp.bad_peer") << peer << ": " << Describe(r);
   }
 }
 
@@ -193,7 +193,7 @@ TEST(TcpBandwidth, BadParamsNameTheParameter) {
   };
   for (const auto& [name, given] : bad) {
     ProbeResult r = RunWith(given);
-    EXPECT_EQ(r.code, "bad_param") << name << ": " << Describe(r);
+    EXPECT_EQ(r.code, "probe.bad_param") << name << ": " << Describe(r);
     EXPECT_NE(r.reason.find("parameter " + name), std::string::npos) << r.reason;
   }
 }

@@ -138,7 +138,7 @@ TEST(RunGroup, AHostileOfferClosesTheExchangeAndTheReasonReachesTheVerdicts) {
     ASSERT_TRUE(std::holds_alternative<Verdict>(r));
     const Verdict& v = std::get<Verdict>(r);
     EXPECT_EQ(v.state, State::kError);
-    EXPECT_EQ(v.code, "agent_output");
+    EXPECT_EQ(v.code, "agent.bad_output");
     EXPECT_NE(v.detail.find("(exchange: node n01, agent run nccl.allreduce: exchange offer is not a string"),
               std::string::npos)
         << v.detail;

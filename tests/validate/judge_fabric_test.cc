@@ -110,7 +110,7 @@ TEST(FabricPlan, EachCheckGoesWhereItApplies) {
   EXPECT_TRUE(RunsOf(one, "nccl.multinode").empty());
   std::vector<std::string> codes;
   for (const Verdict& v : one.not_applicable) codes.push_back(v.code);
-  EXPECT_EQ(codes, (std::vector<std::string>{"no_rdma_pair", "no_rdma_pair", "single_node"}));
+  EXPECT_EQ(codes, (std::vector<std::string>{"rdma.no_pair", "rdma.no_pair", "nccl.single_node"}));
 }
 
 TEST(FabricPlan, RoceGetsAGidIndex) {
@@ -163,28 +163,28 @@ TEST(FabricJudge, IbPortsAgainstTheInventory) {
 
   std::vector<Verdict> bad = judge({M("mlx5_0:1", "rate", 400, "Gb/s", Port("DOWN", "4X"))});
   ASSERT_EQ(bad.size(), 2u);
-  EXPECT_EQ(bad[0].code, "ib_port_down");
+  EXPECT_EQ(bad[0].code, "ib.port_down");
   EXPECT_EQ(bad[0].detail, "mlx5_0:1 is DOWN (LinkUp), not ACTIVE");
-  EXPECT_EQ(bad[1].code, "ib_port_missing");  // mlx5_1 is in the inventory, not on the node
+  EXPECT_EQ(bad[1].code, "ib.port_missing");  // mlx5_1 is in the inventory, not on the node
   EXPECT_EQ(bad[1].state, State::kFail);
 
-  EXPECT_EQ(judge({M("mlx5_0:1", "rate", 200, "Gb/s", Port("ACTIVE", "2X"))})[0].code, "ib_link_width");
-  EXPECT_EQ(judge({M("mlx5_0:1", "rate", 200, "Gb/s", Port("ACTIVE", "4X"))})[0].code, "ib_link_rate");
+  EXPECT_EQ(judge({M("mlx5_0:1", "rate", 200, "Gb/s", Port("ACTIVE", "2X"))})[0].code, "ib.link_width");
+  EXPECT_EQ(judge({M("mlx5_0:1", "rate", 200, "Gb/s", Port("ACTIVE", "4X"))})[0].code, "ib.link_rate");
   Verdict flaps = judge({M("mlx5_0:1", "rate", 400, "Gb/s", Port("ACTIVE", "4X")),
                          M("mlx5_0:1", "link_downed", 5, "count")})[0];
-  EXPECT_EQ(flaps.code, "ib_link_flaps");
+  EXPECT_EQ(flaps.code, "ib.link_flaps");
   EXPECT_EQ(flaps.state, State::kFail);
   EXPECT_EQ(flaps.measured, 5);
   Verdict errors = judge({M("mlx5_0:1", "rate", 400, "Gb/s", Port("ACTIVE", "4X")),
                           M("mlx5_0:1", "symbol_error", 3, "count"), M("mlx5_0:1", "port_rcv_errors", 2, "count")})[0];
   EXPECT_EQ(errors.state, State::kWarn);
-  EXPECT_EQ(errors.code, "ib_port_errors");
+  EXPECT_EQ(errors.code, "ib.port_errors");
   EXPECT_EQ(errors.detail, "mlx5_0:1: symbol_error 3, port_rcv_errors 2");
 
   probe::ProbeResult none;
   none.probe = "ib.counters";
   none.outcome = probe::Outcome::kSkip;
-  none.code = "no_ib_devices";
+  none.code = "ib.no_devices";
   EXPECT_EQ(Judge(c, t, run, none)[0].state, State::kSkip);
 }
 
@@ -209,27 +209,27 @@ TEST(FabricJudge, NcclOnANode) {
   EXPECT_EQ(good[0].entity, "allreduce");
   EXPECT_TRUE(good[0].threshold.starts_with(">= 345 GB/s at 8589934592 B (80% of 431 GB/s at 16 GiB; anchors.md"))
       << good[0].threshold;
-  EXPECT_EQ(Judge(c, t, run, Nccl(300, 8))[0].code, "below_threshold");
-  EXPECT_EQ(Judge(c, t, run, Nccl(0, 1))[0].code, "single_gpu");
+  EXPECT_EQ(Judge(c, t, run, Nccl(300, 8))[0].code, "threshold.below");
+  EXPECT_EQ(Judge(c, t, run, Nccl(0, 1))[0].code, "nccl.single_gpu");
 
   // Sockets where the inventory promises InfiniBand: FAIL, quoting NCCL.
   std::vector<Verdict> sock = Judge(
       c, t, run,
       Nccl(400, 8, {{"network", "Socket"}, {"ib_no_device", "1"}, {"ib_no_device_line", "NET/IB : No device found."}}));
   ASSERT_EQ(sock.size(), 2u);
-  EXPECT_EQ(sock[0].code, "nccl_no_ib");
+  EXPECT_EQ(sock[0].code, "nccl.no_ib");
   EXPECT_EQ(sock[0].state, State::kFail);
   EXPECT_EQ(sock[0].detail, "NCCL found no IB device and used network Socket: \"NET/IB : No device found.\"");
 
   // Wrong sums are a FAIL (the hardware's), not a tool ERROR; not retried.
   probe::ProbeResult wrong = Nccl(400, 8);
   wrong.outcome = probe::Outcome::kError;
-  wrong.code = "wrong_data";
+  wrong.code = "nccl.wrong_data";
   wrong.reason = "gpu3 (rank 3) out-of-place element 17: 7 where 8 was expected";
   wrong.measurements[2].value = 2;
   Verdict w = Judge(c, t, run, wrong)[0];
   EXPECT_EQ(w.state, State::kFail);
-  EXPECT_EQ(w.code, "wrong_data");
+  EXPECT_EQ(w.code, "nccl.wrong_data");
   EXPECT_EQ(w.measured, 2);
   EXPECT_EQ(w.detail, wrong.reason);
 
@@ -238,7 +238,7 @@ TEST(FabricJudge, NcclOnANode) {
   probe::ProbeResult slow = Nccl(400, 8);
   slow.measurements[3].value = 31;
   Verdict s = Judge(c, t, quick, slow)[0];
-  EXPECT_EQ(s.code, "above_threshold");
+  EXPECT_EQ(s.code, "threshold.above");
   EXPECT_EQ(s.unit, "ms");
 }
 
@@ -251,12 +251,12 @@ TEST(FabricJudge, RdmaAgainstTheHcaLineRate) {
   EXPECT_EQ(pass.state, State::kPass);
   EXPECT_TRUE(pass.threshold.starts_with(">= 320 Gb/s (80% of 400 Gb/s; guide 000")) << pass.threshold;
   EXPECT_EQ(Judge(c, t, bw, Ports("rdma.write_bw", {M(bw.entity, "write_bw", 190, "Gb/s")}))[0].code,
-            "below_threshold");
+            "threshold.below");
   const PlannedRun& lat = p.runs[2];
   ASSERT_EQ(lat.check, "rdma.write_lat");
   EXPECT_EQ(Judge(c, t, lat, Ports("rdma.write_lat", {M(lat.entity, "write_lat", 1.9, "us")}))[0].state, State::kPass);
   EXPECT_EQ(Judge(c, t, lat, Ports("rdma.write_lat", {M(lat.entity, "write_lat", 9, "us")}))[0].code,
-            "above_threshold");
+            "threshold.above");
 }
 
 TEST(FabricJudge, AGroupIsJudgedOnceAgainstTheSlowestNodesNics) {
@@ -277,12 +277,12 @@ TEST(FabricJudge, AGroupIsJudgedOnceAgainstTheSlowestNodesNics) {
   probe::ProbeResult skip;
   skip.probe = "nccl.allreduce";
   skip.outcome = probe::Outcome::kSkip;
-  skip.code = "no_cuda_driver";
+  skip.code = "gpu.no_cuda_driver";
   const std::vector<const probe::ProbeResult*> one = {&a, &skip};
   std::vector<Verdict> w = JudgeGroup(c, t, run, one);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0].node, "g02");
-  EXPECT_EQ(w[0].code, "no_cuda_driver");
+  EXPECT_EQ(w[0].code, "gpu.no_cuda_driver");
   EXPECT_EQ(w[1].node, "g[01-02]");
 }
 

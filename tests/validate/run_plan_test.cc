@@ -78,7 +78,7 @@ TEST(RunPlan, EveryKindOfRunInReportOrderAndAnUnreachableNodeStaysItsOwn) {
         probe::ProbeResult skip;
         skip.probe = "nccl.allreduce";
         skip.outcome = probe::Outcome::kSkip;
-        skip.code = "no_cuda_driver";
+        skip.code = "gpu.no_cuda_driver";
         skip.reason = "libcuda.so.1: cannot open shared object file";
         r.out = probe::ToJsonLine(skip) + "\n";
       }
@@ -94,11 +94,11 @@ TEST(RunPlan, EveryKindOfRunInReportOrderAndAnUnreachableNodeStaysItsOwn) {
   std::vector<std::string> got;
   for (const Verdict& x : v) got.push_back(fmt::format("{} {} {} {}", x.check, x.node, ToString(x.state), x.code));
   const std::vector<std::string> want = {
-      "facts n01 ERROR facts_unreadable",          "facts n02 ERROR facts_unreadable",
+      "facts n01 ERROR facts.unavailable",          "facts n02 ERROR facts.unavailable",
       "storage.metadata n01 PASS ",                "storage.metadata n02 PASS ",
-      "ssh n03 ERROR unreachable",                 "tcp.bandwidth n01 PASS ",
-      "tcp.bandwidth n02 SKIP peer_unavailable",   "tcp.bandwidth n03 SKIP peer_unavailable",
-      "nccl.multinode n01 SKIP member_unavailable",  // the job needs every member
+      "ssh n03 ERROR node.unreachable",                 "tcp.bandwidth n01 PASS ",
+      "tcp.bandwidth n02 SKIP pair.peer_unavailable",   "tcp.bandwidth n03 SKIP pair.peer_unavailable",
+      "nccl.multinode n01 SKIP group.member_unavailable",  // the job needs every member
   };
   EXPECT_EQ(got, want);
   // The pair ran through the exchange: the client learned the server's port.

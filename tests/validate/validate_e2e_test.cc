@@ -201,7 +201,7 @@ TEST_F(ValidateE2e, AMarkNoMachineMeetsFailsWithItsCodeValueAndNextStep) {
   for (const auto& r : j["results"]) {
     EXPECT_EQ(r["check"], "storage.read");
     EXPECT_EQ(r["state"], "FAIL");
-    EXPECT_EQ(r["code"], "below_threshold");
+    EXPECT_EQ(r["code"], "threshold.below");
     EXPECT_GT(r["value"].get<double>(), 0);
     EXPECT_EQ(r["unit"], "GB/s");
     EXPECT_NE(r["threshold"].get<std::string>().find(">= 1000000 GB/s"), std::string::npos) << r;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -112,8 +113,8 @@ TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   // Without InfiniBand or RoCE NICs the HCA checks say why they do not apply.
   std::vector<std::string> why;
   for (const Verdict& v : p.not_applicable) why.push_back(v.check + ":" + v.code);
-  EXPECT_EQ(why, (std::vector<std::string>{"ib.counters:no_rdma_nic", "ib.counters:no_rdma_nic", "ib.counters:no_rdma_nic",
-                                           "rdma.write_bw:no_rdma_pair", "rdma.write_lat:no_rdma_pair"}));
+  EXPECT_EQ(why, (std::vector<std::string>{"ib.counters:rdma.no_nic", "ib.counters:rdma.no_nic", "ib.counters:rdma.no_nic",
+                                           "rdma.write_bw:rdma.no_pair", "rdma.write_lat:rdma.no_pair"}));
 
   Result<std::vector<std::string>> storage = SelectChecks(std::vector<std::string>{"storage"});
   ASSERT_TRUE(storage.ok());
@@ -126,7 +127,7 @@ TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   EXPECT_TRUE(q.runs.empty());
   ASSERT_EQ(q.not_applicable.size(), 3u);
   EXPECT_EQ(q.not_applicable[0].state, State::kSkip);
-  EXPECT_EQ(q.not_applicable[0].code, "no_storage_mount");
+  EXPECT_EQ(q.not_applicable[0].code, "storage.no_mount");
 }
 
 TEST(ValidateJudge, EachCheckAgainstItsMark) {
@@ -146,18 +147,18 @@ TEST(ValidateJudge, EachCheckAgainstItsMark) {
   EXPECT_EQ(fast[0].threshold.substr(0, 34), ">= 8.00 GB/s (8 GPUs x 1.00 GB/s; ");
   std::vector<Verdict> slow = Judge(c, t, run("storage.read"), Ok("storage.read", "read_bandwidth", 3.2, "GB/s"));
   EXPECT_EQ(slow[0].state, State::kFail);
-  EXPECT_EQ(slow[0].code, "below_threshold");
+  EXPECT_EQ(slow[0].code, "threshold.below");
   EXPECT_FALSE(slow[0].next_step.empty());
   EXPECT_EQ(slow[0].measured, 3.2);
   // 70B params x 16 bytes (bf16 + adam) = 1120 GB over 2 compute nodes... of 3 in the
   // inventory: 373 GB per node; at 5 GB/s that is 75 s.
   std::vector<Verdict> ckpt = Judge(c, t, run("storage.checkpoint"), Ok("storage.checkpoint", "write_bandwidth", 5, "GB/s"));
   EXPECT_EQ(ckpt[0].state, State::kPass) << ckpt[0].detail;
-  EXPECT_NEAR(ckpt[0].measured, 70e9 * c.workload.checkpoint_bytes_per_param() / 3 / 5e9, 0.01);
+  EXPECT_NEAR(ckpt[0].measured.value(), 70e9 * c.workload.checkpoint_bytes_per_param() / 3 / 5e9, 0.01);
   EXPECT_EQ(Judge(c, t, run("storage.checkpoint"), Ok("storage.checkpoint", "write_bandwidth", 1, "GB/s"))[0].state,
             State::kFail);
   EXPECT_EQ(Judge(c, t, run("storage.metadata"), Ok("storage.metadata", "p99_latency", 0.012, "s"))[0].code,
-            "above_threshold");
+            "threshold.above");
   EXPECT_EQ(Judge(c, t, run("storage.metadata"), Ok("storage.metadata", "p99_latency", 0.002, "s"))[0].state, State::kPass);
   // 80% of 100 Gb/s.
   EXPECT_EQ(Judge(c, t, run("tcp.bandwidth"), Ok("tcp.bandwidth", "bandwidth", 81, "Gb/s"))[0].state, State::kPass);
@@ -165,11 +166,11 @@ TEST(ValidateJudge, EachCheckAgainstItsMark) {
   EXPECT_EQ(tcp[0].state, State::kFail);
   EXPECT_EQ(tcp[0].entity, "peer n02 (storage)");
   // SKIP and ERROR stay what they are, with the probe's code; a missing measurement is an error.
-  EXPECT_EQ(Judge(c, t, run("storage.read"), probe::Skip("storage.read", "no_path", "no path"))[0].state, State::kSkip);
-  std::vector<Verdict> err = Judge(c, t, run("storage.read"), probe::Fail("storage.read", "open_failed", "open(x): EACCES"));
+  EXPECT_EQ(Judge(c, t, run("storage.read"), probe::Skip("storage.read", "storage.no_path", "no path"))[0].state, State::kSkip);
+  std::vector<Verdict> err = Judge(c, t, run("storage.read"), probe::Fail("storage.read", "sys.open_failed", "open(x): EACCES"));
   EXPECT_EQ(err[0].state, State::kError);
-  EXPECT_EQ(err[0].code, "open_failed");
-  EXPECT_EQ(Judge(c, t, run("storage.read"), Ok("storage.read", "other", 1, "GB/s"))[0].code, "no_measurement");
+  EXPECT_EQ(err[0].code, "sys.open_failed");
+  EXPECT_EQ(Judge(c, t, run("storage.read"), Ok("storage.read", "other", 1, "GB/s"))[0].code, "probe.no_measurement");
 }
 
 TEST(ValidateJudge, GpuHealthNamesEachProblemPerGpu) {
@@ -197,8 +198,8 @@ TEST(ValidateJudge, GpuHealthNamesEachProblemPerGpu) {
   std::vector<Verdict> v = Judge(c, t, run, r);
   std::vector<std::string> got;
   for (const Verdict& x : v) got.push_back(x.entity + " " + ToString(x.state) + " " + x.code);
-  EXPECT_EQ(got, (std::vector<std::string>{"node FAIL gpu_count", "gpu0 PASS ", "gpu1 FAIL ecc_sram_correctable",
-                                           "gpu1 FAIL remap_pending", "gpu1 FAIL clock_throttle", "gpu1 WARN pcie_gen"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"node FAIL gpu.count", "gpu0 PASS ", "gpu1 FAIL gpu.ecc_sram_correctable",
+                                           "gpu1 FAIL gpu.remap_pending", "gpu1 FAIL gpu.clock_throttle", "gpu1 WARN gpu.pcie_gen"}));
   EXPECT_EQ(v[4].detail, "clocks held down: hw_slowdown");
   EXPECT_EQ(v[1].measured, 41);
 }
@@ -227,7 +228,7 @@ TEST(ValidateJudge, GpuRatesAgainstTheModelFigureOrWarnWithout) {
   r.probe = "gpu.copy";
   std::vector<Verdict> w = Judge(c2, t2, run, r);
   EXPECT_EQ(w[0].state, State::kWarn);
-  EXPECT_EQ(w[0].code, "no_reference");
+  EXPECT_EQ(w[0].code, "threshold.no_reference");
   EXPECT_EQ(w[0].measured, 55.1);
 }
 
@@ -253,12 +254,12 @@ TEST(ValidateReport, ExitCodesFoldingAndJson) {
   };
   std::vector<Verdict> pass = {verdict("n01", State::kPass), verdict("n02", State::kPass)};
   EXPECT_EQ(ExitCode(pass, false), 0);
-  std::vector<Verdict> warn = {verdict("n01", State::kPass), verdict("n02", State::kWarn, "no_reference")};
+  std::vector<Verdict> warn = {verdict("n01", State::kPass), verdict("n02", State::kWarn, "threshold.no_reference")};
   EXPECT_EQ(ExitCode(warn, false), 0);
   EXPECT_EQ(ExitCode(warn, true), 1);
-  std::vector<Verdict> fail = {verdict("n01", State::kFail, "below_threshold"), verdict("n02", State::kSkip, "x")};
+  std::vector<Verdict> fail = {verdict("n01", State::kFail, "threshold.below"), verdict("n02", State::kSkip, "x")};
   EXPECT_EQ(ExitCode(fail, false), 1);
-  fail.push_back(verdict("n03", State::kError, "unreachable"));
+  fail.push_back(verdict("n03", State::kError, "node.unreachable"));
   EXPECT_EQ(ExitCode(fail, false), 2);
   // Identical lines fold under one hostlist.
   std::string text = report::ValidateText(pass, report::Style{}, false);
@@ -432,7 +433,7 @@ TEST(ValidateRunner, RetriesAPerformanceCheckUntilItPassesAndStopsOnErrors) {
   };
   std::vector<Verdict> h = RunCheck(*Connect(hostile, "n01"), "/a", cl, t, p.runs[0], RunOptions{});
   EXPECT_EQ(h[0].state, State::kError);
-  EXPECT_EQ(h[0].code, "agent_output");
+  EXPECT_EQ(h[0].code, "agent.bad_output");
   EXPECT_EQ(hostile.log["n01"].size(), 1u);  // an error is not retried
 
   FakeConnector hung;
@@ -444,7 +445,7 @@ TEST(ValidateRunner, RetriesAPerformanceCheckUntilItPassesAndStopsOnErrors) {
   RunOptions quick;
   quick.timeout_s = 5;
   std::vector<Verdict> to = RunCheck(*Connect(hung, "n01"), "/a", cl, t, p.runs[0], quick);
-  EXPECT_EQ(to[0].code, "timeout");
+  EXPECT_EQ(to[0].code, "check.timeout");
   EXPECT_EQ(to[0].detail, "storage.read on n01 did not answer within 35 s");
 }
 
@@ -455,6 +456,72 @@ TEST(ValidateRunner, AgentCommandQuotesEveryWord) {
   EXPECT_EQ(AgentCommand("/usr/local/lib/gpuforge/gpuforge", r, 60),
             "'/usr/local/lib/gpuforge/gpuforge' agent run 'tcp.bandwidth' --param 'peer=x'\\''; reboot; '\\''' "
             "--timeout 60");
+}
+
+// A check is one row: a test-only table with a new check (its planner, judge, retry policy and
+// timeout) is planned, run through the runner and judged with nothing else added anywhere.
+std::vector<Verdict> JudgeTestTemp(const model::Cluster&, const Thresholds&, const PlannedRun& run,
+                                   const probe::ProbeResult& r) {
+  Verdict v;
+  v.check = run.check;
+  v.node = run.node;
+  v.entity = run.entity;
+  const probe::Measurement& m = r.measurements.at(0);
+  v.measured = m.value;
+  v.unit = m.unit;
+  v.state = m.value <= 80 ? State::kPass : State::kFail;
+  if (v.state == State::kFail) v.code = "threshold.above";
+  return {v};
+}
+
+void PlanTestTempOnN02(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  if (ctx.node->name == "n02") {
+    PlannedRun r = RunOf(check, *ctx.node);
+    r.entity = "inlet";
+    plan.runs.push_back(std::move(r));
+  } else {
+    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "only n02 has the sensor");
+  }
+}
+
+TEST(ValidateCheckTable, ANewRowIsPlannedRunAndJudged) {
+  static constexpr std::array kTable = {
+      CheckInfo{.key = "test.temperature",
+                .probe = "storage.read",  // any probe the agent has: the fake answers
+                .description = "inlet temperature",
+                .retry = {.on_fail = true},
+                .timeout_s = 42,
+                .plan = &PlanTestTempOnN02,
+                .judge = &JudgeTestTemp},
+  };
+  model::Cluster cl = Load(kInventory);
+  Thresholds t = *Thresholds::For(cl, Table());
+  const std::vector<std::string> nodes = {"n01", "n02"};
+  ValidatePlan p = PlanChecks(cl, nodes, std::vector<std::string>{"test.temperature"}, kTable);
+  ASSERT_EQ(p.runs.size(), 1u);
+  EXPECT_EQ(p.runs[0].node, "n02");
+  EXPECT_EQ(p.runs[0].entity, "inlet");
+  EXPECT_EQ(p.runs[0].timeout_s, 42);
+  EXPECT_TRUE(p.runs[0].performance);
+  EXPECT_EQ(p.runs[0].info, &kTable[0]);
+  EXPECT_EQ(ShapeOf(p.runs[0]), Shape::kNode);
+  ASSERT_EQ(p.not_applicable.size(), 1u);
+  EXPECT_EQ(p.not_applicable[0].node, "n01");
+  EXPECT_EQ(p.not_applicable[0].state, State::kSkip);
+  // The real table does not know it; the plan does.
+  EXPECT_EQ(FindCheck("test.temperature"), nullptr);
+  FakeConnector c;
+  int calls = 0;
+  c.nodes["n02"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
+    ++calls;
+    EXPECT_EQ(cmd, "'/a' agent run 'storage.read' --timeout 42");
+    return Exited(0, probe::ToJsonLine(Ok("storage.read", "temp", calls < 2 ? 95 : 31, "C")) + "\n");
+  };
+  std::vector<Verdict> v = RunCheck(*Connect(c, "n02"), "/a", cl, t, p.runs[0], RunOptions{});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].state, State::kPass);
+  EXPECT_EQ(v[0].measured, 31);
+  EXPECT_EQ(v[0].attempts, 2);  // its retry policy: a FAIL is tried again
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ struct PlanRunOptions {
 // fan-out, the facts script gathered and judged for drift across the nodes, then pairs and
 // group jobs one at a time on fresh sessions, so that they do not share links. Returns every
 // verdict in report order: facts, each node's checks as planned, pairs and groups, then what did
-// not apply. A node that cannot be reached is an ERROR `unreachable`, and the others go on.
+// not apply. A node that cannot be reached is an ERROR `node.unreachable`, and the others go on.
 std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remote::Target> targets,
                              const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
                              const plan::AgentBinary* agent, const PlanRunOptions& o);

@@ -5,8 +5,8 @@
 // validate/runner.h, the report in report/validate_report.h.
 
 #include <chrono>
-#include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,20 +15,18 @@
 #include "gpuforge/facts/drift.h"
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/probe/probe.h"
+#include "gpuforge/validate/codes.h"
 #include "gpuforge/validate/thresholds.h"
 
 namespace gpuforge::validate {
-
-enum class State { kPass, kWarn, kFail, kSkip, kError };
-const char* ToString(State s);  // "PASS", ...
 
 struct Verdict {
   std::string check;   // "storage.read"
   std::string node;
   std::string entity;  // "node", "gpu0", "/mnt/data", "peer tb02"
   State state = State::kError;
-  std::string code;    // stable reason for every non-PASS: "below_threshold", "no_cuda_driver"
-  double measured = std::numeric_limits<double>::quiet_NaN();
+  std::string code;    // stable reason for every non-PASS, from codes.h: "threshold.below"
+  std::optional<double> measured;  // absent when nothing was measured
   std::string unit;
   std::string threshold;  // ">= 1.0 GB/s (guide 000 ...)"; "" when none applies
   std::string next_step;
@@ -36,22 +34,11 @@ struct Verdict {
   int attempts = 1;
 };
 
-// The catalogue: one row per check, in the order they run (node-local, then pairs).
-struct CheckInfo {
-  std::string_view key;
-  std::string_view probe;  // the agent probe it runs; "" for `facts` (the facts script)
-  std::string_view description;
-  bool performance;  // retried: passes on the first good run of --retries
-  bool pairwise;     // runs between two nodes
-  int timeout_s;     // default per-check timeout
-  bool group;        // runs on every selected node at once, as one job (multi-node NCCL)
-};
-std::span<const CheckInfo> Checks();
-const CheckInfo* FindCheck(std::string_view key);
-
 // --checks: keys or prefixes ("gpu", "storage.read"); empty selects all. An entry naming
 // nothing is an error naming it.
 Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filter);
+
+struct CheckInfo;
 
 // One probe to run on a node (and, for pairs, with a peer).
 struct PlannedRun {
@@ -67,8 +54,9 @@ struct PlannedRun {
   // parameters are `params` plus node_index.
   std::vector<std::string> group;
   std::string entity;   // what the verdicts will name: "node", "/mnt/data", "peer tb02"
-  bool performance = false;
+  bool performance = false;  // the row's retry policy says a FAIL is tried again
   int timeout_s = 600;
+  const CheckInfo* info = nullptr;  // the row it was planned from (PlanChecks sets it)
 };
 
 struct ValidatePlan {
@@ -76,11 +64,68 @@ struct ValidatePlan {
   std::vector<Verdict> not_applicable;  // SKIP verdicts for checks that cannot apply (with why)
 };
 
-// For the `nodes` (names from the inventory) and the selected checks.
-ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks);
+// The check table. A row is everything about a check: where it applies (its planner), how it
+// runs (its shape, retry policy and timeout) and how its result is judged, so that PlanChecks,
+// Judge and the runner dispatch through it and a new check is one row.
+enum class Shape {
+  kNode,   // on one node at a time; nodes in parallel
+  kPair,   // between two nodes, one pair at a time: the probe's server side on the peer
+  kGroup,  // on every member node at once, as one job (multi-node NCCL)
+};
 
-// A probe result judged: one or more verdicts (per GPU, per metric). SKIP and ERROR results
-// become SKIP and ERROR verdicts with the probe's code; never PASS.
+struct RetryPolicy {
+  bool on_fail = false;             // a FAIL is tried again, up to --retries; the first good run counts
+  std::string_view except_code = {};  // ... unless a verdict carries this code ("nccl.wrong_data")
+};
+
+// What a planner sees: the cluster, the selected nodes (inventory order) and, for node-shaped
+// checks, the node being planned (nullptr for pairs and groups, which are planned once).
+struct PlanContext {
+  const model::Cluster& cluster;
+  std::span<const std::string> nodes;
+  const model::Node* node = nullptr;
+};
+// Adds the check's runs to the plan, or the SKIP verdicts for where it cannot apply.
+using Planner = void (*)(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan);
+// A probe result (which may be a SKIP or ERROR) judged: one or more verdicts, never a PASS for
+// a result that is not ok.
+using JudgeFn = std::vector<Verdict> (*)(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                         const probe::ProbeResult& r);
+// A group check's results, one per member in member order (nullptr: the member gave none).
+using GroupJudgeFn = std::vector<Verdict> (*)(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
+                                              std::span<const probe::ProbeResult* const> results);
+
+struct CheckInfo {
+  std::string_view key = {};          // "storage.read"
+  std::string_view probe = {};        // the agent probe it runs; "" for `facts` (the facts script)
+  std::string_view description = {};
+  Shape shape = Shape::kNode;
+  RetryPolicy retry = {};
+  int timeout_s = 600;           // default per-check timeout
+  Planner plan = nullptr;
+  JudgeFn judge = nullptr;             // node and pair checks
+  GroupJudgeFn judge_group = nullptr;  // group checks
+};
+// In the order they are planned, run and listed: node-local, then pairs and groups.
+std::span<const CheckInfo> Checks();
+const CheckInfo* FindCheck(std::string_view key, std::span<const CheckInfo> table = Checks());
+// The row a planned run came from (PlannedRun::info, else found by its key); nullptr for none.
+const CheckInfo* CheckOf(const PlannedRun& run);
+Shape ShapeOf(const PlannedRun& run);
+
+// Building blocks of planners: a run of the check on the node with the row's probe, retry
+// policy and timeout (entity "node"); a SKIP verdict with its code for a node where it cannot apply.
+PlannedRun RunOf(const CheckInfo& check, const model::Node& node);
+void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
+                   std::string why);
+
+// For the `nodes` (names from the inventory) and the selected checks: every node-shaped row's
+// planner per node, in table order, then the pair and group rows' once.
+ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks,
+                        std::span<const CheckInfo> table = Checks());
+
+// A probe result judged by its row's judge: one or more verdicts (per GPU, per metric). SKIP
+// and ERROR results become SKIP and ERROR verdicts with the probe's code; never PASS.
 std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                            const probe::ProbeResult& r);
 
@@ -94,6 +139,9 @@ std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<c
 
 // Whether a performance check's verdicts are good enough to stop retrying.
 bool Good(std::span<const Verdict> v);
+// Whether an attempt's verdicts call for another, by the run's retry policy: a FAIL, and no
+// verdict with the policy's exception code. (The attempt count is RunOptions::retries.)
+bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last);
 
 // 0 all passed (warnings allowed unless strict); 1 any FAIL (or, with strict, any WARN or
 // nothing measured at all: every check skipped); 2 any ERROR, an unreachable node or a SKIP

@@ -39,11 +39,11 @@ class ComputeProbe : public Probe {
 
   ProbeResult Run(const Context& ctx) override {
     gpuforge::Result<std::int64_t> loops = Whole(ctx, kLoops);
-    if (!loops.ok()) return Fail(kKey, "bad_param", loops.error().message);
+    if (!loops.ok()) return Fail(kKey, "probe.bad_param", loops.error().message);
     gpuforge::Result<Repeats> repeats = RepeatParams(ctx);
-    if (!repeats.ok()) return Fail(kKey, "bad_param", repeats.error().message);
+    if (!repeats.ok()) return Fail(kKey, "probe.bad_param", repeats.error().message);
     if (kernels_.empty()) {
-      return Skip(kKey, "no_kernels",
+      return Skip(kKey, "gpu.no_kernels",
                   "this build has no GPU kernels: nvcc was not found at build time");
     }
     CudaLoad load = cuda_();
@@ -51,7 +51,7 @@ class ComputeProbe : public Probe {
 #if GPUFORGE_HAVE_CUDA
     return Measure(*load.api, static_cast<int>(*loops), *repeats, ctx);
 #else
-    return Skip(kKey, "no_cuda_headers", "this build has no CUDA support");
+    return Skip(kKey, "gpu.no_cuda_headers", "this build has no CUDA support");
 #endif
   }
 
@@ -64,7 +64,7 @@ class ComputeProbe : public Probe {
     std::vector<Failure> failures;
     std::vector<std::string> old;
     for (const CudaGpu& gpu : gpus) {
-      if (ctx.Cancelled()) return Fail(kKey, "cancelled", "cancelled before " + gpu.Label());
+      if (ctx.Cancelled()) return Fail(kKey, "probe.cancelled", "cancelled before " + gpu.Label());
       if (gpu.cc_major < 8) {
         old.push_back(fmt::format("{} is {} (compute capability {}.{})", gpu.Label(), gpu.name,
                                   gpu.cc_major, gpu.cc_minor));
@@ -78,9 +78,9 @@ class ComputeProbe : public Probe {
     if (old.size() == gpus.size()) {
       std::string all = why_old;
       for (const std::string& o : old) all += "; " + o;
-      return Skip(kKey, "unsupported_gpu", all);
+      return Skip(kKey, "gpu.unsupported", all);
     }
-    for (const std::string& o : old) failures.push_back({"unsupported_gpu", o + ": " + why_old});
+    for (const std::string& o : old) failures.push_back({"gpu.unsupported", o + ": " + why_old});
     return Finish(kKey, std::move(ms), failures);
   }
 
@@ -137,7 +137,7 @@ class ComputeProbe : public Probe {
       }
     }
     if (wrong > 0) {
-      return Failure{"wrong_data",
+      return Failure{"gpu.wrong_data",
                      fmt::format("fp32 FMA kernel: {} of {} threads returned a wrong sum; thread "
                                  "{} expected {}, read {}",
                                  wrong, threads, first, first_want, got[first])};

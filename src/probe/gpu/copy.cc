@@ -56,9 +56,9 @@ class CopyProbe : public Probe {
   ProbeResult Run(const Context& ctx) override {
     Settings s;
     gpuforge::Result<std::uint64_t> size = Bytes(ctx, SizeRow());
-    if (!size.ok()) return Fail(spec_.key, "bad_param", size.error().message);
+    if (!size.ok()) return Fail(spec_.key, "probe.bad_param", size.error().message);
     gpuforge::Result<Repeats> repeats = RepeatParams(ctx);
-    if (!repeats.ok()) return Fail(spec_.key, "bad_param", repeats.error().message);
+    if (!repeats.ok()) return Fail(spec_.key, "probe.bad_param", repeats.error().message);
     s.bytes = *size;
     s.repeats = *repeats;
 
@@ -67,7 +67,7 @@ class CopyProbe : public Probe {
 #if GPUFORGE_HAVE_CUDA
     return Measure(*load.api, s, ctx);
 #else
-    return Skip(spec_.key, "no_cuda_headers", "this build has no CUDA support");
+    return Skip(spec_.key, "gpu.no_cuda_headers", "this build has no CUDA support");
 #endif
   }
 
@@ -83,7 +83,7 @@ class CopyProbe : public Probe {
     std::vector<Measurement> ms;
     std::vector<Failure> failures;
     for (const CudaGpu& gpu : gpus) {
-      if (ctx.Cancelled()) return Fail(spec_.key, "cancelled", "cancelled before " + gpu.Label());
+      if (ctx.Cancelled()) return Fail(spec_.key, "probe.cancelled", "cancelled before " + gpu.Label());
       if (auto f = MeasureGpu(api, gpu, s, ctx, &ms)) {
         failures.push_back({f->code, gpu.Label() + ": " + f->reason});
       }
@@ -228,7 +228,7 @@ std::optional<Failure> CopyProbe::MeasureGpu(const CudaApi& api, const CudaGpu& 
       break;
   }
   if (check.wrong > 0) {
-    return Failure{"wrong_data",
+    return Failure{"gpu.wrong_data",
                    fmt::format("{} of {} bytes: {} of {} words differ from what was written; the "
                                "first at byte {}: expected {:#010x}, read {:#010x}",
                                spec_.what, bytes, check.wrong, words, check.first_word * 4,

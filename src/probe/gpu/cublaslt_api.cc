@@ -12,7 +12,7 @@ namespace gpuforge::probe::internal {
 #if !GPUFORGE_HAVE_CUBLASLT
 
 CublasLtLoad LoadCublasLt() {
-  return {nullptr, "no_cublaslt_headers",
+  return {nullptr, "gpu.no_cublaslt_headers",
           "this build has no cuBLASLt support: cublasLt.h was not found at build time"};
 }
 
@@ -29,7 +29,7 @@ CublasLtLoad Load() {
   const std::span<const char* const> names(kNames.data(), CUBLAS_VER_MAJOR == 12 ? 1 : 2);
   gpuforge::Result<Library> lib = OpenLibrary(names);
   if (!lib.ok()) {
-    return {nullptr, "no_cublaslt",
+    return {nullptr, "gpu.no_cublaslt",
             fmt::format("cuBLASLt (libcublasLt, from the CUDA toolkit) does not load: {}",
                         lib.error().message)};
   }
@@ -42,7 +42,7 @@ CublasLtLoad Load() {
   GPUFORGE_CUBLASLT_FUNCTIONS(GPUFORGE_CUBLASLT_BIND)
 #undef GPUFORGE_CUBLASLT_BIND
   if (!missing.empty()) {
-    return {nullptr, "cublaslt_too_old", fmt::format("{} lacks {}", lib->name, missing)};
+    return {nullptr, "gpu.cublaslt_too_old", fmt::format("{} lacks {}", lib->name, missing)};
   }
   return {std::move(api), "", ""};
 }
@@ -58,7 +58,7 @@ std::optional<Failure> CublasCheck(const CublasLtApi& api, const char* call, cub
   if (rc == CUBLAS_STATUS_SUCCESS) return std::nullopt;
   const char* text =
       api.cublasLtGetStatusString != nullptr ? api.cublasLtGetStatusString(rc) : nullptr;
-  return Failure{"cublas_error", fmt::format("{} failed: {} (cublasStatus_t {})", call,
+  return Failure{"gpu.cublas_error", fmt::format("{} failed: {} (cublasStatus_t {})", call,
                                              text != nullptr ? text : "unknown status", int(rc))};
 }
 

@@ -13,7 +13,7 @@ namespace gpuforge::probe::internal {
 #if !GPUFORGE_HAVE_CUDA
 
 CudaLoad LoadCudaDriverFrom(std::span<const char* const>) {
-  return {nullptr, "no_cuda_headers",
+  return {nullptr, "gpu.no_cuda_headers",
           "this build has no CUDA support: cuda.h was not found at build time"};
 }
 
@@ -27,7 +27,7 @@ CudaLoad LoadCudaDriver() { return LoadCudaDriverFrom({}); }
 CudaLoad LoadCudaDriverFrom(std::span<const char* const> names) {
   gpuforge::Result<Library> lib = OpenLibrary(names);
   if (!lib.ok()) {
-    return {nullptr, "no_cuda_driver",
+    return {nullptr, "gpu.no_cuda_driver",
             fmt::format("the CUDA driver library does not load (no NVIDIA driver here?): {}",
                         lib.error().message)};
   }
@@ -51,7 +51,7 @@ CudaLoad LoadCudaDriverFrom(std::span<const char* const> names) {
   GPUFORGE_CUDA_FUNCTIONS(GPUFORGE_CUDA_MISSING)
 #undef GPUFORGE_CUDA_MISSING
   if (!missing.empty()) {
-    return {nullptr, "cuda_driver_too_old",
+    return {nullptr, "gpu.cuda_driver_too_old",
             fmt::format("{} lacks {}: the NVIDIA driver is older than this build's CUDA {}.{} "
                         "headers need",
                         lib->name, missing, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10)};
@@ -80,19 +80,19 @@ std::string CudaCallError(const CudaApi& api, const char* call, CUresult rc) {
 
 std::optional<Failure> CudaCheck(const CudaApi& api, const char* call, CUresult rc) {
   if (rc == CUDA_SUCCESS) return std::nullopt;
-  return Failure{"cuda_error", CudaCallError(api, call, rc)};
+  return Failure{"gpu.cuda_error", CudaCallError(api, call, rc)};
 }
 
 std::optional<ProbeResult> OpenCuda(const CudaApi& api, const std::string& probe,
                                     std::vector<CudaGpu>* gpus) {
   const CUresult init = api.cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE)
-    return Skip(probe, "no_gpu", CudaCallError(api, "cuInit", init));
-  if (init != CUDA_SUCCESS) return Fail(probe, "cuda_error", CudaCallError(api, "cuInit", init));
+    return Skip(probe, "gpu.none", CudaCallError(api, "cuInit", init));
+  if (init != CUDA_SUCCESS) return Fail(probe, "gpu.cuda_error", CudaCallError(api, "cuInit", init));
   auto fail = [&](const Failure& f) { return Fail(probe, f.code, f.reason); };
   int count = 0;
   if (auto f = GPUFORGE_CU(api, cuDeviceGetCount, &count)) return fail(*f);
-  if (count <= 0) return Skip(probe, "no_gpu", "the CUDA driver sees no GPU");
+  if (count <= 0) return Skip(probe, "gpu.none", "the CUDA driver sees no GPU");
   gpus->clear();
   for (int i = 0; i < count; ++i) {
     CudaGpu g;
@@ -155,7 +155,7 @@ std::optional<Failure> TimeRounds(const CudaApi& api, CUstream stream, const Rep
   if (auto f = GPUFORGE_CU(api, cuStreamSynchronize, stream)) return f;
   seconds->clear();
   for (int round = 0; round < r.repeats; ++round) {
-    if (ctx.Cancelled()) return Failure{"cancelled", "cancelled between timed rounds"};
+    if (ctx.Cancelled()) return Failure{"probe.cancelled", "cancelled between timed rounds"};
     if (auto f = GPUFORGE_CU(api, cuEventRecord, start.get(), stream)) return f;
     for (int i = 0; i < r.iters; ++i) {
       if (auto f = op()) return f;
@@ -165,7 +165,7 @@ std::optional<Failure> TimeRounds(const CudaApi& api, CUstream stream, const Rep
     float ms = 0;
     if (auto f = GPUFORGE_CU(api, cuEventElapsedTime, &ms, start.get(), stop.get())) return f;
     if (!(ms > 0)) {
-      return Failure{"bad_timing",
+      return Failure{"probe.bad_timing",
                      fmt::format("the events of timed round {} are {} ms apart", round + 1, ms)};
     }
     seconds->push_back(ms / 1e3);

@@ -65,13 +65,13 @@ class GemmProbe : public Probe {
 
   ProbeResult Run(const Context& ctx) override {
     gpuforge::Result<std::int64_t> dim = Whole(ctx, kDim);
-    if (!dim.ok()) return Fail(kKey, "bad_param", dim.error().message);
+    if (!dim.ok()) return Fail(kKey, "probe.bad_param", dim.error().message);
     if (*dim % 64 != 0) {
-      return Fail(kKey, "bad_param",
+      return Fail(kKey, "probe.bad_param",
                   fmt::format("parameter dim must be a multiple of 64, not {}", *dim));
     }
     gpuforge::Result<Repeats> repeats = RepeatParams(ctx);
-    if (!repeats.ok()) return Fail(kKey, "bad_param", repeats.error().message);
+    if (!repeats.ok()) return Fail(kKey, "probe.bad_param", repeats.error().message);
     CudaLoad cuda = cuda_();
     if (!cuda.api) return Skip(kKey, cuda.code, cuda.reason);
     CublasLtLoad lt = cublaslt_();
@@ -79,7 +79,7 @@ class GemmProbe : public Probe {
 #if GPUFORGE_HAVE_CUBLASLT
     return Measure(*cuda.api, *lt.api, static_cast<std::uint64_t>(*dim), *repeats, ctx);
 #else
-    return Skip(kKey, "no_cublaslt_headers", "this build has no cuBLASLt support");
+    return Skip(kKey, "gpu.no_cublaslt_headers", "this build has no cuBLASLt support");
 #endif
   }
 
@@ -107,7 +107,7 @@ class GemmProbe : public Probe {
     std::vector<Failure> failures;
     std::vector<std::string> old;
     for (const CudaGpu& gpu : gpus) {
-      if (ctx.Cancelled()) return Fail(kKey, "cancelled", "cancelled before " + gpu.Label());
+      if (ctx.Cancelled()) return Fail(kKey, "probe.cancelled", "cancelled before " + gpu.Label());
       if (gpu.cc_major < 8) {
         old.push_back(fmt::format("{} is {} (compute capability {}.{})", gpu.Label(), gpu.name,
                                   gpu.cc_major, gpu.cc_minor));
@@ -121,9 +121,9 @@ class GemmProbe : public Probe {
     if (old.size() == gpus.size()) {
       std::string all = why_old;
       for (const std::string& o : old) all += "; " + o;
-      return Skip(kKey, "unsupported_gpu", all);
+      return Skip(kKey, "gpu.unsupported", all);
     }
-    for (const std::string& o : old) failures.push_back({"unsupported_gpu", o + ": " + why_old});
+    for (const std::string& o : old) failures.push_back({"gpu.unsupported", o + ": " + why_old});
     return Finish(kKey, std::move(ms), failures);
   }
 
@@ -186,7 +186,7 @@ class GemmProbe : public Probe {
       return f;
     }
     if (found < 1) {
-      return Failure{"cublas_error", fmt::format("cublasLtMatmulAlgoGetHeuristic offers no "
+      return Failure{"gpu.cublas_error", fmt::format("cublasLtMatmulAlgoGetHeuristic offers no "
                                                  "algorithm for a bf16 {0}x{0}x{0} multiply",
                                                  n)};
     }
@@ -254,7 +254,7 @@ class GemmProbe : public Probe {
       }
     }
     if (wrong == 0) return std::nullopt;
-    return Failure{"wrong_data", fmt::format("bf16 GEMM: {} of {} sampled elements are wrong; {}",
+    return Failure{"gpu.wrong_data", fmt::format("bf16 GEMM: {} of {} sampled elements are wrong; {}",
                                              wrong, kSampleSide * kSampleSide, first)};
   }
 #endif

@@ -70,7 +70,7 @@ class GpuReading {
       gpu_.not_supported.push_back(metric);
       return false;
     }
-    failure_ = Failure{"nvml_error", fmt::format("{} ({}): {}", gpu_.entity, gpu_.bus_id,
+    failure_ = Failure{"gpu.nvml_error", fmt::format("{} ({}): {}", gpu_.entity, gpu_.bus_id,
                                                  NvmlCallError(api_, call, rc))};
     return false;
   }
@@ -197,7 +197,7 @@ class GpuReading {
       const nvml::Return rc = api_.nvmlDeviceGetNvLinkState(gpu_.device, link, &active);
       if (rc == nvml::kNotSupported || rc == nvml::kInvalidArgument) continue;
       if (rc != nvml::kSuccess) {
-        failure_ = Failure{"nvml_error",
+        failure_ = Failure{"gpu.nvml_error",
                            fmt::format("{} ({}): {} for link {}", gpu_.entity, gpu_.bus_id,
                                        NvmlCallError(api_, "nvmlDeviceGetNvLinkState", rc), link)};
         return;
@@ -233,10 +233,10 @@ class HealthProbe : public Probe {
     const NvmlApi& api = *load.api;
     const nvml::Return init = api.nvmlInit_v2();
     if (init == nvml::kDriverNotLoaded) {
-      return Skip(kKey, "no_gpu", NvmlCallError(api, "nvmlInit_v2", init));
+      return Skip(kKey, "gpu.none", NvmlCallError(api, "nvmlInit_v2", init));
     }
     if (init != nvml::kSuccess) {
-      return Fail(kKey, "nvml_error", NvmlCallError(api, "nvmlInit_v2", init));
+      return Fail(kKey, "gpu.nvml_error", NvmlCallError(api, "nvmlInit_v2", init));
     }
     // nvmlShutdown pairs with the successful nvmlInit_v2 on every path out.
     struct Session {
@@ -246,16 +246,16 @@ class HealthProbe : public Probe {
 
     unsigned count = 0;
     if (nvml::Return rc = api.nvmlDeviceGetCount_v2(&count); rc != nvml::kSuccess) {
-      return Fail(kKey, "nvml_error", NvmlCallError(api, "nvmlDeviceGetCount_v2", rc));
+      return Fail(kKey, "gpu.nvml_error", NvmlCallError(api, "nvmlDeviceGetCount_v2", rc));
     }
-    if (count == 0) return Skip(kKey, "no_gpu", "NVML sees no GPU");
+    if (count == 0) return Skip(kKey, "gpu.none", "NVML sees no GPU");
 
     std::vector<Failure> failures;
     std::vector<Gpu> gpus = Enumerate(api, count, &failures);
     const XidCounts xid = ReadXid();
     std::vector<Measurement> all(1);  // the node's gpu_count goes first, once GPUs are read
     for (Gpu& gpu : gpus) {
-      if (ctx.Cancelled()) return Fail(kKey, "cancelled", "cancelled while reading " + gpu.entity);
+      if (ctx.Cancelled()) return Fail(kKey, "probe.cancelled", "cancelled while reading " + gpu.entity);
       GpuReading reading(api, &gpu, &all);
       reading.ReadAll();
       if (reading.failure()) failures.push_back(*reading.failure());
@@ -349,14 +349,14 @@ class HealthProbe : public Probe {
       g.index = i;
       if (nvml::Return rc = api.nvmlDeviceGetHandleByIndex_v2(i, &g.device); rc != nvml::kSuccess) {
         failures->push_back(
-            {"nvml_error", fmt::format("NVML device {}: {}", i,
+            {"gpu.nvml_error", fmt::format("NVML device {}: {}", i,
                                        NvmlCallError(api, "nvmlDeviceGetHandleByIndex_v2", rc))});
         continue;
       }
       nvml::PciInfo pci{};
       if (nvml::Return rc = api.nvmlDeviceGetPciInfo_v3(g.device, &pci); rc != nvml::kSuccess) {
         failures->push_back(
-            {"nvml_error", fmt::format("NVML device {}: {}", i,
+            {"gpu.nvml_error", fmt::format("NVML device {}: {}", i,
                                        NvmlCallError(api, "nvmlDeviceGetPciInfo_v3", rc))});
         continue;
       }

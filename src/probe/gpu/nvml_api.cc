@@ -19,7 +19,7 @@ NvmlLoad Load() {
   constexpr std::array<const char*, 1> kNames = {"libnvidia-ml.so.1"};
   gpuforge::Result<Library> lib = OpenLibrary(kNames);
   if (!lib.ok()) {
-    return {nullptr, "no_nvml",
+    return {nullptr, "gpu.no_nvml",
             fmt::format("NVML (libnvidia-ml.so.1, part of the NVIDIA driver) does not load: {}",
                         lib.error().message)};
   }
@@ -39,7 +39,7 @@ NvmlLoad Load() {
   need(&api->nvmlDeviceGetUUID, "nvmlDeviceGetUUID");
   need(&api->nvmlDeviceGetPciInfo_v3, "nvmlDeviceGetPciInfo_v3");
   if (!missing.empty()) {
-    return {nullptr, "nvml_too_old",
+    return {nullptr, "gpu.nvml_too_old",
             fmt::format("{} lacks {}: the NVIDIA driver is too old for gpuforge", l.name, missing)};
   }
   // Device queries are optional: a driver without one reports that metric as not supported.

@@ -243,10 +243,10 @@ class AllReduceProbe : public Probe {
 
   ProbeResult Run(const Context& ctx) override {
     gpuforge::Result<Settings> s = ParseSettings(ctx);
-    if (!s.ok()) return Fail(kKey, "bad_param", s.error().message);
+    if (!s.ok()) return Fail(kKey, "probe.bad_param", s.error().message);
     if (s->nodes > 1 && !ctx.exchange) {
       return Fail(
-          kKey, "no_exchange",
+          kKey, "exchange.missing",
           fmt::format("nodes={} needs the controller's exchange; this agent runs alone", s->nodes));
     }
     CudaLoad cuda = cuda_();
@@ -256,7 +256,7 @@ class AllReduceProbe : public Probe {
 #if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
     return Measure(*cuda.api, *nccl.api, *s, ctx);
 #else
-    return Skip(kKey, "no_nccl_headers", "this build has no NCCL support");
+    return Skip(kKey, "nccl.no_headers", "this build has no NCCL support");
 #endif
   }
 
@@ -267,7 +267,7 @@ class AllReduceProbe : public Probe {
     std::vector<CudaGpu> gpus;
     if (auto stop = OpenCuda(cu, kKey, &gpus)) return *stop;
     if (s.gpus > static_cast<int>(gpus.size())) {
-      return Fail(kKey, "bad_param",
+      return Fail(kKey, "probe.bad_param",
                   fmt::format("gpus={} but the CUDA driver sees {} GPU(s)", s.gpus, gpus.size()));
     }
     if (s.gpus > 0) gpus.resize(static_cast<std::size_t>(s.gpus));
@@ -289,7 +289,7 @@ class AllReduceProbe : public Probe {
     }
     if (wrong > 0) {
       failures.push_back(
-          {"wrong_data",
+          {"nccl.wrong_data",
            fmt::format("{} of {} checked elements were wrong over all "
                        "ranks; first here: {}",
                        wrong, elements,

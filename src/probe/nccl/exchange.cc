@@ -164,22 +164,22 @@ std::optional<Failure> Meet(const NcclApi& nc, const Settings& s, const Context&
   }
   gpuforge::Result<std::vector<std::string>> parts = ctx.exchange(mine);
   if (!parts.ok())
-    return Failure{"exchange_error", "meeting the other nodes: " + parts.error().message};
+    return Failure{"exchange.failed", "meeting the other nodes: " + parts.error().message};
   if (parts->size() != static_cast<std::size_t>(s.nodes)) {
-    return Failure{"exchange_error", fmt::format("meeting the other nodes: {} parts for {} nodes",
+    return Failure{"exchange.failed", fmt::format("meeting the other nodes: {} parts for {} nodes",
                                                  parts->size(), s.nodes)};
   }
   *nranks = 0;
   *base = 0;
   for (std::size_t k = 0; k < parts->size(); ++k) {
     gpuforge::Result<Offer> o = ParseOffer((*parts)[k], static_cast<int>(k));
-    if (!o.ok()) return Failure{"exchange_error", "meeting the other nodes: " + o.error().message};
+    if (!o.ok()) return Failure{"exchange.failed", "meeting the other nodes: " + o.error().message};
     if (k == 0) *id = FromHex(o->id_hex);
     if (static_cast<int>(k) < s.node_index) *base += o->gpus;
     *nranks += o->gpus;
   }
   if ((*parts)[s.node_index] != mine) {
-    return Failure{"exchange_error",
+    return Failure{"exchange.failed",
                    fmt::format("meeting the other nodes: part {} is not what this "
                                "node offered",
                                s.node_index)};
@@ -189,16 +189,16 @@ std::optional<Failure> Meet(const NcclApi& nc, const Settings& s, const Context&
 
 std::optional<Failure> ShareTimes(const Context& ctx, const Settings& s, Sweep* sweep) {
   gpuforge::Result<std::vector<std::string>> parts = ctx.exchange(TimesPart(sweep->rows));
-  if (!parts.ok()) return Failure{"exchange_error", "sharing the times: " + parts.error().message};
+  if (!parts.ok()) return Failure{"exchange.failed", "sharing the times: " + parts.error().message};
   if (parts->size() != static_cast<std::size_t>(s.nodes)) {
-    return Failure{"exchange_error",
+    return Failure{"exchange.failed",
                    fmt::format("sharing the times: {} parts for {} nodes", parts->size(), s.nodes)};
   }
   std::vector<Times> all;
   for (std::size_t k = 0; k < parts->size(); ++k) {
     gpuforge::Result<Times> t =
         ParseTimesPart((*parts)[k], static_cast<int>(k), sweep->rows.size());
-    if (!t.ok()) return Failure{"exchange_error", "sharing the times: " + t.error().message};
+    if (!t.ok()) return Failure{"exchange.failed", "sharing the times: " + t.error().message};
     all.push_back(std::move(*t));
   }
   for (std::size_t i = 0; i < sweep->rows.size(); ++i) {

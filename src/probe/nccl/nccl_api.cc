@@ -12,7 +12,7 @@ namespace gpuforge::probe::internal {
 #if !(GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL)
 
 NcclLoad LoadNcclFrom(std::span<const char* const>) {
-  return {nullptr, "no_nccl_headers",
+  return {nullptr, "nccl.no_headers",
           "this build has no NCCL support: nccl.h or cuda.h was not found at build time"};
 }
 
@@ -23,7 +23,7 @@ NcclLoad LoadNccl() { return LoadNcclFrom({}); }
 NcclLoad LoadNcclFrom(std::span<const char* const> names) {
   gpuforge::Result<Library> lib = OpenLibrary(names);
   if (!lib.ok()) {
-    return {nullptr, "no_nccl",
+    return {nullptr, "nccl.no_library",
             fmt::format("NCCL (libnccl.so.2) does not load: {}", lib.error().message)};
   }
   auto api = std::make_shared<NcclApi>();
@@ -36,7 +36,7 @@ NcclLoad LoadNcclFrom(std::span<const char* const> names) {
   GPUFORGE_NCCL_FUNCTIONS(GPUFORGE_NCCL_BIND)
 #undef GPUFORGE_NCCL_BIND
   if (!missing.empty()) {
-    return {nullptr, "nccl_too_old",
+    return {nullptr, "nccl.too_old",
             fmt::format("{} lacks {}: the NCCL there is older than this build's NCCL {}.{}.{} "
                         "headers need",
                         lib->name, missing, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)};
@@ -89,7 +89,7 @@ std::string NcclCallError(const NcclApi& api, const char* call, ncclResult_t rc)
 
 std::optional<Failure> NcclCheck(const NcclApi& api, const char* call, ncclResult_t rc) {
   if (rc == ncclSuccess) return std::nullopt;
-  return Failure{"nccl_error", NcclCallError(api, call, rc)};
+  return Failure{"nccl.error", NcclCallError(api, call, rc)};
 }
 
 #endif  // GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL

@@ -246,14 +246,14 @@ class Clique {
       if (stop_) break;
       std::optional<Failure> why;
       if (ctx_.Cancelled()) {
-        why = Failure{"cancelled", "cancelled while NCCL operations were in flight"};
+        why = Failure{"probe.cancelled", "cancelled while NCCL operations were in flight"};
       }
       for (std::size_t i = 0; i < comms_.size() && !why; ++i) {
         ncclResult_t async = ncclSuccess;
         if (auto f = GPUFORGE_NCCL(nc_, ncclCommGetAsyncError, comms_[i], &async)) {
           why = f;
         } else if (async != ncclSuccess && async != ncclInProgress) {
-          why = Failure{"nccl_error", NcclCallError(nc_, "an operation in flight", async)};
+          why = Failure{"nccl.error", NcclCallError(nc_, "an operation in flight", async)};
         }
         if (why) why->reason = dev_[i].gpu.Label() + ": " + why->reason;
       }
@@ -327,7 +327,7 @@ struct Sweeper {
   std::optional<Failure> MeasureSize(std::uint64_t bytes, std::uint32_t seed, Sweep* sweep) {
     for (bool in_place : {false, true}) {
       if (ctx.Cancelled())
-        return Failure{"cancelled", fmt::format("cancelled before {} bytes", bytes)};
+        return Failure{"probe.cancelled", fmt::format("cancelled before {} bytes", bytes)};
       Row row;
       row.bytes = bytes;
       row.count = bytes / kElementBytes;
@@ -355,7 +355,7 @@ struct Sweeper {
     if (auto f = clique.Wait()) return f;
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (!(took.count() > 0)) {
-      return Failure{"bad_timing",
+      return Failure{"probe.bad_timing",
                      fmt::format("{} operations of {} elements took no time", s.iters, count)};
     }
     *seconds = took.count() / s.iters;
@@ -552,7 +552,7 @@ std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Sett
     return f;
   }
   sweep->nranks = nranks;
-  if (ctx.Cancelled()) return Failure{"cancelled", "cancelled before NCCL started"};
+  if (ctx.Cancelled()) return Failure{"probe.cancelled", "cancelled before NCCL started"};
   Clique clique(nc, cu, dev, ctx);
   if (auto f = clique.Init(id, nranks, base)) return f;
   clique.Watch();

@@ -164,7 +164,7 @@ class IbCountersProbe : public Probe {
 
   ProbeResult Run(const Context& ctx) override {
     gpuforge::Result<std::string> devices = ctx.Text("devices");
-    if (!devices.ok()) return Fail(kKey, "bad_param", devices.error().message);
+    if (!devices.ok()) return Fail(kKey, "probe.bad_param", devices.error().message);
     std::vector<std::string> wanted;
     if (*devices != "all") {
       std::string_view rest = *devices;
@@ -172,7 +172,7 @@ class IbCountersProbe : public Probe {
         const std::size_t comma = rest.find(',');
         const std::string_view name = rest.substr(0, comma);
         if (!PlainName(name)) {
-          return Fail(kKey, "bad_param",
+          return Fail(kKey, "probe.bad_param",
                       fmt::format("parameter devices must be all or a comma list of device names "
                                   "([A-Za-z0-9_-], at most 64 characters each), not '{}'",
                                   *devices));
@@ -186,30 +186,30 @@ class IbCountersProbe : public Probe {
     std::error_code ec;
     const fs::path root(root_);
     if (!fs::is_directory(root, ec)) {
-      return Skip(kKey, "no_ib_devices", fmt::format("{} is absent: no RDMA device or driver here", root_));
+      return Skip(kKey, "ib.no_devices", fmt::format("{} is absent: no RDMA device or driver here", root_));
     }
     std::vector<std::string> present;
     std::vector<Failure> failures;
     for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (!PlainName(name)) {
-        failures.push_back({"sysfs_error", fmt::format("{}: an entry with an unexpected name",
+        failures.push_back({"ib.sysfs_error", fmt::format("{}: an entry with an unexpected name",
                                                        (root / name).string().substr(0, 200))});
         continue;
       }
       present.push_back(name);
     }
-    if (ec) return Fail(kKey, "sysfs_error", fmt::format("{}: {}", root_, ec.message()));
+    if (ec) return Fail(kKey, "ib.sysfs_error", fmt::format("{}: {}", root_, ec.message()));
     std::sort(present.begin(), present.end());
     if (present.empty() && failures.empty()) {
-      return Skip(kKey, "no_ib_devices", fmt::format("{} is empty: no RDMA device here", root_));
+      return Skip(kKey, "ib.no_devices", fmt::format("{} is empty: no RDMA device here", root_));
     }
     if (wanted.empty()) {
       wanted = present;
     } else {
       for (const std::string& w : wanted) {
         if (std::find(present.begin(), present.end(), w) == present.end()) {
-          failures.push_back({"no_such_device",
+          failures.push_back({"rdma.no_such_device",
                               fmt::format("no RDMA device {} in {}; there is {}", w, root_,
                                           present.empty() ? "none" : fmt::format("{}", fmt::join(present, ", ")))});
         }
@@ -231,17 +231,17 @@ class IbCountersProbe : public Probe {
     for (fs::directory_iterator it(ports, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string n = it->path().filename().string();
       if (n.empty() || n.size() > 3 || !AllOf(n, kDigits) || n[0] == '0') {
-        failures->push_back({"sysfs_error", fmt::format("{}: not a port number", (ports / n).string().substr(0, 200))});
+        failures->push_back({"ib.sysfs_error", fmt::format("{}: not a port number", (ports / n).string().substr(0, 200))});
         continue;
       }
       numbers.push_back(std::stoi(n));
     }
     if (ec) {
-      failures->push_back({"sysfs_error", fmt::format("{}: {}", ports.string(), ec.message())});
+      failures->push_back({"ib.sysfs_error", fmt::format("{}: {}", ports.string(), ec.message())});
       return;
     }
     if (numbers.empty()) {
-      failures->push_back({"sysfs_error", fmt::format("{}: no ports", ports.string())});
+      failures->push_back({"ib.sysfs_error", fmt::format("{}: no ports", ports.string())});
       return;
     }
     std::sort(numbers.begin(), numbers.end());
@@ -251,7 +251,7 @@ class IbCountersProbe : public Probe {
   void ReadPort(const std::string& dev, int port, const fs::path& dir, std::vector<Measurement>* ms,
                 std::vector<Failure>* failures) const {
     const std::string entity = fmt::format("{}:{}", dev, port);
-    auto fail = [&](const Error& e) { failures->push_back({"sysfs_error", e.message}); };
+    auto fail = [&](const Error& e) { failures->push_back({"ib.sysfs_error", e.message}); };
     std::vector<std::string> missing;
     for (const char* counter : kCounters) {
       const fs::path file = dir / "counters" / counter;

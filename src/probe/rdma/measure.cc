@@ -91,7 +91,7 @@ std::optional<Failure> Session::RunBw(const Part& peer, std::vector<Measurement>
   const double start = hooks_.clock();
   while (completed < iters) {
     if (ctx_.Cancelled()) {
-      return Failure{"cancelled", fmt::format("cancelled after {} of {} writes", completed, iters)};
+      return Failure{"probe.cancelled", fmt::format("cancelled after {} of {} writes", completed, iters)};
     }
     while (posted < iters && posted - completed < static_cast<std::uint64_t>(tx_depth_)) {
       wr.wr_id = posted;
@@ -109,7 +109,7 @@ std::optional<Failure> Session::RunBw(const Part& peer, std::vector<Measurement>
     if (n < 0) return VerbsFailure("ibv_poll_cq", n < -1 ? -n : VerbsErrno(0), ep_.label);
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        return Failure{"completion_error",
+        return Failure{"rdma.completion_error",
                        fmt::format("{}: RDMA write {} to {}:{} completed with {} (vendor error "
                                    "{:#x})",
                                    ep_.label, wc[i].wr_id, peer.dev, peer.port,
@@ -117,7 +117,7 @@ std::optional<Failure> Session::RunBw(const Part& peer, std::vector<Measurement>
       }
       // RC completes in order: a signalled write's completion covers every write before it.
       if (wc[i].wr_id < completed || wc[i].wr_id >= posted) {
-        return Failure{"verbs_error", fmt::format("{}: a completion names write {}, which is not "
+        return Failure{"rdma.verbs_error", fmt::format("{}: a completion names write {}, which is not "
                                                   "outstanding",
                                                   ep_.label, wc[i].wr_id)};
       }
@@ -126,7 +126,7 @@ std::optional<Failure> Session::RunBw(const Part& peer, std::vector<Measurement>
   }
   const double seconds = hooks_.clock() - start;
   if (!(seconds > 0)) {
-    return Failure{"bad_timing", fmt::format("{} writes took {} s by the clock", iters, seconds)};
+    return Failure{"probe.bad_timing", fmt::format("{} writes took {} s by the clock", iters, seconds)};
   }
   if (auto f = Barrier("the end of the test")) return f;
   const std::map<std::string, std::string> info = Info(peer);
@@ -158,11 +158,11 @@ std::optional<Failure> Session::WaitCompletion(std::uint64_t wr_id) {
     if (n < 0) return VerbsFailure("ibv_poll_cq", n < -1 ? -n : VerbsErrno(0), ep_.label);
     if (n == 1) break;
     if (spins % 4096 == 4095 && ctx_.Cancelled()) {
-      return Failure{"cancelled", fmt::format("cancelled waiting for write {} to complete", wr_id)};
+      return Failure{"probe.cancelled", fmt::format("cancelled waiting for write {} to complete", wr_id)};
     }
   }
   if (wc.status != IBV_WC_SUCCESS) {
-    return Failure{"completion_error",
+    return Failure{"rdma.completion_error",
                    fmt::format("{}: RDMA write {} completed with {} (vendor error {:#x})", ep_.label,
                                wc.wr_id, WcStatusText(api_, wc.status), wc.vendor_err)};
   }
@@ -199,14 +199,14 @@ std::optional<Failure> Session::RunLat(const Part& peer, std::vector<Measurement
       for (std::uint64_t spins = 0; landed.load(std::memory_order_acquire) != want; ++spins) {
         if (spins % 4096 != 4095) continue;
         if (ctx_.Cancelled()) {
-          return Failure{"cancelled",
+          return Failure{"probe.cancelled",
                          fmt::format("cancelled waiting for the peer's write {} of {}", received, iters)};
         }
         // A peer that died mid ping-pong never writes again; say so rather than spin to the
         // agent's timeout.
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since).count() >
             hooks_.peer_silence_s) {
-          return Failure{"peer_timeout",
+          return Failure{"rdma.peer_timeout",
                          fmt::format("the peer's write {} of {} did not land within {} s: the peer stopped or "
                                      "the link dropped",
                                      received, iters, hooks_.peer_silence_s)};
@@ -232,7 +232,7 @@ std::optional<Failure> Session::RunLat(const Part& peer, std::vector<Measurement
     us.push_back((posted_at[i + 1] - posted_at[i]) * 1e6 / 2);
   }
   if (!(*std::min_element(us.begin(), us.end()) > 0)) {
-    return Failure{"bad_timing", "two consecutive posts read the same time from the clock"};
+    return Failure{"probe.bad_timing", "two consecutive posts read the same time from the clock"};
   }
   const std::map<std::string, std::string> info = Info(peer);
   std::vector<double> samples(us.begin(), us.begin() + std::min(us.size(), kMaxSamples));

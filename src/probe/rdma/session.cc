@@ -51,7 +51,7 @@ ibv_mtu MtuEnum(std::uint64_t bytes) {
 
 // How the run ends early: codes that mean "cannot run here" are SKIPs, the rest ERRORs.
 ProbeResult EndWith(const Spec& spec, const Failure& f) {
-  if (f.code == "no_rdma_device") return Skip(spec.key, f.code, f.reason);
+  if (f.code == "rdma.no_device") return Skip(spec.key, f.code, f.reason);
   return Fail(spec.key, f.code, f.reason);
 }
 
@@ -65,7 +65,7 @@ int MtuBytes(ibv_mtu mtu) {
 Failure VerbsFailure(const char* call, int err, std::string_view what) {
   std::string text = VerbsCallError(call, err);
   if (!what.empty()) text = fmt::format("{}: {}", what, text);
-  return {"verbs_error", std::move(text)};
+  return {"rdma.verbs_error", std::move(text)};
 }
 
 std::optional<Failure> Session::Open() {
@@ -76,14 +76,14 @@ std::optional<Failure> Session::Open() {
     const int err = errno;
     // libibverbs says ENOSYS when the kernel has no RDMA support (no /sys/class/infiniband_verbs).
     if (err == ENOSYS || err == 0) {
-      return Failure{"no_rdma_device",
+      return Failure{"rdma.no_device",
                      fmt::format("ibverbs lists no RDMA device: {}",
                                  VerbsCallError("ibv_get_device_list", err == 0 ? ENODEV : err))};
     }
     return VerbsFailure("ibv_get_device_list", err);
   }
   Handle<ibv_device*> list(raw_list, [this](ibv_device** l) { api_.free_device_list(l); });
-  if (n <= 0) return Failure{"no_rdma_device", "ibverbs lists no RDMA device"};
+  if (n <= 0) return Failure{"rdma.no_device", "ibverbs lists no RDMA device"};
   ibv_device* chosen = nullptr;
   std::vector<std::string> names;
   for (int i = 0; i < n && raw_list[i] != nullptr; ++i) {
@@ -92,13 +92,13 @@ std::optional<Failure> Session::Open() {
     if (chosen == nullptr && (s_.device.empty() || names.back() == s_.device)) chosen = raw_list[i];
   }
   if (chosen == nullptr) {
-    return Failure{"no_such_device", fmt::format("no RDMA device {} here; there is {}", s_.device,
+    return Failure{"rdma.no_such_device", fmt::format("no RDMA device {} here; there is {}", s_.device,
                                                  fmt::join(names, ", "))};
   }
   const char* name = api_.get_device_name(chosen);
   ep_.device = name != nullptr ? name : "?";
   if (!PlainName(ep_.device)) {
-    return Failure{"verbs_error", "ibverbs names the device with unexpected characters"};
+    return Failure{"rdma.verbs_error", "ibverbs names the device with unexpected characters"};
   }
   ep_.label = fmt::format("{}:{}", ep_.device, s_.port);
   errno = 0;
@@ -112,18 +112,18 @@ std::optional<Failure> Session::Open() {
     return VerbsFailure("ibv_query_port", VerbsErrno(rc), ep_.label);
   }
   if (ep_.port_attr.state != IBV_PORT_ACTIVE) {
-    return Failure{"port_down", fmt::format("{} is {} (port state {}), not ACTIVE", ep_.label,
+    return Failure{"rdma.port_down", fmt::format("{} is {} (port state {}), not ACTIVE", ep_.label,
                                             PortStateName(ep_.port_attr.state),
                                             static_cast<int>(ep_.port_attr.state))};
   }
   // mlx5 takes at most 1 GiB in one message; a larger write would fail with LOC_LEN_ERR.
   if (ep_.port_attr.max_msg_sz > 0 && s_.size > ep_.port_attr.max_msg_sz) {
-    return Failure{"bad_param", fmt::format("parameter size: {} bytes is more than {} takes in one message "
+    return Failure{"probe.bad_param", fmt::format("parameter size: {} bytes is more than {} takes in one message "
                                             "({} bytes, the port's max_msg_sz)",
                                             s_.size, ep_.label, ep_.port_attr.max_msg_sz)};
   }
   if (ep_.port_attr.link_layer == IBV_LINK_LAYER_ETHERNET && s_.gid_index < 0) {
-    return Failure{"needs_gid_index",
+    return Failure{"rdma.needs_gid_index",
                    fmt::format("{} is RoCE (Ethernet link layer), which is addressed by GID: set "
                                "gid_index (show_gids lists them; RoCE v2 is often 3)",
                                ep_.label)};
@@ -137,7 +137,7 @@ std::optional<Failure> Session::Open() {
     }
     std::memcpy(ep_.gid.data(), gid.raw, 16);
     if (std::all_of(ep_.gid.begin(), ep_.gid.end(), [](std::uint8_t b) { return b == 0; })) {
-      return Failure{"verbs_error",
+      return Failure{"rdma.verbs_error",
                      fmt::format("{} has no GID at gid_index {} (the entry is all zeros)", ep_.label,
                                  s_.gid_index)};
     }
@@ -165,7 +165,7 @@ std::optional<Failure> Session::AllocateBuffer() {
     std::vector<CudaGpu> gpus;
     if (auto stop = OpenCuda(cu, spec_.key, &gpus)) return Failure{stop->code, stop->reason};
     if (static_cast<std::size_t>(s_.gpu) >= gpus.size()) {
-      return Failure{"bad_param",
+      return Failure{"probe.bad_param",
                      fmt::format("parameter gpu is {}, but this node has {} GPU(s)", s_.gpu, gpus.size())};
     }
     const CudaGpu& g = gpus[static_cast<std::size_t>(s_.gpu)];
@@ -180,7 +180,7 @@ std::optional<Failure> Session::AllocateBuffer() {
     ep_.buffer = reinterpret_cast<char*>(static_cast<std::uintptr_t>(p));
     ep_.memory = g.Label();
 #else
-    return Failure{"no_cuda_headers",
+    return Failure{"gpu.no_cuda_headers",
                    fmt::format("gpu={} asks for GPU memory, but this build has no CUDA support", s_.gpu)};
 #endif
   } else {
@@ -188,7 +188,7 @@ std::optional<Failure> Session::AllocateBuffer() {
     const std::uint64_t bytes = (ep_.buffer_bytes + page - 1) / page * page;
     ep_.host_buffer.reset(static_cast<char*>(std::aligned_alloc(page, bytes)));
     if (!ep_.host_buffer) {
-      return Failure{"out_of_memory", fmt::format("cannot allocate {} bytes of host memory", bytes)};
+      return Failure{"rdma.out_of_memory", fmt::format("cannot allocate {} bytes of host memory", bytes)};
     }
     std::memset(ep_.host_buffer.get(), 0, bytes);
     ep_.buffer = ep_.host_buffer.get();
@@ -212,7 +212,7 @@ std::optional<Failure> Session::AllocateBuffer() {
       const fs::path dir(hooks_.sys_module_dir);
       const bool peermem = fs::exists(dir / "nvidia_peermem", ec) || fs::exists(dir / "nv_peer_mem", ec);
       if (!peermem) {
-        return Failure{"no_gpudirect",
+        return Failure{"rdma.no_gpudirect",
                        fmt::format("{}: {}; GPUDirect RDMA needs the nvidia-peermem kernel module, "
                                    "which is not loaded (modprobe nvidia-peermem), or DMA-BUF support "
                                    "(NVIDIA's open kernel modules, rdma-core 34 or later), which failed too",
@@ -316,10 +316,10 @@ std::optional<Failure> Session::Round(const std::string& mine, std::vector<std::
   ++rounds_;
   gpuforge::Result<std::vector<std::string>> got = ctx_.exchange(mine);
   if (!got.ok()) {
-    return Failure{"exchange_error", fmt::format("exchange round {}: {}", rounds_, got.error().message)};
+    return Failure{"exchange.failed", fmt::format("exchange round {}: {}", rounds_, got.error().message)};
   }
   if (got->size() != 2) {
-    return Failure{"exchange_error", fmt::format("exchange round {}: expected 2 participants (a server "
+    return Failure{"exchange.failed", fmt::format("exchange round {}: expected 2 participants (a server "
                                                  "and a client), got {}",
                                                  rounds_, got->size())};
   }
@@ -340,11 +340,11 @@ std::optional<Failure> Session::Barrier(const char* what) {
   std::vector<std::string> parts;
   if (auto f = Round("", &parts)) return f;
   if (parts[1 - me_] == "failed") {
-    return Failure{"peer_error",
+    return Failure{"rdma.peer_error",
                    fmt::format("the peer stopped before {}; its own result says why", what)};
   }
   if (!parts[1 - me_].empty()) {
-    return Failure{"exchange_error",
+    return Failure{"exchange.failed",
                    fmt::format("exchange round {}: expected an empty part from the peer", rounds_)};
   }
   return std::nullopt;
@@ -360,7 +360,7 @@ ProbeResult Session::Run() {
     return EndWith(spec_, *f);
   }
   if (!ctx_.exchange) {
-    return Fail(spec_.key, "no_exchange",
+    return Fail(spec_.key, "exchange.missing",
                 fmt::format("{} runs on two nodes at once and trades connection data through the "
                             "controller; this agent runs alone",
                             spec_.key));
@@ -394,11 +394,11 @@ ProbeResult Session::Run() {
   if (s_.role == "auto") {
     if (parts[0] == my_part && parts[1] != my_part) me_ = 0;
     else if (parts[1] == my_part && parts[0] != my_part) me_ = 1;
-    else return stop({"exchange_error", "exchange round 1: this side's own part is not among the parts, once"});
+    else return stop({"exchange.failed", "exchange round 1: this side's own part is not among the parts, once"});
   } else {
     me_ = s_.role == "server" ? 0 : 1;
     if (parts[me_] != my_part) {
-      return stop({"exchange_error",
+      return stop({"exchange.failed",
                    fmt::format("exchange round 1: role={} is participant {}, but that part is not "
                                "this side's",
                                s_.role, me_)});
@@ -406,29 +406,29 @@ ProbeResult Session::Run() {
   }
   server_ = me_ == 0;
   if (parts[1 - me_] == "failed") {
-    return stop({"peer_error", "the peer could not set up its side; its own result says why"});
+    return stop({"rdma.peer_error", "the peer could not set up its side; its own result says why"});
   }
   gpuforge::Result<Part> peer = ParsePart(parts[1 - me_]);
   if (!peer.ok()) {
-    return stop({"exchange_error", fmt::format("the peer's connection data: {}", peer.error().message)});
+    return stop({"exchange.failed", fmt::format("the peer's connection data: {}", peer.error().message)});
   }
   const char* peer_role_wanted = server_ ? "client" : "server";
   if (peer->role != "auto" && peer->role != peer_role_wanted) {
-    return stop({"exchange_error", fmt::format("field role: the peer says {}, but this side is the {}",
+    return stop({"exchange.failed", fmt::format("field role: the peer says {}, but this side is the {}",
                                                peer->role, server_ ? "server" : "client")});
   }
   if (peer->size != s_.size) {
-    return stop({"exchange_error", fmt::format("field size: the peer's buffer is {} bytes, this side's "
+    return stop({"exchange.failed", fmt::format("field size: the peer's buffer is {} bytes, this side's "
                                                "{}; give both sides the same size",
                                                peer->size, s_.size)});
   }
   if (peer->iters != static_cast<std::uint64_t>(s_.iters)) {
-    return stop({"exchange_error", fmt::format("field iters: the peer runs {}, this side {}; give both "
+    return stop({"exchange.failed", fmt::format("field iters: the peer runs {}, this side {}; give both "
                                                "sides the same iters",
                                                peer->iters, s_.iters)});
   }
   if (s_.gid_index < 0 && peer->lid == 0) {
-    return stop({"exchange_error", "field lid: the peer has LID 0 (a RoCE port?) and gid_index is -1; "
+    return stop({"exchange.failed", "field lid: the peer has LID 0 (a RoCE port?) and gid_index is -1; "
                                    "set gid_index on both sides"});
   }
   if (auto f = Connect(*peer)) return stop(*f);

@@ -15,7 +15,7 @@ namespace gpuforge::probe::internal {
 #if !GPUFORGE_HAVE_IBVERBS
 
 VerbsLoad LoadVerbsFrom(std::span<const char* const>) {
-  return {nullptr, "no_ibverbs_headers",
+  return {nullptr, "rdma.no_ibverbs_headers",
           "this build has no RDMA support: infiniband/verbs.h was not found at build time"};
 }
 
@@ -78,7 +78,7 @@ int QueryPort(const Raw& raw, ibv_context* context, uint8_t port, ibv_port_attr*
 VerbsLoad LoadVerbsFrom(std::span<const char* const> names) {
   gpuforge::Result<Library> lib = OpenLibrary(names);
   if (!lib.ok()) {
-    return {nullptr, "no_ibverbs",
+    return {nullptr, "rdma.no_ibverbs",
             fmt::format("libibverbs (rdma-core) does not load (no RDMA user space here?): {}",
                         lib.error().message)};
   }
@@ -109,7 +109,7 @@ VerbsLoad LoadVerbsFrom(std::span<const char* const> names) {
   raw->reg_dmabuf_mr = reinterpret_cast<decltype(raw->reg_dmabuf_mr)>(dlvsym(lib->handle, "ibv_reg_dmabuf_mr",
                                                                               "IBVERBS_1.12"));
   if (!missing.empty()) {
-    return {nullptr, "ibverbs_too_old",
+    return {nullptr, "rdma.ibverbs_too_old",
             fmt::format("{} lacks {}: libibverbs is older than this build needs", lib->name,
                         missing)};
   }

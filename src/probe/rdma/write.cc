@@ -134,14 +134,14 @@ class RdmaWriteProbe : public Probe {
 
 ProbeResult RdmaWriteProbe::Run(const Context& ctx) {
   gpuforge::Result<Settings> s = ReadSettings(ctx, spec_.kind);
-  if (!s.ok()) return Fail(spec_.key, "bad_param", s.error().message);
+  if (!s.ok()) return Fail(spec_.key, "probe.bad_param", s.error().message);
   VerbsLoad load = verbs_();
   if (!load.api) return Skip(spec_.key, load.code, load.reason);
 #if GPUFORGE_HAVE_IBVERBS
   Session session(spec_, *load.api, cuda_, hooks_, *s, ctx);
   return session.Run();
 #else
-  return Skip(spec_.key, "no_ibverbs_headers", "this build has no RDMA support");
+  return Skip(spec_.key, "rdma.no_ibverbs_headers", "this build has no RDMA support");
 #endif
 }
 

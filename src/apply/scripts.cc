@@ -69,10 +69,11 @@ std::string UnlockRunScript(std::string_view run_id) {
   return fmt::format(
       "[ -d {0} ] || exit {3}\n"
       "h=$(cat {1} 2>/dev/null)\n"
-      "case \"$h\" in {2}*) rm -f {1} && rmdir {0} || exit 1; printf '%s\\n' \"$h\"; exit 0;; esac\n"
+      "case \"$h\" in {2}*|{5}*) rm -f {1} && rmdir {0} || exit 1; printf '%s\\n' \"$h\"; exit 0;; esac\n"
       "printf '%s\\n' \"$h\"\n"
       "exit {4}\n",
-      lock, file, ShellQuote(fmt::format("run {} ", run_id)), kNoLockExit, kLockHeldExit);
+      lock, file, ShellQuote(fmt::format("run {} ", run_id)), kNoLockExit, kLockHeldExit,
+      ShellQuote(fmt::format("rollback {} ", run_id)));
 }
 
 std::string PrepareScript(std::string_view run_id, std::span<const std::string> paths,

@@ -44,7 +44,10 @@ std::string DescribeBytes(std::size_t n) {
 }
 
 Result<std::string> ReadInputFile(const InputFile& in) {
-  auto fail = [&](std::string_view why) { return Error{fmt::format("cannot read {} {}: {}", in.what, in.path, why)}; };
+  auto fail = [&](std::string_view why) {
+    return Error{in.name_path ? fmt::format("cannot read {} {}: {}", in.what, in.path, why)
+                              : fmt::format("cannot read {}: {}", in.what, why)};
+  };
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
   Fd fd(::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd.get() < 0) return fail(std::strerror(errno));

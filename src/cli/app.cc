@@ -37,7 +37,7 @@ std::string Context::ReadLine() const {
 
 std::span<const Command> Commands() {
   static const std::array kCommands = {
-      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(),
+      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), UnlockCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(),
   };
   return kCommands;
 }

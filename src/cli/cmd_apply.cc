@@ -1,5 +1,6 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "gpuforge/base/read_file.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/apply/read_plans.h"
@@ -60,15 +62,14 @@ std::optional<std::size_t> BatchSize(Context& ctx, const std::string& batch, std
   return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(static_cast<double>(nodes) * n / 100.0)));
 }
 
+// An inventory or a saved plan, through the one bounded reader (base/read_file.h).
 std::optional<std::string> ReadText(Context& ctx, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ctx.Error(fmt::format("{}: cannot read it", path));
+  Result<std::string> text = base::ReadInputFile({path, "it", 64u << 20, false});
+  if (!text.ok()) {
+    ctx.Error(fmt::format("{}: {}", path, text.error().message));
     return std::nullopt;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return *text;
 }
 
 // Checks the flags and the inputs in the order users meet them. Returns the exit code when the
@@ -168,7 +169,7 @@ int RunApply(Context& ctx, const ApplyFlags& f) {
   const auto now = std::chrono::system_clock::now();
   ro.apply.run_id = apply::MakeRunId(now, std::random_device{}());
   ro.apply.time_utc = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now));
-  ro.apply.holder = fmt::format("run {} by {} at {}", ro.apply.run_id, LocalUserAtHost(), ro.apply.time_utc);
+  ro.apply.holder = fmt::format("run {} by {} (pid {}) at {}", ro.apply.run_id, LocalUserAtHost(), ::getpid(), ro.apply.time_utc);
   if (in.saved) {
     for (const plan::SavedNode& n : in.saved->nodes) ro.expect_state_sha256[n.node] = n.state_sha256;
   }

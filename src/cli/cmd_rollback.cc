@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -61,7 +62,7 @@ Command RollbackCommand() {
               const std::string run_id = apply::MakeRunId(now, std::random_device{}());
               const std::string time = NowUtc();
               const std::string holder =
-                  fmt::format("rollback {} of {} by {} at {}", run_id, o->run, LocalUserAtHost(), time);
+                  fmt::format("rollback {} of {} by {} (pid {}) at {}", run_id, o->run, LocalUserAtHost(), ::getpid(), time);
 
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "rollback");

@@ -24,6 +24,7 @@ Command RunCommand();
 Command FactsCommand();
 Command ApplyCommand();
 Command RollbackCommand();
+Command UnlockCommand();
 Command AgentCommand();
 Command ValidateCommand();
 

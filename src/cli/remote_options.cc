@@ -16,10 +16,15 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
+// SIGTERM (a CI job cancelled) and SIGHUP (the terminal gone) are a first Ctrl-C too: the
+// nodes' steps stop where they are, and what apply already did is journalled, instead of the
+// process dying with replaced files nothing points to (issue #12, item 3).
+constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
+
 extern "C" void OnInterrupt(int) {
   g_interrupted.store(true);
-  // The next Ctrl-C ends the process without waiting for the nodes.
-  std::signal(SIGINT, SIG_DFL);
+  // The next one ends the process without waiting for the nodes.
+  for (int sig : kInterrupts) std::signal(sig, SIG_DFL);
 }
 
 }  // namespace
@@ -87,9 +92,11 @@ std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const mod
 
 InterruptGuard::InterruptGuard() {
   g_interrupted.store(false);
-  std::signal(SIGINT, OnInterrupt);
+  for (int sig : kInterrupts) std::signal(sig, OnInterrupt);
 }
-InterruptGuard::~InterruptGuard() { std::signal(SIGINT, SIG_DFL); }
+InterruptGuard::~InterruptGuard() {
+  for (int sig : kInterrupts) std::signal(sig, SIG_DFL);
+}
 const std::atomic<bool>* InterruptGuard::flag() const { return &g_interrupted; }
 bool InterruptGuard::interrupted() const { return g_interrupted.load(); }
 

@@ -38,8 +38,8 @@ std::unique_ptr<remote::Connector> MakeConnector(const RemoteFlags& flags);
 std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const model::Cluster& cluster,
                                                          const RemoteFlags& flags);
 
-// Ctrl-C sets the flag this returns (the first time; a second Ctrl-C ends the process the
-// default way). Restored when the guard goes.
+// Ctrl-C, SIGTERM or SIGHUP sets the flag this returns (the first time; a second one ends the
+// process the default way). Restored when the guard goes.
 class InterruptGuard {
  public:
   InterruptGuard();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/read_file.h"
 #include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
 #include "gpuforge/inventory/yaml_reader.h"
@@ -265,19 +266,12 @@ LoadOutcome LoadFile(const std::string& path) {
     out.diags.Error(SourcePos{path, 0, 0}, std::move(message));
     return out;
   };
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return fail("cannot read inventory: it is a directory, not a file");
-  // Sized before reading, so a wrong path to a disk image is refused without reading it.
-  constexpr std::uintmax_t kMaxBytes = 64u << 20;
-  if (auto size = fs::file_size(path, ec); !ec && size > kMaxBytes) {
-    return fail("inventory is larger than 64 MiB; refusing to read it");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(fmt::format("cannot read inventory: {}", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (text.size() > kMaxBytes) return fail("inventory is larger than 64 MiB; refusing to read it");
+  // One bounded reader for every user-given file (base/read_file.h): a FIFO or a device is
+  // refused without blocking, and the cap holds whatever stat says (`lint /dev/zero` grew past
+  // 2 GB before).
+  Result<std::string> read = base::ReadInputFile({path, "inventory", 64u << 20, false});
+  if (!read.ok()) return fail(read.error().message);
+  const std::string& text = *read;
   return LoadString(text, path);
 }
 

@@ -14,9 +14,11 @@ std::string Block(const apply::NodeOutcome& n) {
   const apply::NodeApply& a = *n.result;
   switch (a.state) {
     case apply::NodeApply::State::kApplied:
-      return fmt::format("restored {}{}{}\n", a.written.empty() ? "nothing" : fmt::format("{}", fmt::join(a.written, ", ")),
+      // A detail on success says the run was undone from its intent record (it never finished).
+      return fmt::format("restored {}{}{}{}\n", a.written.empty() ? "nothing" : fmt::format("{}", fmt::join(a.written, ", ")),
                          a.removed.empty() ? "" : fmt::format("; removed {}", fmt::join(a.removed, ", ")),
-                         a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")));
+                         a.handlers.empty() ? "" : fmt::format("; ran {}", fmt::join(a.handlers, ", ")),
+                         a.detail.empty() ? "" : " (" + a.detail + ")");
     case apply::NodeApply::State::kUnchanged: return a.detail + "\n";
     default: {
       std::string text = fmt::format("failed at {}: {}\n", a.step, a.detail);

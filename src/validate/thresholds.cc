@@ -1,5 +1,7 @@
 #include "gpuforge/validate/thresholds.h"
 
+#include "gpuforge/base/read_file.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -175,11 +177,9 @@ std::string DefaultModelTablePath() {
 }
 
 Result<ModelTable> LoadModelTable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("{}: cannot read the GPU model pass marks", path)};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseModelTable(path, ss.str());
+  Result<std::string> text = base::ReadInputFile({path, "the GPU model pass marks", 16u << 20, false});
+  if (!text.ok()) return Error{fmt::format("{}: {}", path, text.error().message)};
+  return ParseModelTable(path, *text);
 }
 
 Result<Thresholds> Thresholds::For(const model::Cluster& c, ModelTable table) {

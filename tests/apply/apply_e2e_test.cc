@@ -85,8 +85,9 @@ TEST_F(ApplyE2e, PlanApplyConvergeAndSecondApplyChangesNothing) {
   testbed::CommandOutput second = Gpuforge("apply --yes");
   EXPECT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("tb[01-02] (2): no changes"), std::string::npos) << second.output;
-  // The journal records runs that changed something: still the first run's line only.
-  EXPECT_EQ(Ssh(1, "cat /tmp/sysctl-calls; wc -l < /var/lib/gpuforge/journal.jsonl"), "--system\n1\n");
+  // The journal records runs that changed something: still the first run's two lines only, its
+  // intent record (before the first write) and its completion record.
+  EXPECT_EQ(Ssh(1, "cat /tmp/sysctl-calls; wc -l < /var/lib/gpuforge/journal.jsonl"), "--system\n2\n");
 
   // A file changed by hand on one node: only that node changes, and the old bytes are kept.
   Ssh(0, "printf 'NCCL_DEBUG=TRACE\\n' >> /etc/nccl.conf; chmod 600 /etc/nccl.conf; cp -p /etc/nccl.conf /tmp/hand");

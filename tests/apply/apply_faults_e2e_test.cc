@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -324,6 +325,68 @@ TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUn
   EXPECT_EQ(journal.back()["result"], "applied") << journal.back().dump();
   CommandOutput plan = Remote(fmt::format("plan {} --detailed-exitcode", kNoPackages));
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
+}
+
+// The controller itself killed (SIGKILL: a CI runner gone) while a node waits on a step after
+// its files were replaced (issue #12, items 3 and 7). Before, the journal line came only at the
+// end, so `rollback --run ID` said it changed nothing and exited 0, and the lock could go only
+// by `rm`. Now the intent record written after the backups points at them, `unlock --run ID`
+// removes that run's lock (and no other), and rollback restores the bytes from the intent.
+TEST_F(ApplyFaults, AKilledControllerIsUnlockedByItsRunIdAndRolledBackFromItsIntentRecord) {
+  ASSERT_NO_FATAL_FAILURE(Up(1));
+  const auto rendered = Rendered();
+  const auto& want = rendered.at(Name(0));
+  Out(0, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
+  const auto before = HostFiles(0, want);
+  Out(0, fmt::format("echo 600 > {}/hang-nvidia-dcgm", kHooks));
+  const std::string pidfile = temp_ + "/apply.pid";
+  std::future<Result<CommandOutput>> running = std::async(std::launch::async, [&] {
+    return testbed::RunCommand(
+        {"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {}", pidfile, RemoteLine(fmt::format("apply {} --yes", kNoPackages)))},
+        kGuard);
+  });
+  ASSERT_TRUE(WaitFor(0, fmt::format("test -e {}/hanging-nvidia-dcgm", kHooks), std::chrono::seconds(120)));
+  std::ifstream pid_in(pidfile);
+  long pid = 0;
+  pid_in >> pid;
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  ASSERT_EQ(running.wait_for(kGuard), std::future_status::ready);
+  (void)running.get();
+  // The stand-in systemctl still waits on the node: end it and its hook.
+  Out(0, fmt::format("for p in $(pgrep -f '^/bin/sh /usr/local/sbin/systemctl start nvidia-dcgm'); do "
+                     "c=$(pgrep -P $p); kill -KILL $p $c; done; rm -f {0}/hang-nvidia-dcgm {0}/hanging-nvidia-dcgm",
+                     kHooks));
+  // Files are new or old, never partial; the journal has the intent and no completion.
+  ExpectOldOrNew(0, want, before);
+  EXPECT_TRUE(Journal(0).empty());
+  std::vector<nlohmann::json> intent = Journal(0, true);
+  ASSERT_EQ(intent.size(), 1u);
+  const std::string run = intent[0]["run"].get<std::string>();
+  ASSERT_TRUE(Locked(0));
+
+  // unlock with another run's id leaves the lock; with the killed run's id removes it and says
+  // the holder's process is gone.
+  CommandOutput other = Remote("unlock --run 20261130T000000Z-00000000");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_TRUE(Contains(other.output, fmt::format("{}: lock left in place: it is held by run {} by ", Name(0), run)))
+      << other.output;
+  EXPECT_TRUE(Locked(0));
+  CommandOutput unlocked = Remote("unlock --run " + run);
+  EXPECT_EQ(unlocked.exit_code, 0) << unlocked.output;
+  EXPECT_TRUE(Contains(unlocked.output, fmt::format("{}: removed the lock of run {} by ", Name(0), run))) << unlocked.output;
+  EXPECT_TRUE(Contains(unlocked.output, fmt::format("(pid {} is gone)", pid))) << unlocked.output;
+  EXPECT_FALSE(Locked(0));
+
+  CommandOutput back = Remote(fmt::format("rollback --run {} --yes", run));
+  EXPECT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_TRUE(Contains(back.output, "intent record")) << back.output;
+  // /etc/nccl.conf is the old bytes again, and files the run created are gone.
+  std::map<std::string, std::string> now = HostFiles(0, want);
+  for (const auto& [path, sha] : want) {
+    EXPECT_EQ(now[path], before.at(path)) << path;
+  }
+  EXPECT_FALSE(Locked(0));
 }
 
 // ---- 2. a full disk --------------------------------------------------------------------------

@@ -164,7 +164,7 @@ TEST(ValidateModelTable, AFileNamesItsPath) {
    |                           ^
 1 error in )d" + p.string());
   EXPECT_EQ(LoadModelTable(p.string()).error().message,
-            p.string() + ": cannot read the GPU model pass marks");
+            p.string() + ": cannot read the GPU model pass marks: No such file or directory");
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ struct InputFile {
   std::string path;
   std::string_view what;
   std::size_t cap = 64u << 20;
+  // false: the message leaves the path out, for callers whose diagnostics name it already
+  // ("FILE: error: cannot read inventory: No such file or directory").
+  bool name_path = true;
 };
 
 // The whole content, or an error that names the path and says why: not there, a directory,

@@ -44,7 +44,7 @@ class Watchdog {
     if (cv_.wait_for(lock, limit_, [this] { return done_; })) return;
     cancel_ = true;
     if (cv_.wait_for(lock, std::chrono::seconds(10), [this] { return done_; })) return;
-    probe::ProbeResult r = probe::Fail(probe_, "timeout",
+    probe::ProbeResult r = probe::Fail(probe_, "agent.timeout",
                                        fmt::format("{} did not finish within its timeout of {:.0f} s, nor 10 s after "
                                                    "being asked to stop",
                                                    probe_, limit_.count()));

@@ -152,10 +152,11 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
   testbed::CommandOutput second = Gpuforge("apply", inventory_path_, "--yes");
   EXPECT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("tb[01-02] (2): no changes"), std::string::npos) << second.output;
-  // Nothing ran the second time: one journal line (the first run), one apt transaction.
+  // Nothing ran the second time: the first run's two journal lines (its intent record and its
+  // completion record), one apt transaction.
   EXPECT_EQ(Ssh(1, "wc -l < /var/lib/gpuforge/journal.jsonl; "
                    "grep -c '^Commandline: apt-get -q -y install' /var/log/apt/history.log"),
-            "1\n1\n");
+            "2\n1\n");
 }
 
 TEST_F(ApplyPackagesE2e, APinChangeDowngradesAndAStaleSavedPlanIsRefused) {

@@ -20,8 +20,16 @@ namespace {
 
 // Runs `script` with the real /bin/sh, as sshd hands a command to a login shell.
 std::string Sh(const std::string& script, int* status = nullptr, const std::string& input = "") {
-  std::string in_file = ::testing::TempDir() + "/command_test_stdin";
+  // One file per process and call: CTest runs these tests in parallel processes, which shared
+  // one name and truncated each other's input.
+  static int calls = 0;
+  std::string in_file = ::testing::TempDir() + "/command_test_stdin." + std::to_string(::getpid()) + "." +
+                        std::to_string(++calls);
   std::ofstream(in_file) << input;
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_after{in_file};
   std::string cmd = "/bin/sh -c " + ShellQuote(script) + " < " + in_file + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;

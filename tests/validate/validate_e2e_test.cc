@@ -119,11 +119,11 @@ TEST_F(ValidateE2e, GpuChecksSkipWithTheirReasonOnHostsWithoutADriver) {
   testbed::CommandOutput out = Validate("", "--checks gpu");
   EXPECT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("tb[01-02]        SKIP  gpu.health"), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("[no_nvml]"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[gpu.no_nvml]"), std::string::npos) << out.output;
   for (const char* check : {"gpu.copy", "gpu.h2d", "gpu.d2h", "gpu.compute", "gpu.gemm"}) {
     EXPECT_NE(out.output.find(fmt::format("SKIP  {}", check)), std::string::npos) << check << "\n" << out.output;
   }
-  EXPECT_NE(out.output.find("[no_cuda_driver]"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[gpu.no_cuda_driver]"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("libcuda.so.1"), std::string::npos) << out.output;
   EXPECT_EQ(out.output.find("PASS  gpu"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("Verdict: SKIP, nothing was measured (0 passed, 0 warned, 0 failed, 12 skipped, 0 errors)"),
@@ -148,14 +148,14 @@ TEST_F(ValidateE2e, NcclChecksSkipPerNodeAndPerMemberWithoutADriver) {
                               r["entity"].get<std::string>(), r["state"].get<std::string>(), r["code"].get<std::string>()));
   }
   const std::vector<std::string> want = {
-      "nccl.quick tb01 allreduce SKIP no_cuda_driver",
-      "nccl.allreduce tb01 allreduce SKIP no_cuda_driver",
-      "nccl.quick tb02 allreduce SKIP no_cuda_driver",
-      "nccl.allreduce tb02 allreduce SKIP no_cuda_driver",
-      "nccl.multinode tb01 member of 2 nodes together SKIP no_cuda_driver",
-      "nccl.multinode tb02 member of 2 nodes together SKIP no_cuda_driver",
-      "ib.counters tb01 node SKIP no_rdma_nic",
-      "ib.counters tb02 node SKIP no_rdma_nic",
+      "nccl.quick tb01 allreduce SKIP gpu.no_cuda_driver",
+      "nccl.allreduce tb01 allreduce SKIP gpu.no_cuda_driver",
+      "nccl.quick tb02 allreduce SKIP gpu.no_cuda_driver",
+      "nccl.allreduce tb02 allreduce SKIP gpu.no_cuda_driver",
+      "nccl.multinode tb01 member of 2 nodes together SKIP gpu.no_cuda_driver",
+      "nccl.multinode tb02 member of 2 nodes together SKIP gpu.no_cuda_driver",
+      "ib.counters tb01 node SKIP rdma.no_nic",
+      "ib.counters tb02 node SKIP rdma.no_nic",
   };
   EXPECT_EQ(got, want) << out.output;
 }
@@ -216,7 +216,7 @@ TEST_F(ValidateE2e, AnUnreachableNodeIsAnErrorAndTheOthersAreStillJudged) {
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("tb01             FAIL  facts"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("tb02             ERROR ssh"), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("[unreachable]"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("[node.unreachable]"), std::string::npos) << out.output;
   // Usage errors are 2 before any connection.
   testbed::CommandOutput bad = Validate("", "--checks nosuch");
   EXPECT_EQ(bad.exit_code, 2);

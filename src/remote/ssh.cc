@@ -18,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "gpuforge/base/read_file.h"
 #include "gpuforge/remote/known_hosts.h"
 #include "remote/command.h"
 
@@ -696,38 +697,12 @@ class SshConnector final : public Connector {
     return k;
   }
 
-  // The whole file, or "" when there is none yet. A known_hosts past 16 MiB is not one.
+  // The whole file through the one bounded reader (base/read_file.h), or "" when there is none
+  // yet. A known_hosts past 16 MiB is not one.
   Result<std::string> ReadKnownHosts() const {
-    constexpr std::size_t kCap = 16u << 20;
-    int fd = ::open(known_hosts_.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-      if (errno == ENOENT) return std::string();
-      return Error{fmt::format("cannot read {}: {}", known_hosts_, std::strerror(errno))};
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return Error{fmt::format("{} is not a regular file", known_hosts_)};
-    }
-    std::string out;
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int err = errno;
-        ::close(fd);
-        return Error{fmt::format("cannot read {}: {}", known_hosts_, std::strerror(err))};
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-      if (out.size() > kCap) {
-        ::close(fd);
-        return Error{fmt::format("{} is larger than 16 MiB; that is not a known_hosts file", known_hosts_)};
-      }
-    }
-    ::close(fd);
-    return out;
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(known_hosts_, ec)) && !ec) return std::string();
+    return base::ReadInputFile({known_hosts_, "known_hosts", 16u << 20});
   }
 
   SshOptions o_;

@@ -18,6 +18,10 @@ packages=(
   # apply's package tests build stand-in .debs (dpkg-deb) and index them (dpkg-scanpackages);
   # the build strips the pushed agent with objcopy (binutils).
   dpkg-dev binutils
+  # Real consumers of what gpuforge writes: the Volcano CRD schemas are checked with
+  # python3-jsonschema, JUnit XML with python3-junitparser and xmllint, the HTML acceptance
+  # report in headless Chromium.
+  python3-jsonschema python3-junitparser libxml2-utils chromium
   # scripts/fuzz-smoke.sh builds the libFuzzer targets (tests/fuzz) with clang 16: clang 14
   # refuses the C++20 lambdas that capture structured bindings, and the fuzzer runtime is in
   # the -rt- package.

@@ -14,14 +14,17 @@
 
 namespace gpuforge::cli {
 
-void Context::Out(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.out); }
-void Context::Err(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
+void Context::Out(std::string_view s) const { OutRaw(out_style.Safe(s)); }
+void Context::Err(std::string_view s) const { ErrRaw(err_style.Safe(s)); }
+void Context::OutRaw(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.out); }
+void Context::ErrRaw(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
 void Context::Error(std::string_view message) const {
   Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));
 }
 
 void Context::OutJson(const nlohmann::ordered_json& j) const {
-  Out(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  // JSON escapes every control character itself; the gate would only corrupt valid UTF-8 data.
+  OutRaw(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 bool Context::Interactive() const {

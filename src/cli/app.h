@@ -47,8 +47,14 @@ struct Context {
   // The words after `--` (a remote command), for commands with takes_trailing.
   std::vector<std::string> trailing;
 
+  // Text for people. Every byte passes the one terminal gate (Style::Safe, text::ForTerminal):
+  // node and server text inside a report cannot move the cursor, retitle or clear the screen.
   void Out(std::string_view s) const;
   void Err(std::string_view s) const;
+  // Bytes as they are: `run`'s command output (as pdsh prints it; docs/cli.md says so) and the
+  // progress bar's own "\r ESC[K".
+  void OutRaw(std::string_view s) const;
+  void ErrRaw(std::string_view s) const;
   void Error(std::string_view message) const;  // "gpuforge: error: ..." on stderr
   // A report's JSON on stdout, indented by two; bytes that are not UTF-8 (node output may hold
   // any) are replaced.

@@ -67,7 +67,8 @@ Command RunCommand() {
               if (o->format == Format::kJson) {
                 ctx.OutJson(report::RunJson(run));
               } else {
-                ctx.Out(report::RunText(run, !o->no_fold, ctx.out_style));
+                // Command output stays raw, as pdsh and clush print it (docs/cli.md).
+                ctx.OutRaw(report::RunText(run, !o->no_fold, ctx.out_style));
               }
               if (ctx.verbosity >= 0) ctx.Err(report::RunTally(run, interrupt.interrupted()));
               return static_cast<int>(run.failed + run.unreachable == 0 ? kExitOk : kExitFindings);

@@ -115,13 +115,13 @@ void ProgressBar::Update(const remote::Progress& p) {
   last_ms_ = now;
   constexpr int kWidth = 30;
   int filled = p.total == 0 ? kWidth : static_cast<int>(kWidth * p.done / p.total);
-  ctx_.Err(fmt::format("\r\x1b[K{} [{}{}] {}/{} done, {} failed, {} running", label_, std::string(filled, '#'),
+  ctx_.ErrRaw(fmt::format("\r\x1b[K{} [{}{}] {}/{} done, {} failed, {} running", label_, std::string(filled, '#'),
                        std::string(kWidth - filled, ' '), p.done, p.total, p.failed, p.running));
   drawn_ = true;
 }
 
 void ProgressBar::Clear() {
-  if (drawn_) ctx_.Err("\r\x1b[K");
+  if (drawn_) ctx_.ErrRaw("\r\x1b[K");
   drawn_ = false;
 }
 

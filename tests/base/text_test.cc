@@ -1,3 +1,4 @@
+#include "gpuforge/base/terminal.h"
 #include "gpuforge/base/text.h"
 
 #include <gtest/gtest.h>
@@ -72,4 +73,19 @@ TEST(Plural, RegularAndIrregularNouns) {
 }
 
 }  // namespace
+// The terminal gate (#12 item 6): what a reachable address printed during the security review
+// (an OSC window title and a clear-screen) and the other ways to rewrite a terminal.
+TEST(ForTerminal, EscapesAndControlsBecomeQuestionMarksOwnColoursSurviveOnlyWhenAllowed) {
+  EXPECT_EQ(ForTerminal("gpu01: \x1b]0;owned\x07\x1b[2Jbanner\r\n"), "gpu01: ?]0;owned??[2Jbanner?\n");
+  EXPECT_EQ(ForTerminal("tab\tok\n"), "tab\tok\n");
+  EXPECT_EQ(ForTerminal("NVIDIA H200 \xe2\x80\x94 ok \xc3\xa9"), "NVIDIA H200 \xe2\x80\x94 ok \xc3\xa9");  // UTF-8 kept
+  EXPECT_EQ(ForTerminal("c1 \xc2\x9b" "2J"), "c1 ??2J");                // U+009B is an 8-bit CSI
+  EXPECT_EQ(ForTerminal("raw \x9b" "2J"), "raw ?2J");                   // a bare C1 byte
+  EXPECT_EQ(ForTerminal("overlong \xc0\xaf, cut \xe2\x80"), "overlong ??, cut ??");
+  EXPECT_EQ(ForTerminal("surrogate \xed\xa0\x80"), "surrogate ???");
+  EXPECT_EQ(ForTerminal(std::string("nul \0 del \x7f", 11)), "nul ? del ?");
+  constexpr std::string_view kOwn[] = {"\x1b[31;1m", "\x1b[0m"};
+  EXPECT_EQ(ForTerminal("\x1b[31;1merror:\x1b[0m \x1b[2J", kOwn), "\x1b[31;1merror:\x1b[0m ?[2J");
+}
+
 }  // namespace gpuforge::text

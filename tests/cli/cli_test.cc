@@ -63,6 +63,19 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   return path.string();
 }
 
+// #12 item 6: text output passes one terminal gate. A file name (or any value a report
+// repeats) carrying an OSC title and a clear-screen reaches the terminal as '?'s.
+TEST(Cli, TextOutputPassesTheTerminalGate) {
+  std::string path = WriteTemp("inv\x1b]0;owned\x07\x1b[2J.yaml", "cluster: [\n");
+  RunResult r = RunCli({"lint", "--color", "always", path});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("inv?]0;owned??[2J.yaml"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\x1b]"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\x1b[2J"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\x1b[31;1merror\x1b[0m:"), std::string::npos) << r.err;  // our own colour survives
+  std::filesystem::remove(path);
+}
+
 TEST(Cli, HelpListsEveryCommandFromTheTable) {
   RunResult r = RunCli({"--help"});
   EXPECT_EQ(r.code, kExitOk);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/base/text.h"
+
 namespace gpuforge::report {
 
 namespace {
@@ -13,10 +15,6 @@ std::string SeverityLabel(lint::Severity s, const Style& style) {
     case lint::Severity::kInfo: return style.Cyan("info   ");
   }
   return "?";
-}
-
-std::string Plural(std::size_t n, std::string_view word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -32,8 +30,9 @@ std::string LintText(const model::Cluster& c, const lint::LintResult& r, const S
     if (!tail.empty()) out += fmt::format("        {:<{}}  {}\n", "", width, style.Dim(tail));
   }
   if (!r.findings.empty()) out += "\n";
-  std::string counts = fmt::format("{}, {}, {}", Plural(r.errors, "error"), Plural(r.warnings, "warning"),
-                                   Plural(r.infos, "info"));
+  std::string counts = fmt::format("{}, {}, {}", text::Plural(static_cast<long long>(r.errors), "error"),
+                                   text::Plural(static_cast<long long>(r.warnings), "warning"),
+                                   text::Plural(static_cast<long long>(r.infos), "info"));
   std::string verdict = r.errors > 0 ? style.Red("FAIL") : style.Green("PASS");
   out += fmt::format("lint {}: {} ({} rules, {} nodes, {} GPUs) - {}\n", verdict, counts,
                      lint::Rules().size(), c.nodes.size(), c.TotalGpus(), c.name);

@@ -16,6 +16,8 @@
 #include <string_view>
 
 #include "gpuforge/render/render.h"
+
+#include "gpuforge/base/read_file.h"
 #include "render/families.h"
 #include "render/quote.h"
 
@@ -200,14 +202,14 @@ Result<Output> Render(const model::Cluster& c, const Options& o) {
     auto it = cache.find(job.template_name);
     if (it == cache.end()) {
       std::string path = dir + "/" + job.template_name;
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        return Error{fmt::format("template {}: cannot read it ({}); is --templates pointing at a gpuforge templates directory?",
-                                 path, std::strerror(errno))};
+      // --templates names a user's directory: read through the one bounded reader, so a FIFO
+      // or /dev/zero in place of a template is an error, not a hang (#12 item 9).
+      Result<std::string> read = base::ReadInputFile({path, "template", 4u << 20, false});
+      if (!read.ok()) {
+        return Error{fmt::format("template {}: {}; is --templates pointing at a gpuforge templates directory?", path,
+                                 read.error().message)};
       }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::string text = ss.str();
+      std::string text = std::move(*read);
       auto tmpl = std::make_unique<mustache::mustache>(MarkStandaloneTags(text));
       if (!tmpl->is_valid()) {
         // Locate the error in the template as written, not in the marked copy.

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -188,7 +189,23 @@ TEST(RenderEngine, MissingTemplateIsAnErrorNamingIt) {
   Result<Output> out = Render(c, o);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message.find(dir.string() + "/"), std::string::npos) << out.error().message;
-  EXPECT_NE(out.error().message.find("cannot read it"), std::string::npos);
+  EXPECT_NE(out.error().message.find("cannot read template"), std::string::npos) << out.error().message;
+}
+
+// #12 item 9: a FIFO in place of a template is refused at once (it used to block render forever).
+TEST(RenderEngine, AFifoInPlaceOfATemplateIsRefusedNotWaitedOn) {
+  model::Cluster c = LoadExample("h200-ib-32gpu.yaml");
+  auto dir = TempDir("fifo");
+  std::filesystem::copy(std::string(GPUFORGE_SOURCE_DIR) + "/templates", dir,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::remove(dir / "nccl.conf.mustache");
+  ASSERT_EQ(::mkfifo((dir / "nccl.conf.mustache").c_str(), 0600), 0);
+  Options o = Opts();
+  o.templates_dir = dir.string();
+  Result<Output> out = Render(c, o);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("nccl.conf.mustache"), std::string::npos) << out.error().message;
+  EXPECT_NE(out.error().message.find("not a regular file"), std::string::npos) << out.error().message;
 }
 
 TEST(RenderEngine, BrokenTemplateNamesLineAndColumn) {

@@ -25,6 +25,7 @@ void ApplyChanges(internal::NodeRun& r) {
   if (!r.InstallPackages()) return;
   if (!r.UploadFiles(false)) return;
   if (!r.RemoveFiles(removals)) return;
+  if (!r.RemoveLeftovers()) return;
   std::vector<std::string> started;
   if (!r.CarryOutItems(&started)) return;
   if (!r.RunHandlers(started, owed)) return;

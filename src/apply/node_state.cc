@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,6 +129,7 @@ svc() {
   else echo "U ? ?"
   fi
 }
+lo() { for t in "$1"/.*.gpuforge-* "$1"/*.gpuforge-rollback.*; do if [ -f "$t" ] && [ ! -L "$t" ]; then echo "T $t"; fi; done; }
 )SH";
 
 std::string Loop(std::string_view fn, const std::vector<std::string>& words) {
@@ -159,6 +161,16 @@ std::string NodeStateScript(const DesiredNode& d) {
                    ShellQuote(kManifest));
   s += fmt::format("if [ -f {0} ]; then while IFS= read -r h; do echo \"H $h\"; done < {0}; fi\necho end\n",
                    ShellQuote(kPendingHandlers));
+  s.resize(s.size() - std::string_view("echo end\n").size());
+  // Leftover temporaries sit beside the files gpuforge writes: the desired ones and those the
+  // manifest lists. Only the upload and rollback name patterns are listed (plan::IsLeftoverTemporary).
+  std::set<std::string> dirs;
+  for (const DesiredFile& f : d.files) dirs.insert(Parent(f.path));
+  s += "{ ";
+  for (const std::string& dir : dirs) s += "echo " + ShellQuote(dir) + "; ";
+  s += fmt::format("if [ -f {0} ]; then sed 's|/[^/]*$||' {0}; fi; }} | sort -u | while IFS= read -r x; do lo \"$x\"; done\n",
+                   ShellQuote(kManifest));
+  s += "echo end\n";
   return s;
 }
 
@@ -262,6 +274,22 @@ Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output
     std::string_view h = lines[i].substr(2);
     if (!plan::IsHandler(h)) return bad(fmt::format("{} lists a command that is not a handler", kPendingHandlers));
     a.pending.emplace_back(h);
+    ++i;
+  }
+  std::set<std::string, std::less<>> dirs;
+  for (const DesiredFile& f : d.files) dirs.insert(Parent(f.path));
+  for (const std::string& m : a.managed) dirs.insert(Parent(m));
+  while (i < lines.size() && lines[i].starts_with("T ")) {
+    std::string_view path = lines[i].substr(2);
+    if (path.empty() || path.front() != '/' || path.size() > 1024 || path.find("/../") != std::string_view::npos ||
+        !dirs.contains(Parent(path))) {
+      return bad("not a gpuforge temporary beside a managed file");
+    }
+    // The shell's glob is wider than gpuforge's names: a file someone else named
+    // ".keep.gpuforge-x" is not a leftover, is not listed and is never removed.
+    if (path.find_first_not_of(kPathChars) == std::string_view::npos && plan::IsLeftoverTemporary(path)) {
+      a.leftovers.emplace_back(path);
+    }
     ++i;
   }
   if (i >= lines.size() || lines[i] != "end") return bad("expected 'end'");

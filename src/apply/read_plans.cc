@@ -75,6 +75,7 @@ PlanCounts CountPlans(std::span<const NodePlanRead> reads) {
     c.add += r.plan->Count(plan::Action::kCreate);
     c.change += r.plan->Count(plan::Action::kChange);
     c.destroy += r.plan->Count(plan::Action::kRemove);
+    c.changed_nodes += r.plan->HasChanges();
   }
   for (const NodePlanRead& r : reads) c.failed += !r.error.empty();
   return c;

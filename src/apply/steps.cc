@@ -154,6 +154,18 @@ bool NodeRun::RemoveFiles(const std::vector<std::string>& removals) {
   return true;
 }
 
+bool NodeRun::RemoveLeftovers() {
+  if (out.plan.leftovers.empty()) return true;
+  // Listed by the state script read under this lock; removed only while still a plain file
+  // (rm on a link would remove the link, but gpuforge promises to touch nothing it did not write).
+  std::string script = "for p in";
+  for (const std::string& p : out.plan.leftovers) script += " " + ShellQuote(p);
+  script += "; do if [ -f \"$p\" ] && [ ! -L \"$p\" ]; then rm -f -- \"$p\" || exit 1; fi; done\n";
+  if (!Run("remove leftover temporaries", script, eo)) return false;
+  for (const std::string& p : out.plan.leftovers) out.items.push_back("leftover temporary " + p + " removed");
+  return true;
+}
+
 bool NodeRun::CarryOutItems(std::vector<std::string>* started) {
   for (const plan::ItemChange& it : out.plan.items) {
     if (it.kind == plan::ItemChange::Kind::kPackage || it.action == Action::kNone) continue;

@@ -36,6 +36,7 @@ struct NodeRun {
   // One package transaction with every package the plan changes.
   bool InstallPackages();
   // Removes the files the inventory no longer renders.
+  bool RemoveLeftovers();  // the plan's leftover temporaries (plan::NodePlan::leftovers)
   bool RemoveFiles(const std::vector<std::string>& removals);
   // Modules, sysctl values and services; `started` gets the services started.
   bool CarryOutItems(std::vector<std::string>* started);

@@ -53,7 +53,7 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
 
   const apply::PlanCounts counts = apply::CountPlans(reads);
   const std::size_t add = counts.add, change = counts.change, destroy = counts.destroy, failed = counts.failed;
-  int code = failed > 0 ? kExitFindings : (flags.detailed && add + change + destroy > 0) ? 2 : kExitOk;
+  int code = failed > 0 ? kExitFindings : (flags.detailed && (add + change + destroy > 0 || counts.changed_nodes > 0)) ? 2 : kExitOk;
 
   if (!flags.out.empty() && failed == 0) {
     plan::SavedPlan saved =
@@ -108,7 +108,19 @@ Command PlanCommand() {
               if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->flags);
               const lint::LintResult lint_result = lint::Lint(*cluster);
               const estimate::Estimates est = estimate::Estimate(*cluster);
-              const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster);
+              // The same desired state the online plan compares and apply pushes: one render,
+              // DesiredNodeState per node. The agent is listed without reading the binary.
+              std::vector<remote::Target> every;
+              for (const model::Node& n : cluster->nodes) {
+                remote::Target t;
+                t.node = n.name;
+                every.push_back(std::move(t));
+              }
+              plan::Parts parts = plan::AllParts();
+              parts.erase(plan::Part::kAgent);
+              auto desired = DesiredNodesFor(ctx, *cluster, every, o->inventory, parts);
+              if (!desired) return static_cast<int>(kExitUsage);
+              const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster, *desired, true);
               if (o->flags.format == Format::kJson) {
                 ctx.Out(report::PlanOfflineJson(*cluster, lint_result, est, classes).dump(2) + "\n");
               } else {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <string_view>
 
 #include "gpuforge/base/hostlist.h"
-#include "gpuforge/model/gpu_catalog.h"
 #include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
@@ -24,14 +24,6 @@ const char* ToString(ResourceKind k) {
 
 namespace {
 
-bool IsNvidia(const model::Profile& p) {
-  for (const auto& g : p.gpus) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    if (info == nullptr || info->vendor == "nvidia") return true;
-  }
-  return false;
-}
-
 std::string NcclEnvSummary(const model::Cluster& c) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : c.software.nccl_env) parts.push_back(k + "=" + v);
@@ -40,82 +32,92 @@ std::string NcclEnvSummary(const model::Cluster& c) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
+// "kernel.numa_balancing = 0; ..." from a file's lines that are not comments.
+std::string SettingLines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    if (!line.empty() && line.front() != '#') lines.emplace_back(line);
+    pos = nl + 1;
+  }
+  return fmt::format("{}", fmt::join(lines, "; "));
+}
+
+struct FilePurpose {
+  std::string summary, reason;
+};
+
+// What the files with a known purpose hold, in one line, and the source gpuforge follows.
+FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
+  const model::Software& sw = c.software;
+  const std::string& p = f.path;
+  if (p.starts_with("/etc/apt/sources.list.d/gpuforge-") || p.starts_with("/etc/yum.repos.d/gpuforge-")) {
+    for (const model::Repository& r : sw.repositories) {
+      if (p.find("gpuforge-" + r.name + ".") != std::string::npos) return {"package repository " + r.url, "inventory software.repositories"};
+    }
+    return {"package repository", "inventory software.repositories"};
+  }
+  if (p == "/etc/nccl.conf") return {NcclEnvSummary(c), "guide 004, NCCL env from 18 months of trial"};
+  if (!sw.nccl_topo_file.empty() && p == sw.nccl_topo_file) return {"NCCL topology file", "guide 004, NCCL Topology File"};
+  if (p == "/etc/security/limits.d/90-gpuforge.conf") return {"memlock unlimited, nofile 1048576", "anchors.md, GPU node OS settings"};
+  if (p == "/etc/sysctl.d/90-gpuforge.conf") return {SettingLines(f.Content()), "anchors.md, GPU node OS settings"};
+  if (p == "/etc/slurm/slurm.conf") {
+    return {fmt::format("cluster {}, controller {}", c.name, sw.scheduler.controller), "inventory software.scheduler"};
+  }
+  if (p.starts_with("/etc/slurm/")) return {"", "inventory software.scheduler"};
+  if (p.find("kubelet") != std::string::npos) {
+    return {fmt::format("topologyManagerPolicy {}",
+                        sw.scheduler.topology_manager_policy.empty() ? "(unset)" : sw.scheduler.topology_manager_policy),
+            "guide 004, The Node Configuration"};
+  }
+  return {};
+}
+
 }  // namespace
 
-std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n) {
+std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /*n*/, const DesiredNode& d,
+                                   bool with_agent) {
   std::vector<Resource> out;
-  const model::Profile& p = c.ProfileOf(n);
-  const model::Software& sw = c.software;
-  bool gpus = p.gpu_count() > 0 && IsNvidia(p);
   auto add = [&](ResourceKind k, std::string id, std::string summary, std::string reason) {
     out.push_back({k, std::move(id), std::move(summary), std::move(reason)});
   };
-
-  // Packages, modules, sysctl values and services: the same lists the online plan compares.
-  const DesiredNode node_state = DesiredNodeState(c, n, {}, AllParts());
-  for (const DesiredPackage& pkg : node_state.packages) {
+  for (const DesiredPackage& pkg : d.packages) {
     std::string summary = pkg.version.empty() ? std::string("version not pinned") : pkg.version;
     if (pkg.impact == Impact::kReboot) summary += " (" + pkg.note + ")";
     add(ResourceKind::kPackage, pkg.name, summary, "inventory " + pkg.reason);
   }
-  bool slurm = sw.scheduler.kind == model::SchedulerKind::kSlurm;
-  bool k8s = sw.scheduler.kind == model::SchedulerKind::kKubernetes;
-  for (const model::Repository& r : sw.repositories) {
-    add(ResourceKind::kFile,
-        FamilyOf(sw) == OsFamily::kRhel ? "/etc/yum.repos.d/gpuforge-" + r.name + ".repo"
-                                        : "/etc/apt/sources.list.d/gpuforge-" + r.name + ".list",
-        "package repository " + r.url, "inventory software.repositories");
+  // Every file apply writes, in its order; what it holds comes from the purpose table, and a
+  // file the table does not know still shows (its size), so nothing rendered is left out.
+  for (const DesiredFile& f : d.files) {
+    const FilePurpose p = PurposeOf(c, f);
+    std::string summary = p.summary.empty() ? fmt::format("{} bytes, mode {:04o}", f.Content().size(), f.mode) : p.summary;
+    add(ResourceKind::kFile, f.path, std::move(summary), p.reason.empty() ? "render" : p.reason);
   }
-
-  if (gpus) {
-    add(ResourceKind::kFile, "/etc/nccl.conf", NcclEnvSummary(c), "guide 004, NCCL env from 18 months of trial");
-    if (!sw.nccl_topo_file.empty()) {
-      bool complete = true;
-      for (const auto& g : p.gpus) complete = complete && !g.pci_bus_ids.empty() && !g.numa_nodes.empty();
-      add(ResourceKind::kFile, sw.nccl_topo_file,
-          complete ? fmt::format("NCCL topology: {} GPUs, {} NICs by NUMA node", p.gpu_count(), p.nics.size())
-                   : "skipped: the profile lacks GPU bus ids or NUMA nodes (a wrong file is worse than none)",
-          "guide 004, NCCL Topology File");
-    }
+  if (with_agent && d.agent_arch.empty()) {
+    add(ResourceKind::kFile, std::string(kAgentPath), "the gpuforge agent (this build, stripped), mode 0755",
+        "validate runs its probes with it");
   }
-  add(ResourceKind::kFile, "/etc/security/limits.d/90-gpuforge.conf", "memlock unlimited, nofile 1048576",
-      "anchors.md, GPU node OS settings");
-  if (gpus) {
-    add(ResourceKind::kFile, "/etc/sysctl.d/90-gpuforge.conf", "kernel.numa_balancing = 0",
-        "anchors.md, GPU node OS settings");
-  }
-  if (slurm) {
-    add(ResourceKind::kFile, "/etc/slurm/slurm.conf", fmt::format("cluster {}, controller {}", c.name, sw.scheduler.controller),
-        "inventory software.scheduler");
-    if (gpus) {
-      const model::GpuModelInfo* info = p.gpus.empty() ? nullptr : model::FindGpuModel(p.gpus[0].model);
-      std::string type = info ? std::string(info->slurm_type) : "gpu";
-      add(ResourceKind::kFile, "/etc/slurm/gres.conf",
-          sw.scheduler.gres_autodetect_nvml ? "AutoDetect=nvml"
-                                            : fmt::format("Name=gpu Type={} File=/dev/nvidia[0-{}]", type, p.gpu_count() - 1),
-          "anchors.md, Provisioning conventions");
-    }
-  }
-  if (k8s && gpus) {
-    add(ResourceKind::kFile, "/var/lib/kubelet/config.yaml",
-        fmt::format("topologyManagerPolicy {}", sw.scheduler.topology_manager_policy.empty() ? "(unset)" : sw.scheduler.topology_manager_policy),
-        "guide 004, The Node Configuration");
-  }
-  for (const std::string& m : node_state.modules) {
+  for (const std::string& m : d.modules) {
     add(ResourceKind::kModule, m, "loaded now and at boot (GPUDirect RDMA)", "anchors.md");
   }
-  for (const DesiredSysctl& k : node_state.sysctls) {
+  for (const DesiredSysctl& k : d.sysctls) {
     add(ResourceKind::kSysctl, k.key, k.value + " now and at boot", "anchors.md, GPU node OS settings");
   }
-  for (const std::string& u : node_state.services) add(ResourceKind::kService, u, "enabled, running", "inventory");
+  for (const std::string& u : d.services) add(ResourceKind::kService, u, "enabled, running", "inventory");
   return out;
 }
 
-std::vector<NodeClass> FoldDesiredState(const model::Cluster& c) {
+std::vector<NodeClass> FoldDesiredState(const model::Cluster& c, const std::map<std::string, DesiredNode>& nodes,
+                                        bool with_agent) {
   std::vector<NodeClass> classes;
   std::vector<std::vector<std::string>> members;
   for (const model::Node& n : c.nodes) {
-    std::vector<Resource> r = DesiredState(c, n);
+    auto it = nodes.find(n.name);
+    if (it == nodes.end()) continue;
+    std::vector<Resource> r = DesiredState(c, n, it->second, with_agent);
     std::size_t i = 0;
     for (; i < classes.size(); ++i) {
       if (classes[i].profile == n.profile && classes[i].resources == r) break;

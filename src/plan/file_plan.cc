@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 
 #include "gpuforge/base/fold.h"
@@ -69,6 +70,23 @@ std::span<const ImpactRule> ImpactTable() {
 bool IsHandler(std::string_view command) {
   for (const ImpactRule& r : ImpactTable()) {
     if (!r.handler.empty() && r.handler == command) return true;
+  }
+  return false;
+}
+
+bool IsLeftoverTemporary(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  auto suffix_ok = [](std::string_view x) {
+    return x.size() >= 6 && x.size() <= 16 &&
+           std::all_of(x.begin(), x.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+  };
+  for (std::string_view mark : {std::string_view(".gpuforge-rollback."), std::string_view(".gpuforge-")}) {
+    std::size_t at = base.rfind(mark);
+    if (at == std::string_view::npos || at == 0 || !suffix_ok(base.substr(at + mark.size()))) continue;
+    std::string_view name = base.substr(0, at);
+    if (mark == ".gpuforge-") return name.size() >= 2 && name.front() == '.';  // ".NAME"
+    return true;                                                                // "NAME.gpuforge-rollback.X"
   }
   return false;
 }

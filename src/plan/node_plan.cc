@@ -263,6 +263,7 @@ Result<NodePlan> PlanNodeState(std::string_view node, const DesiredNode& d, cons
   NodePlan plan = std::move(*files);
   plan.managed = a.managed;
   if (d.manage_removals) plan.pending = a.pending;  // file handlers belong to the files part
+  if (d.manage_removals) plan.leftovers = a.leftovers;
   for (FileChange& f : plan.files) {
     if (f.path != kAgentPath || d.agent_arch.empty() || a.arch == d.agent_arch) continue;
     f.action = Action::kNone;

@@ -85,6 +85,12 @@ std::string PlanLines(const plan::NodePlan& p, const Style& s, const std::map<st
     if (it.action == plan::Action::kNone) continue;
     out += fmt::format("    {} {:<56} {}\n", Sign(it.action, s), ItemWhat(it), ImpactText(it.impact, it.note));
   }
+  for (const std::string& h : p.pending) {
+    out += fmt::format("    {} {:<56} {}\n", s.Yellow("!"), "handler " + h, "pending: a failed run changed its files");
+  }
+  for (const std::string& t : p.leftovers) {
+    out += fmt::format("    {} {:<56} {}\n", Sign(plan::Action::kRemove, s), t, "leftover temporary of an interrupted upload");
+  }
   return out;
 }
 
@@ -93,8 +99,12 @@ std::string PlanSummary(const plan::NodePlan& p) {
   plan::Impact worst = p.WorstImpact();
   std::string effect = plan::ToString(worst);
   if (worst == plan::Impact::kRestart || worst == plan::Impact::kReboot) effect += " (drain first)";
-  return fmt::format("{} to add, {} to change, {} to destroy; takes effect: {}", p.Count(plan::Action::kCreate),
-                     p.Count(plan::Action::kChange), p.Count(plan::Action::kRemove), effect);
+  std::string extra;
+  if (!p.pending.empty()) extra += fmt::format(", {} pending handler{} to run", p.pending.size(), Nodes(p.pending.size()));
+  if (!p.leftovers.empty()) extra += fmt::format(", {} leftover temporar{} to remove", p.leftovers.size(),
+                                                 p.leftovers.size() == 1 ? "y" : "ies");
+  return fmt::format("{} to add, {} to change, {} to destroy{}; takes effect: {}", p.Count(plan::Action::kCreate),
+                     p.Count(plan::Action::kChange), p.Count(plan::Action::kRemove), extra, effect);
 }
 
 std::string PlanTotal(std::size_t add, std::size_t change, std::size_t destroy) {
@@ -128,7 +138,9 @@ nlohmann::ordered_json PlanJson(const plan::NodePlan& p, const std::map<std::str
           {"destroy", p.Count(plan::Action::kRemove)},
           {"impact", p.HasChanges() ? plan::ToString(p.WorstImpact()) : "none"},
           {"files", files},
-          {"items", items}};
+          {"items", items},
+          {"pending_handlers", p.pending},
+          {"leftovers", p.leftovers}};
 }
 
 std::string PlanOnlineText(std::string_view cluster, std::span<const apply::NodePlanRead> reads, std::string_view only,

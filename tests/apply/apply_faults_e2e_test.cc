@@ -496,6 +496,10 @@ TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created, 2 changed, 0 removed; ran sysctl --system",
                                                  Name(0))))
       << apply.output;
+  // The handler the failed run owes is a change the plan shows, with no file left to change.
+  CommandOutput owed = Remote(fmt::format("plan {} --detailed-exitcode", kNoPackages));
+  EXPECT_EQ(owed.exit_code, 2) << owed.output;
+  EXPECT_TRUE(Contains(owed.output, "pending handler")) << owed.output;
   Out(1, fmt::format("rm {}/fail-nvidia-dcgm", kHooks));
   CommandOutput rerun = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(rerun.exit_code, 0) << rerun.output;
@@ -507,6 +511,26 @@ TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
         << Name(i) << ": /etc/sysctl.d/90-gpuforge.conf was written but `sysctl --system` "
         << (i == 1 ? "never ran after the failed run; rerun output:\n" + rerun.output : "did not run once");
   }
+}
+
+// A controller killed between the SFTP write and the rename leaves ".NAME.gpuforge-SUFFIX" in
+// /etc (#12 item 13): the next plan lists it (and counts it for --detailed-exitcode), apply
+// removes it and nothing else.
+TEST_F(ApplyFaults, ALeftoverUploadTemporaryIsPlannedAndRemovedAndNothingElseIs) {
+  ASSERT_NO_FATAL_FAILURE(Up(1));
+  CommandOutput first = Remote(fmt::format("apply {} --yes", kNoPackages));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Out(0, "printf half > /etc/sysctl.d/.90-gpuforge.conf.gpuforge-0123456789ab; printf keep > /etc/sysctl.d/.mine.gpuforge-x");
+  CommandOutput plan = Remote(fmt::format("plan {} --detailed-exitcode", kNoPackages));
+  EXPECT_EQ(plan.exit_code, 2) << plan.output;
+  EXPECT_TRUE(Contains(plan.output, "1 leftover temporary to remove")) << plan.output;
+  EXPECT_TRUE(Contains(plan.output, "/etc/sysctl.d/.90-gpuforge.conf.gpuforge-0123456789ab")) << plan.output;
+  EXPECT_FALSE(Contains(plan.output, ".mine.gpuforge-x")) << plan.output;
+  CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
+  EXPECT_EQ(apply.exit_code, 0) << apply.output;
+  EXPECT_EQ(Out(0, "ls -a /etc/sysctl.d | grep gpuforge- ; true"), ".mine.gpuforge-x\n");
+  CommandOutput again = Remote(fmt::format("plan {} --detailed-exitcode", kNoPackages));
+  EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
 // ---- 4. someone else holds the lock ----------------------------------------------------------

@@ -120,6 +120,68 @@ TEST(ApplyNodeState, ParseIsStrict) {
             "node n1: systemctl is not there, so gpuforge cannot manage services (leave them out with --only)");
 }
 
+// A controller killed between the SFTP write and the rename leaves ".NAME.gpuforge-SUFFIX"
+// beside the file (#12 item 13): the state script lists it, only it, and the plan removes it.
+TEST(ApplyNodeState, LeftoverTemporariesAreListedAndNothingElse) {
+  Scratch s;
+  fs::create_directories(s.dir / "etc");
+  fs::create_directories(s.dir / "old");
+  std::ofstream(s.dir / "etc" / "nccl.conf") << "x\n";
+  std::ofstream(s.dir / "etc" / ".nccl.conf.gpuforge-0123456789ab") << "half\n";   // SFTP TemporarySibling
+  std::ofstream(s.dir / "etc" / ".sysctl.conf.gpuforge-Ab12Cd") << "half\n";       // mktemp XXXXXX
+  std::ofstream(s.dir / "etc" / "slurm.conf.gpuforge-rollback.Zz9Yy8") << "half\n";
+  std::ofstream(s.dir / "etc" / ".keep.gpuforge-x") << "not ours: suffix too short\n";
+  std::ofstream(s.dir / "etc" / "nccl.conf.bak") << "not ours\n";
+  fs::create_directories(s.dir / "etc" / ".dir.gpuforge-abcdef");                  // a directory: left alone
+  fs::create_symlink("/etc/passwd", s.dir / "etc" / ".link.gpuforge-abcdef");        // a link: left alone
+  std::ofstream(s.dir / "elsewhere.gpuforge-rollback.abcdef") << "no managed file here\n";
+  DesiredNode d;
+  d.files = {{(s.dir / "etc" / "nccl.conf").string(), "x\n", 0644}};
+  auto r = testbed::RunCommand({"/bin/sh", "-c", NodeStateScript(d)});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->exit_code, 0) << r->output;
+  Result<ActualNode> a = ParseNodeState("local", r->output, d);
+  ASSERT_TRUE(a.ok()) << a.error().message << "\n" << r->output;
+  const std::string e = (s.dir / "etc").string();
+  EXPECT_EQ(a->leftovers, (std::vector<std::string>{e + "/.nccl.conf.gpuforge-0123456789ab", e + "/.sysctl.conf.gpuforge-Ab12Cd",
+                                                     e + "/slurm.conf.gpuforge-rollback.Zz9Yy8"}))
+      << r->output;
+  Result<plan::NodePlan> p = plan::PlanNodeState("local", d, *a);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->leftovers, a->leftovers);
+  EXPECT_TRUE(p->HasChanges());  // --detailed-exitcode sees them
+
+  // A parse of a T line that is not a gpuforge temporary beside a managed file is refused.
+  const std::string head = "os debian\nlike \narch x86_64\nF 644 root 2 " + base::Sha256Hex("x\n") + "\n";
+  for (const std::string& t : {std::string("/etc/shadow"), std::string("/tmp/.x.gpuforge-abcdef"), std::string("x.gpuforge-abcdef"),
+                               e + "/../.x.gpuforge-abcdef"}) {
+    Result<ActualNode> bad = ParseNodeState("n1", head + "T " + t + "\nend\n", d);
+    ASSERT_FALSE(bad.ok()) << t;
+    EXPECT_NE(bad.error().message.find("not a gpuforge temporary beside a managed file"), std::string::npos)
+        << bad.error().message;
+  }
+  // Names in a managed directory that are not gpuforge's are passed over, never listed.
+  for (const std::string& t : {e + "/nccl.conf.bak", e + "/.x.gpuforge-abc;rm", e + "/.keep.gpuforge-x"}) {
+    Result<ActualNode> other = ParseNodeState("n1", head + "T " + t + "\nend\n", d);
+    ASSERT_TRUE(other.ok()) << t << ": " << other.error().message;
+    EXPECT_TRUE(other->leftovers.empty()) << t;
+  }
+  // Files the manifest names count as managed: their directory is searched too.
+  ASSERT_TRUE(ParseNodeState("n1", head + "G /etc/old.conf\nN\nT /etc/.old.conf.gpuforge-abcdef\nend\n", d).ok());
+}
+
+TEST(ApplyNodeState, LeftoverNamesFollowTheUploadPatternsOnly) {
+  EXPECT_TRUE(plan::IsLeftoverTemporary("/etc/.nccl.conf.gpuforge-0123456789ab"));
+  EXPECT_TRUE(plan::IsLeftoverTemporary("/etc/slurm/slurm.conf.gpuforge-rollback.AbC123"));
+  EXPECT_FALSE(plan::IsLeftoverTemporary("/etc/nccl.conf.gpuforge-abcdef"));  // no leading dot
+  EXPECT_FALSE(plan::IsLeftoverTemporary("/etc/.gpuforge-abcdef"));           // no NAME
+  EXPECT_FALSE(plan::IsLeftoverTemporary("/etc/.x.gpuforge-abc"));            // suffix too short
+  EXPECT_FALSE(plan::IsLeftoverTemporary("/etc/.x.gpuforge-abcdef0123456789x"));  // too long
+  EXPECT_FALSE(plan::IsLeftoverTemporary("/etc/.x.gpuforge-abc-de"));
+  // The temporaries the upload code really makes match.
+  EXPECT_TRUE(plan::IsLeftoverTemporary(remote::TemporarySibling("/etc/nccl.conf", "0123456789ab")));
+}
+
 // Every command apply and rollback build, fed hostile values and run with stub commands: each
 // value arrives as one argument, byte for byte, and nothing in it runs.
 TEST(ApplyCommands, HostileValuesArriveAsSingleArguments) {

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/plan/desired.h"
+#include "gpuforge/plan/file_plan.h"
+#include "gpuforge/render/render.h"
 #include "gpuforge/report/estimate_report.h"
 #include "gpuforge/report/lint_report.h"
 #include "report/sample_plans.h"
@@ -62,7 +65,13 @@ TEST(PlanReport, Offline) {
   const model::Cluster& c = *loaded.cluster;
   const lint::LintResult lint = lint::Lint(c);
   const estimate::Estimates est = estimate::Estimate(c);
-  const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(c);
+  Result<render::Output> rendered = render::Render(c, render::Options{});
+  ASSERT_TRUE(rendered.ok());
+  std::map<std::string, plan::DesiredNode> desired;
+  for (const model::Node& n : c.nodes) {
+    desired[n.name] = plan::DesiredNodeState(c, n, plan::DesiredFiles(*rendered, n.name), plan::AllParts());
+  }
+  const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(c, desired, true);
   std::size_t resources = 0;
   for (const plan::NodeClass& nc : classes) resources += nc.resources.size() * nc.count;
   const std::string text = PlanOfflineText(c, lint, est, classes, Style{});

@@ -54,7 +54,8 @@ Result<std::vector<ActualFile>> ParseState(std::string_view node, std::string_vi
 // One POSIX sh script, one round trip, read-only: the node's OS, architecture, then one line per
 // desired file (StateScript's format), package ("P VERSION" or "P -"), module ("M 1"/"M 0"),
 // sysctl ("S VALUE" or "S ?"), service ("U ENABLED ACTIVE"), then for each manifest entry
-// "G PATH" and its file state line, then "H HANDLER" per pending handler, then "end".
+// "G PATH" and its file state line, then "H HANDLER" per pending handler, then "T PATH" per
+// leftover temporary beside a desired or managed file (IsLeftoverTemporary), then "end".
 std::string NodeStateScript(const DesiredNode& d);
 // Strict, like ParseState; every value the node prints is checked against its alphabet.
 Result<ActualNode> ParseNodeState(std::string_view node, std::string_view output, const DesiredNode& d);

@@ -45,6 +45,9 @@ std::vector<NodePlanRead> ReadPlans(remote::Connector& connector, std::span<cons
 struct PlanCounts {
   std::size_t add = 0, change = 0, destroy = 0;
   std::size_t failed = 0;  // nodes whose plan could not be read
+  // Nodes with changes (files, items, pending handlers or leftover temporaries): what
+  // --detailed-exitcode reports, since a pending handler is a change with no file to count.
+  std::size_t changed_nodes = 0;
 };
 PlanCounts CountPlans(std::span<const NodePlanRead> reads);
 

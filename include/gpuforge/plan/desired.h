@@ -1,13 +1,17 @@
 #pragma once
 
-// The desired state of a node, derived from the model alone: which packages, files, kernel
-// modules, sysctl values and services gpuforge will manage there. `plan --offline` prints it;
-// the SSH plan compares it with what the node has.
+// The desired state of a node as `plan --offline` prints it: the very DesiredNode that the
+// online plan compares and apply pushes (DesiredNodeState over the render's files), listed as
+// resources with a one-line summary and the reason gpuforge manages each. One source, so the
+// offline plan cannot drift from what apply writes (#14 "plan = apply").
 
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
 
@@ -23,8 +27,11 @@ struct Resource {
   bool operator==(const Resource&) const = default;
 };
 
-// Resources for one node, in apply order (packages, files, modules, sysctl, services).
-std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n);
+// Resources for one node, in apply order (packages, files, modules, sysctl, services), from
+// `d`. With `with_agent` and no agent binary in `d`, the agent file apply would push is listed
+// too (the offline plan does not read the binary).
+std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n, const DesiredNode& d,
+                                   bool with_agent = false);
 
 // Nodes with identical desired state, folded: {"gpu[001-032]", resources}.
 struct NodeClass {
@@ -33,6 +40,8 @@ struct NodeClass {
   std::string profile;
   std::vector<Resource> resources;
 };
-std::vector<NodeClass> FoldDesiredState(const model::Cluster& c);
+// `nodes` maps each node's name to its DesiredNode; nodes missing from it are left out.
+std::vector<NodeClass> FoldDesiredState(const model::Cluster& c, const std::map<std::string, DesiredNode>& nodes,
+                                        bool with_agent = false);
 
 }  // namespace gpuforge::plan

@@ -62,6 +62,11 @@ struct ImpactRule {
 std::span<const ImpactRule> ImpactTable();
 // Whether `command` is one of the table's handlers (a pending list read from a node is checked).
 bool IsHandler(std::string_view command);
+// Whether a path's last component is one of gpuforge's upload or rollback temporaries:
+// ".NAME.gpuforge-SUFFIX" (remote::AtomicWriteScript's mktemp, SFTP's TemporarySibling) or
+// "NAME.gpuforge-rollback.SUFFIX" (the rollback script's mktemp); SUFFIX is 6 to 16 letters and
+// digits. Nothing else is ever removed as a leftover.
+bool IsLeftoverTemporary(std::string_view path);
 // The first matching row; the last row (prefix "") matches everything: live, no handler.
 const ImpactRule& ImpactFor(std::string_view path);
 
@@ -114,9 +119,13 @@ struct NodePlan {
   // Handlers an earlier run changed files for but did not get to run (it failed after its
   // uploads): they run this time even if no file changes.
   std::vector<std::string> pending;
+  // Temporaries a controller killed between upload and rename (or during a rollback) left next
+  // to managed files (".NAME.gpuforge-SUFFIX", "NAME.gpuforge-rollback.SUFFIX"): apply removes them.
+  std::vector<std::string> leftovers;
   std::size_t Count(Action a) const;  // files and items
   bool HasChanges() const {
-    return Count(Action::kCreate) + Count(Action::kChange) + Count(Action::kRemove) > 0 || !pending.empty();
+    return Count(Action::kCreate) + Count(Action::kChange) + Count(Action::kRemove) > 0 || !pending.empty() ||
+           !leftovers.empty();
   }
   Impact WorstImpact() const;  // of the changes; kLive when there are none
   // Handlers to run, once each, in impact-table order, for the files that change and the

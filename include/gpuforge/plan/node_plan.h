@@ -94,6 +94,7 @@ struct ActualNode {
   std::vector<std::string> managed;               // paths earlier applies wrote (the manifest)
   std::vector<ActualFile> managed_files;          // their state now, same order
   std::vector<std::string> pending;               // handlers a failed run left to run
+  std::vector<std::string> leftovers;             // temporaries an interrupted upload left (NodePlan::leftovers)
   bool operator==(const ActualNode&) const = default;
 };
 

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "facts/text.h"
+#include "gpuforge/facts/ib_link.h"
 #include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::facts {
@@ -19,6 +21,16 @@ constexpr std::array kCodes = {
     DriftCode{"facts.unavailable", "the node's facts could not be gathered or parsed",
               "fix what the message names (SSH, shell, garbage output), then gather again",
               "style.md: an error is never a pass"},
+    DriftCode{"facts.section_unparsed",
+              "one optional section of the node's output could not be read; its facts are "
+              "missing, every other section still counts",
+              "run the command the finding names on the node and compare its output with "
+              "docs/facts.md; report the output if the node is healthy",
+              "issue #15 item 3: one broken section must not cost the node"},
+    DriftCode{"facts.section_too_large",
+              "one section's output was over its cap (docs/facts.md lists each) and was not read",
+              "run the command on the node: output that large is garbage or a runaway tool",
+              "issue #12 item 9: bounded memory per node"},
     DriftCode{"facts.unknown_node", "facts were gathered for a node the inventory does not have",
               "add the node to the inventory or drop it from the run", "inventory"},
     DriftCode{"gpu.no_driver", "the profile has GPUs but nvidia-smi is absent or fails",
@@ -28,9 +40,17 @@ constexpr std::array kCodes = {
               "compare with the PCI bus count in the message: fewer on the bus means a GPU fell "
               "off (reseat, check dmesg for Xid 79)",
               "inventory profile gpus[].count"},
-    DriftCode{"gpu.model", "a GPU is not the model the profile names",
+    DriftCode{"gpu.model",
+              "a GPU is not the model the profile names: its PCI device id is not one of the "
+              "model's, or its memory size is not the model's (names are display only)",
               "fix the inventory or the hardware; mixed SKUs create topology problems",
-              "guide 000, GPU Selection: one SKU per cluster"},
+              "guide 000, GPU Selection: one SKU per cluster; PCI ids from pci.ids"},
+    DriftCode{"gpu.field_error",
+              "nvidia-smi answered a GPU's field with an error ([GPU requires reset], "
+              "[Unknown Error], [GPU is lost]) instead of a value",
+              "drain the node; nvidia-smi -q -i <index> and dmesg (Xid) for that GPU; a GPU that "
+              "requires reset needs nvidia-smi -r or a reboot, one that is lost a reseat or RMA",
+              "nvidia-smi prints NVML errors in brackets (github.com/Quake4/MindMiner/issues/627)"},
     DriftCode{"gpu.persistence", "persistence mode is off",
               "enable nvidia-persistenced (or nvidia-smi -pm 1)",
               "anchors.md, Provisioning conventions: nvidia-persistenced enabled"},
@@ -40,6 +60,28 @@ constexpr std::array kCodes = {
     DriftCode{"gpu.row_remap", "a GPU has a row remap pending or failed",
               "pending: reset the GPU; failed: RMA",
               "anchors.md, Acceptance thresholds: row remap pending/failed fails"},
+    DriftCode{"cpu.low",
+              "the node has fewer CPUs (sockets x cores x threads) than the inventory's profile",
+              "fix the inventory (slurm.conf CPUs come from it) or the BIOS (SMT, cores "
+              "disabled); slurmd would drain the node",
+              "Slurm src/slurmctld/node_mgr.c validate_node_specs(): reported cpus < configured "
+              "cpus sets the node DOWN/DRAIN, reason \"Low CPUs\""},
+    DriftCode{"cpu.differs",
+              "the node's sockets, cores per socket or threads per core differ from the "
+              "profile's, without being fewer in total",
+              "fix the inventory: slurm.conf Sockets/CoresPerSocket/ThreadsPerCore and task "
+              "binding come from it",
+              "slurm.conf(5) NodeName: Sockets, CoresPerSocket, ThreadsPerCore"},
+    DriftCode{"memory.low",
+              "MemTotal is below the RealMemory gpuforge renders (95% of the profile's memory)",
+              "check for failed DIMMs (dmidecode -t memory, edac) or fix the inventory; slurmd "
+              "would drain the node",
+              "Slurm src/slurmctld/node_mgr.c validate_node_specs(): reported real_memory < "
+              "configured RealMemory sets the node DOWN/DRAIN, reason \"Low RealMemory\""},
+    DriftCode{"memory.differs",
+              "MemTotal is above the profile's memory: the inventory understates the node",
+              "fix the inventory's memory; jobs are scheduled on what it says",
+              "slurm.conf(5) NodeName: RealMemory"},
     DriftCode{"nic.missing", "a NIC the profile names is not on the node",
               "check the card, its driver (mlx5_core) and the inventory name",
               "inventory profile nics[]"},
@@ -132,18 +174,58 @@ std::string Upper(std::string_view s) {
   return out;
 }
 
-// "NVIDIA H100 80GB HBM3" is an "H100"; "NVIDIA A100-SXM4-80GB" is an "A100-80GB".
-bool ModelMatches(std::string_view expected, std::string_view actual) {
-  const model::GpuModelInfo* e = model::FindGpuModel(expected);
-  const model::GpuModelInfo* a = model::FindGpuModel(actual);
-  if (e && a) return e->name == a->name;
-  std::string want = e ? std::string(e->name) : Upper(expected);
+// The old rule, for models the catalogue does not have: the inventory's name is one of the
+// words of the reported name ("H100" in "NVIDIA H100 80GB HBM3") or the same key
+// ("RTX-A6000" and "NVIDIA RTX A6000").
+bool NameMatches(std::string_view expected, std::string_view actual) {
+  if (actual.empty()) return false;
+  if (model::GpuNameKey(expected) == model::GpuNameKey(actual)) return true;
+  std::string want = Upper(expected);
   std::string have = Upper(actual);
   for (char& c : have) {
     if (c == '-' || c == '_') c = ' ';
   }
   std::vector<std::string_view> words = text::Split(have, ' ');
   return std::find(words.begin(), words.end(), want) != words.end();
+}
+
+// Whether a GPU is the model the inventory names. The catalogue identifies it by PCI device id
+// and memory size; the name is display only and decides only when the node gave no device id
+// or the model is not in the catalogue.
+bool ModelMatches(std::string_view expected, const Gpu& g) {
+  const model::GpuModelInfo* e = model::FindGpuModel(expected);
+  if (!e) return NameMatches(expected, g.name);
+  const bool memory_fits = !g.memory_total_bytes || model::MemoryFits(*e, *g.memory_total_bytes);
+  if (g.pci_device_id && !e->pci_device_ids.empty()) {
+    const auto& ids = e->pci_device_ids;
+    return std::find(ids.begin(), ids.end(), *g.pci_device_id) != ids.end() && memory_fits;
+  }
+  if (const model::GpuModelInfo* a = g.name.empty() ? nullptr : model::FindGpuModel(g.name)) {
+    return a == e && memory_fits;
+  }
+  return NameMatches(e->name, g.name) && memory_fits;
+}
+
+// What a GPU is, for messages: its name, device id and memory as the node reported them.
+std::string GpuIdentity(const Gpu& g) {
+  std::string out = g.name.empty() ? std::string("a GPU without a name") : g.name;
+  std::vector<std::string> parts;
+  if (g.pci_device_id) parts.push_back(fmt::format("PCI 10de:{:04x}", *g.pci_device_id));
+  if (g.memory_total_bytes) parts.push_back(fmt::format("{} MiB", *g.memory_total_bytes >> 20));
+  if (!parts.empty()) out += fmt::format(" ({})", fmt::join(parts, ", "));
+  return out;
+}
+
+// A section that ran but could not be used: what a check must not read as "nothing there".
+bool Unreadable(const NodeFacts& f, std::string_view name) {
+  const Section* s = f.FindSection(name);
+  return s && (s->outcome == Outcome::kFailed || s->outcome == Outcome::kUnparsed ||
+               s->outcome == Outcome::kTooLarge);
+}
+
+bool Unparsed(const NodeFacts& f, std::string_view name) {
+  const Section* s = f.FindSection(name);
+  return s && (s->outcome == Outcome::kUnparsed || s->outcome == Outcome::kTooLarge);
 }
 
 std::string Gts(double gts) {
@@ -154,6 +236,9 @@ std::string Gts(double gts) {
 std::string SectionText(const NodeFacts& f, std::string_view name) {
   const Section* s = f.FindSection(name);
   if (!s || s->outcome == Outcome::kAbsent) return "absent";
+  if (s->outcome == Outcome::kUnparsed || s->outcome == Outcome::kTooLarge) {
+    return fmt::format("{} ({})", ToString(s->outcome), s->first_line);
+  }
   if (s->outcome == Outcome::kFailed) {
     return s->first_line.empty() ? fmt::format("failed (exit {})", s->exit_code)
                                  : fmt::format("failed (exit {}: {})", s->exit_code, s->first_line);
@@ -164,6 +249,8 @@ std::string SectionText(const NodeFacts& f, std::string_view name) {
 void CheckGpus(const model::Profile& p, const NodeFacts& f, Ctx& ctx) {
   const int expected = p.gpu_count();
   if (expected == 0) return;
+  // An unreadable CSV says nothing about the driver: facts.section_unparsed reports it.
+  if (Unparsed(f, "nvidia-smi-query")) return;
   if (!f.HasNvidiaDriver()) {
     ctx.Add("gpu.no_driver", "nvidia-smi", fmt::format("{} GPUs listed", expected),
             fmt::format("nvidia-smi {}; {} NVIDIA GPUs on the PCI bus",
@@ -184,13 +271,20 @@ void CheckGpus(const model::Profile& p, const NodeFacts& f, Ctx& ctx) {
   }
   for (const Gpu& g : f.gpus) {
     std::string subject = fmt::format("gpu{}", g.index);
-    bool known = std::any_of(p.gpus.begin(), p.gpus.end(), [&](const model::GpuSpec& s) {
-      return ModelMatches(s.model, g.name);
-    });
-    if (!known && !p.gpus.empty()) {
-      ctx.Add(
-          "gpu.model", subject, p.gpus[0].model, g.name,
-          fmt::format("{} is a {}, profile {} has {}", subject, g.name, p.name, p.gpus[0].model));
+    if (!g.errors.empty()) {
+      std::vector<std::string> cells;
+      for (const GpuFieldError& e : g.errors) cells.push_back(fmt::format("{} {}", e.field, e.cell));
+      std::string actual = fmt::format("{}", fmt::join(cells, ", "));
+      ctx.Add("gpu.field_error", subject, "values", actual,
+              fmt::format("{} ({}) answers with errors: {}", subject, g.pci_bus_id, actual));
+    }
+    // Without a name and a device id there is nothing to identify; gpu.field_error says why.
+    const bool identifiable = !g.name.empty() || g.pci_device_id;
+    bool known = std::any_of(p.gpus.begin(), p.gpus.end(),
+                             [&](const model::GpuSpec& s) { return ModelMatches(s.model, g); });
+    if (!known && identifiable && !p.gpus.empty()) {
+      ctx.Add("gpu.model", subject, p.gpus[0].model, GpuIdentity(g),
+              fmt::format("{} is {}, profile {} has {}", subject, GpuIdentity(g), p.name, p.gpus[0].model));
     }
     if (g.persistence_mode == false) {
       ctx.Add("gpu.persistence", subject, "Enabled", "Disabled",
@@ -226,11 +320,10 @@ bool NicPresent(const model::NicSpec& n, const NodeFacts& f) {
   return false;
 }
 
-void CheckNics(const model::Profile& p, const NodeFacts& f, Ctx& ctx) {
+void CheckNics(const model::Cluster& c, const model::Profile& p, const NodeFacts& f, Ctx& ctx) {
   // Without the sysfs sections nothing can be said; absence of /sys/class/infiniband itself
   // means there are no RDMA devices, which is a finding.
-  const Section* pci = f.FindSection("pci");
-  if (!pci || pci->outcome == Outcome::kFailed) return;
+  if (!f.FindSection("pci") || Unreadable(f, "pci") || Unreadable(f, "infiniband")) return;
   std::vector<std::string> rdma;
   for (const IbDevice& d : f.ib) rdma.push_back(d.name);
   for (const model::NicSpec& n : p.nics) {
@@ -263,13 +356,15 @@ void CheckNics(const model::Profile& p, const NodeFacts& f, Ctx& ctx) {
                           port->state.empty() ? "unknown" : port->state));
       continue;
     }
-    const double want_gbps = n.rate_bytes_per_s * 8 / 1e9;
-    const bool rate_met = want_gbps > 0 && port->rate_gbps && *port->rate_gbps >= want_gbps - 0.5;
-    // 2X by design (NDR200 split ports) meets the inventory's rate; a degraded 2X does not.
-    if (port->width && *port->width < 4 && !rate_met) {
-      ctx.Add("ib.link_width", subject, "4X", fmt::format("{}X", *port->width),
+    const double want_gbps = InventoryLineGbits(c, n);
+    // The rule validate's ib.counters applies too: 2X by design (HDR100, NDR200) meets the
+    // inventory's rate; a degraded 2X does not.
+    const IbLinkVerdict link = JudgeIbLink(port->width, port->rate_gbps, want_gbps);
+    if (link == IbLinkVerdict::kWidth) {
+      ctx.Add("ib.link_width", subject, want_gbps > 0 ? fmt::format("4X or {:g} Gb/s", want_gbps) : "4X",
+              fmt::format("{}X", *port->width),
               fmt::format("{} is up at {}X instead of 4X ({})", subject, *port->width, port->rate));
-    } else if (want_gbps > 0 && port->rate_gbps && !rate_met) {
+    } else if (link == IbLinkVerdict::kRate) {
       ctx.Add("ib.link_rate", subject, fmt::format("{:g} Gb/s", want_gbps),
               fmt::format("{:g} Gb/s", *port->rate_gbps),
               fmt::format("{} runs at {}, the inventory says {:g} Gb/s", subject, port->rate,
@@ -327,7 +422,7 @@ void CheckVersions(const model::Cluster& c, const model::Node& node, const model
   }
   auto software = [&](std::string_view code, std::string_view subject, const std::string& want,
                       const std::optional<std::string>& have, std::string_view where) {
-    if (want.empty()) return;
+    if (want.empty() || Unparsed(f, "versions")) return;
     if (!have) {
       ctx.Add(code, std::string(subject), want, "not found",
               fmt::format("{} {} is in the inventory; none was found on the node ({})", subject,
@@ -400,6 +495,62 @@ void CheckSystem(const model::Cluster& c, const model::Node& node, const model::
   if (c.software.scheduler.kind == model::SchedulerKind::kSlurm &&
       node.role == model::NodeRole::kCompute) {
     service("service.slurmd", "slurmd", "the node cannot run Slurm jobs");
+  }
+}
+
+// Why 0.95: render/slurm.cc writes RealMemory as 95% of the profile's memory (its
+// kRealMemoryShare); slurmctld drains a node reporting less than RealMemory.
+constexpr double kRealMemoryShare = 0.95;
+
+std::string CpuShape(int sockets, int cores, int threads) {
+  return fmt::format("{}x{}x{} ({} CPUs)", sockets, cores, threads, sockets * cores * threads);
+}
+
+void CheckCpuMemory(const model::Cluster& c, const model::Node& node, const model::Profile& p,
+                    const NodeFacts& f, Ctx& ctx) {
+  const bool slurmd = c.software.scheduler.kind == model::SchedulerKind::kSlurm &&
+                      node.role == model::NodeRole::kCompute;
+  if (f.cpu && f.cpu->sockets && f.cpu->cores_per_socket && f.cpu->threads_per_core &&
+      p.cpu.sockets > 0 && p.cpu.cores_per_socket > 0) {
+    const int ws = p.cpu.sockets, wc = p.cpu.cores_per_socket, wt = std::max(1, p.cpu.threads_per_core);
+    const int hs = *f.cpu->sockets, hc = *f.cpu->cores_per_socket, ht = *f.cpu->threads_per_core;
+    if (hs != ws || hc != wc || ht != wt) {
+      const bool low = hs * hc * ht < ws * wc * wt;
+      std::string want = CpuShape(ws, wc, wt), have = CpuShape(hs, hc, ht);
+      ctx.Add(low ? "cpu.low" : "cpu.differs", "cpu", want, have,
+              fmt::format("lscpu reports sockets x cores x threads {}, profile {} has {}{}", have, p.name, want,
+                          low && slurmd ? "; slurmd would drain the node (\"Low CPUs\")" : ""));
+    }
+  }
+  if (f.memory_bytes && p.memory_bytes > 0) {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const double have_mib = static_cast<double>(*f.memory_bytes) / kMiB;
+    const double real_memory = std::floor(p.memory_bytes * kRealMemoryShare / kMiB);
+    if (have_mib < real_memory) {
+      ctx.Add("memory.low", "memory", fmt::format(">= {:.0f} MiB", real_memory), fmt::format("{:.0f} MiB", have_mib),
+              fmt::format("MemTotal is {:.0f} MiB, below the {:.0f} MiB RealMemory rendered from profile {}'s "
+                          "{:.0f} MiB{}",
+                          have_mib, real_memory, p.name, p.memory_bytes / kMiB,
+                          slurmd ? "; slurmd would drain the node (\"Low RealMemory\")" : ""));
+    } else if (have_mib > p.memory_bytes / kMiB) {
+      ctx.Add("memory.differs", "memory", fmt::format("{:.0f} MiB", p.memory_bytes / kMiB),
+              fmt::format("{:.0f} MiB", have_mib),
+              fmt::format("MemTotal is {:.0f} MiB, more than profile {}'s {:.0f} MiB", have_mib, p.name,
+                          p.memory_bytes / kMiB));
+    }
+  }
+}
+
+void CheckSections(const NodeFacts& f, Ctx& ctx) {
+  for (const Section& s : f.sections) {
+    if (s.outcome == Outcome::kUnparsed) {
+      ctx.Add("facts.section_unparsed", s.name, "output gpuforge reads", s.first_line,
+              fmt::format("the output of {} could not be read: {}; the node's other sections still count",
+                          s.command, s.first_line));
+    } else if (s.outcome == Outcome::kTooLarge) {
+      ctx.Add("facts.section_too_large", s.name, "within its cap", s.first_line,
+              fmt::format("the output of {} was not read: {}", s.command, s.first_line));
+    }
   }
 }
 
@@ -498,8 +649,10 @@ std::vector<Drift> FindDrift(const model::Cluster& cluster, std::span<const Gath
     }
     const NodeFacts& f = g.facts.value();
     const model::Profile& p = cluster.ProfileOf(*node);
+    CheckSections(f, ctx);
     CheckGpus(p, f, ctx);
-    CheckNics(p, f, ctx);
+    CheckNics(cluster, p, f, ctx);
+    CheckCpuMemory(cluster, *node, p, f, ctx);
     CheckPcie(p, f, ctx);
     CheckVersions(cluster, *node, p, f, ctx);
     CheckSystem(cluster, *node, p, f, ctx);

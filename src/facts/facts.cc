@@ -18,6 +18,10 @@ const char* ToString(Outcome v) {
       return "failed";
     case Outcome::kAbsent:
       return "absent";
+    case Outcome::kUnparsed:
+      return "unparsed";
+    case Outcome::kTooLarge:
+      return "too_large";
   }
   return "?";
 }

@@ -17,23 +17,39 @@ constexpr std::string_view kMarker = "@@gpuforge-facts ";
 constexpr std::string_view kBegin = "@@gpuforge-facts begin format=1@@";
 constexpr std::string_view kEnd = "@@gpuforge-facts end@@";
 
+constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
+
+// Caps are a few times the largest real output seen: an 8-GPU `nvidia-smi -q -x` is ~250 KiB,
+// so 4 MiB holds well over 64 GPUs; lscpu of a 2-socket, 384-thread host is ~3 KiB.
 constexpr std::array kSections = {
-    SectionSpec{"os-release", "cat /etc/os-release", false},
-    SectionSpec{"uname", "uname -r", true},
-    SectionSpec{"lscpu", "lscpu", false},
-    SectionSpec{"meminfo", "cat /proc/meminfo", true},
-    SectionSpec{"numa", "/sys/devices/system/node", false},
-    SectionSpec{"pci", "/sys/bus/pci/devices", false},
-    SectionSpec{"nvidia-version", "cat /proc/driver/nvidia/version", false},
-    SectionSpec{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", false},
-    SectionSpec{"nvidia-smi-xml", "nvidia-smi -q -x", false},
-    SectionSpec{"nvidia-smi-topo", "nvidia-smi topo -m", false},
-    SectionSpec{"infiniband", "/sys/class/infiniband", false},
-    SectionSpec{"versions", "versions (nvcc, dpkg-query, rpm, ofed_info, slurmd)", false},
-    SectionSpec{"modules", "cat /proc/modules", false},
-    SectionSpec{"services", "systemctl", false},
-    SectionSpec{"memlock", "ulimit -l", false},
+    SectionSpec{"os-release", "cat /etc/os-release", false, 64 * KiB},
+    SectionSpec{"uname", "uname -r", true, 4 * KiB},
+    SectionSpec{"lscpu", "lscpu", false, 256 * KiB},
+    SectionSpec{"meminfo", "cat /proc/meminfo", true, 64 * KiB},
+    SectionSpec{"numa", "/sys/devices/system/node", false, 1 * MiB},
+    SectionSpec{"pci", "/sys/bus/pci/devices", false, 2 * MiB},
+    SectionSpec{"nvidia-version", "cat /proc/driver/nvidia/version", false, 16 * KiB},
+    SectionSpec{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", false, 1 * MiB},
+    SectionSpec{"nvidia-smi-xml", "nvidia-smi -q -x", false, 4 * MiB},
+    SectionSpec{"nvidia-smi-topo", "nvidia-smi topo -m", false, 1 * MiB},
+    SectionSpec{"infiniband", "/sys/class/infiniband", false, 1 * MiB},
+    SectionSpec{"versions", "versions (nvcc, dpkg-query, rpm, ofed_info, slurmd)", false, 64 * KiB},
+    SectionSpec{"modules", "cat /proc/modules", false, 1 * MiB},
+    SectionSpec{"services", "systemctl", false, 16 * KiB},
+    SectionSpec{"memlock", "ulimit -l", false, 4 * KiB},
 };
+
+// Markers, the banner before the begin marker and what a section prints for toolarge.
+constexpr std::size_t kGatherSlack = 256 * KiB;
+
+constexpr std::size_t SumOfCaps() {
+  std::size_t n = 0;
+  for (const SectionSpec& s : kSections) n += s.max_bytes;
+  return n;
+}
+static_assert(SumOfCaps() + kGatherSlack <= kMaxGatherBytes,
+              "raise kMaxGatherBytes with the section caps: the SSH layer cuts a node's output there");
+
 
 // The script. Why each odd line is there:
 // - LC_ALL=C: lscpu and systemctl translate their keys otherwise.
@@ -42,6 +58,13 @@ constexpr std::array kSections = {
 // - Output of each command is captured first so the marker can carry its exit status.
 // - Every sysfs loop tests what it reads: globs that match nothing stay literal in sh.
 // - Functions end in `return 0`: a final failed test must not read as a failed section.
+// - gf_emit sends no more than a section's cap (gf_cap, from kSections): ${#v} counts bytes
+//   under LC_ALL=C, so the controller never buffers more than kMaxGatherBytes of a node.
+// - gf_query asks again with the pre-R535 field names when nvidia-smi rejects the query for an
+//   unknown field: it refuses the whole query, so one new field would cost every GPU fact.
+//   The wording is nvidia-smi's, e.g. 'Field "clocks_throttle_reasons.unknown" is not a valid
+//   field to query.' (github.com/plambe/zabbix-nvidia-smi-multi-gpu/issues/17); it goes to
+//   stdout or stderr depending on the version, so both are searched.
 constexpr std::string_view kScriptHead = R"SH(# gpuforge facts, format 1. POSIX sh; needs no root.
 LC_ALL=C
 export LC_ALL
@@ -50,7 +73,16 @@ export PATH
 gf_m=@@gpuforge-facts
 if command -v timeout >/dev/null 2>&1; then gf_t="timeout 120"; else gf_t=""; fi
 gf_emit() {
-  printf '%s section=%s rc=%s@@\n' "$gf_m" "$1" "$2"
+  gf_cap "$1"
+  if [ "${#3}" -gt "$gf_c" ]; then
+    printf '%s section=%s rc=toolarge@@\n%s\n' "$gf_m" "$1" "${#3}"
+    return 0
+  fi
+  if [ -n "$4" ]; then
+    printf '%s section=%s rc=%s note=%s@@\n' "$gf_m" "$1" "$2" "$4"
+  else
+    printf '%s section=%s rc=%s@@\n' "$gf_m" "$1" "$2"
+  fi
   if [ -n "$3" ]; then printf '%s\n' "$3"; fi
 }
 gf_run() {
@@ -197,6 +229,29 @@ gf_dir pci /sys/bus/pci/devices gf_pci
 gf_file nvidia-version /proc/driver/nvidia/version
 )SH";
 
+constexpr std::string_view kScriptQuery = R"SH(gf_query() {
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    gf_emit nvidia-smi-query absent ""
+    return 0
+  fi
+  gf_o=$($gf_t nvidia-smi --query-gpu="$1" --format=csv 2>/dev/null)
+  gf_rc=$?
+  gf_n=""
+  if [ "$gf_rc" != 0 ]; then
+    gf_e=$($gf_t nvidia-smi --query-gpu="$1" --format=csv 2>&1 | head -n 20)
+    case "$gf_o $gf_e" in
+      *"is not a valid field to query"*)
+        gf_o=$($gf_t nvidia-smi --query-gpu="$2" --format=csv 2>/dev/null)
+        gf_rc=$?
+        gf_n=pre-r535-fields
+        ;;
+    esac
+  fi
+  gf_emit nvidia-smi-query "$gf_rc" "$gf_o" "$gf_n"
+  return 0
+}
+)SH";
+
 constexpr std::string_view kScriptTail = R"SH(gf_run nvidia-smi-xml nvidia-smi -q -x
 gf_run nvidia-smi-topo nvidia-smi topo -m
 gf_dir infiniband /sys/class/infiniband gf_ib
@@ -276,10 +331,11 @@ const SectionSpec* FindSpec(std::string_view name) {
 struct RawSection {
   std::string name;
   std::string rc;
+  std::string note;
   std::string_view body;
 };
 
-// "@@gpuforge-facts section=<name> rc=<rc>@@" -> name, rc.
+// "@@gpuforge-facts section=<name> rc=<rc>[ note=<note>]@@" -> name, rc, note.
 std::optional<RawSection> ReadMarker(std::string_view line) {
   constexpr std::string_view kHead = "@@gpuforge-facts section=";
   if (!line.starts_with(kHead) || !line.ends_with("@@")) return std::nullopt;
@@ -288,8 +344,23 @@ std::optional<RawSection> ReadMarker(std::string_view line) {
   if (sp == std::string_view::npos) return std::nullopt;
   std::string_view name = inner.substr(0, sp);
   std::string_view rc = inner.substr(sp + 4);
+  std::string_view note;
+  if (std::size_t n = rc.find(" note="); n != std::string_view::npos) {
+    note = rc.substr(n + 6);
+    rc = rc.substr(0, n);
+    if (!text::IsToken(note, 32)) return std::nullopt;
+  }
   if (!text::IsToken(name, 32) || !text::IsToken(rc, 8)) return std::nullopt;
-  return RawSection{std::string(name), std::string(rc), {}};
+  return RawSection{std::string(name), std::string(rc), std::string(note), {}};
+}
+
+// What a section's note means, for reports; a note this gpuforge does not know is shown as is.
+std::string NoteText(std::string_view note) {
+  if (note == "pre-r535-fields") {
+    return "nvidia-smi rejected clocks_event_reasons.active (a driver before R535); asked again "
+           "with clocks_throttle_reasons.active";
+  }
+  return std::string(note);
 }
 
 }  // namespace
@@ -297,8 +368,17 @@ std::optional<RawSection> ReadMarker(std::string_view line) {
 std::span<const SectionSpec> GatherSections() { return kSections; }
 
 std::string GatherScript() {
-  return fmt::format("{}gf_run nvidia-smi-query nvidia-smi --query-gpu={} --format=csv\n{}",
-                     kScriptHead, kQueryGpuFields, kScriptTail);
+  // gf_cap sets gf_c to the cap of section $1; it precedes everything that calls gf_emit.
+  std::string caps = "gf_cap() {\n  case \"$1\" in\n";
+  for (const SectionSpec& s : kSections) caps += fmt::format("    {}) gf_c={} ;;\n", s.name, s.max_bytes);
+  caps += "    *) gf_c=65536 ;;\n  esac\n}\n";
+  std::string head(kScriptHead);
+  const std::string_view anchor = "gf_emit() {";
+  head.insert(head.find(anchor), caps);
+  std::string query(kScriptQuery);
+  const std::string_view begin = "printf '%s begin format=1@@\\n' \"$gf_m\"\n";
+  head.insert(head.find(begin), query);
+  return fmt::format("{}gf_query {} {}\n{}", head, kQueryGpuFields, kQueryGpuFieldsPreR535, kScriptTail);
 }
 
 Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {
@@ -363,8 +443,13 @@ Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {
     if (!spec) continue;  // a newer script's section: not ours to read
     if (f.FindSection(r.name)) return fail(fmt::format("section {} appears twice", r.name));
     Section s{r.name, std::string(spec->command), Outcome::kOk, 0, ""};
+    if (!r.note.empty()) f.notes.push_back(fmt::format("{}: {}", r.name, NoteText(r.note)));
     if (r.rc == "absent") {
       s.outcome = Outcome::kAbsent;
+    } else if (r.rc == "toolarge") {
+      s.outcome = Outcome::kTooLarge;
+      s.first_line = fmt::format("output is {} bytes, over the section's cap of {} bytes",
+                                 text::ToUint(text::Trim(r.body)).value_or(0), spec->max_bytes);
     } else {
       std::optional<int> rc = text::ToIntIn(r.rc, 0, 255);
       if (!rc) return fail(fmt::format("{}: bad exit status {}", spec->command, text::Quote(r.rc)));
@@ -372,17 +457,26 @@ Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {
       if (*rc != 0) {
         s.outcome = Outcome::kFailed;
         s.first_line = FirstLine(r.body);
+      } else if (r.body.size() > spec->max_bytes) {
+        // A script that does not cap (an older one): the same bound on this side.
+        s.outcome = Outcome::kTooLarge;
+        s.first_line = fmt::format("output is {} bytes, over the section's cap of {} bytes", r.body.size(),
+                                   spec->max_bytes);
       }
     }
     if (s.outcome != Outcome::kOk && spec->required) {
-      return fail(fmt::format("{}: {}", spec->command,
-                              s.outcome == Outcome::kAbsent
-                                  ? std::string("not available")
-                                  : fmt::format("exited with status {}", s.exit_code)));
+      std::string why = s.outcome == Outcome::kAbsent   ? std::string("not available")
+                        : s.outcome == Outcome::kFailed ? fmt::format("exited with status {}", s.exit_code)
+                                                        : s.first_line;
+      return fail(fmt::format("{}: {}", spec->command, why));
     }
     if (s.outcome == Outcome::kOk) {
+      // One unreadable optional section costs that section only: its facts stay unset, the
+      // section says why, and drift reports it (facts.section_unparsed) instead of the node.
       if (Status st = ParseSection(r.name, r.body, f, xml); !st) {
-        return fail(fmt::format("{}: {}", spec->command, st.error().message));
+        if (spec->required) return fail(fmt::format("{}: {}", spec->command, st.error().message));
+        s.outcome = Outcome::kUnparsed;
+        s.first_line = st.error().message;
       }
     }
     f.sections.push_back(std::move(s));
@@ -396,6 +490,15 @@ Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {
   for (GpuDetail& d : xml.gpus) {
     for (Gpu& g : f.gpus) {
       if (g.pci_bus_id == d.pci_bus_id) g.detail = std::move(d);
+    }
+  }
+  // Drivers whose query lacks pci.device_id still name the bus id: sysfs has the device.
+  for (Gpu& g : f.gpus) {
+    if (g.pci_device_id) continue;
+    for (const PciDevice& d : f.pci) {
+      if (d.bdf == g.pci_bus_id && d.kind == PciKind::kGpu && d.device <= 0xffff) {
+        g.pci_device_id = static_cast<std::uint16_t>(d.device);
+      }
     }
   }
   return f;

@@ -38,6 +38,7 @@ J ToJson(const NodeFacts& f) {
     sections.push_back(std::move(e));
   }
   j["sections"] = std::move(sections);
+  j["notes"] = f.notes;
   j["os"] = f.os ? J{{"id", f.os->id}, {"version_id", f.os->version_id}, {"pretty_name", f.os->pretty_name}}
                  : J(nullptr);
   j["kernel"] = Opt(f.kernel);
@@ -82,6 +83,7 @@ J ToJson(const NodeFacts& f) {
            {"name", g.name},
            {"uuid", g.uuid},
            {"pci_bus_id", g.pci_bus_id},
+           {"pci_device_id", g.pci_device_id ? J(fmt::format("0x{:04x}", *g.pci_device_id)) : J(nullptr)},
            {"driver_version", g.driver_version},
            {"vbios_version", g.vbios_version},
            {"memory_total_bytes", Opt(g.memory_total_bytes)},
@@ -96,6 +98,9 @@ J ToJson(const NodeFacts& f) {
            {"pcie_width_max", Opt(g.pcie_width_max)},
            {"max_sm_clock_mhz", Opt(g.max_sm_clock_mhz)},
            {"persistence_mode", Opt(g.persistence_mode)}};
+    J errors = J::array();
+    for (const GpuFieldError& x : g.errors) errors.push_back({{"field", x.field}, {"cell", x.cell}});
+    e["errors"] = std::move(errors);
     if (g.detail) {
       const GpuDetail& d = *g.detail;
       e["detail"] = {{"product_name", d.product_name},
@@ -174,7 +179,7 @@ std::string Summary(const NodeFacts& f) {
   if (f.memory_bytes) parts.push_back(Bytes(*f.memory_bytes));
   if (f.HasNvidiaDriver()) {
     std::map<std::string, int> models;
-    for (const Gpu& g : f.gpus) ++models[g.name];
+    for (const Gpu& g : f.gpus) ++models[g.name.empty() ? std::string("unnamed GPU") : g.name];
     for (const auto& [name, n] : models) parts.push_back(fmt::format("{}x {}", n, name));
     if (auto v = f.DriverVersion()) parts.push_back("driver " + *v);
   } else if (f.PciGpuCount() > 0) {

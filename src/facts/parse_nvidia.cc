@@ -77,6 +77,7 @@ struct Row {
   const std::vector<std::string>& header;
   const std::vector<std::string_view>& cells;
   std::size_t line;
+  std::vector<GpuFieldError>* errors;  // where error cells of this GPU go
 
   // The cell of a column, or nullopt when the query did not ask for it.
   std::optional<std::string_view> Get(std::string_view column) const {
@@ -90,12 +91,25 @@ struct Row {
     return LineError(line, fmt::format("{}: expected {}, got {}", column, what, Quote(cell)));
   }
 
-  // Reads an optional column into out; N/A and [Not Supported] leave it nullopt.
+  // The cell when it holds a value; nullopt when the column is not asked for, absent (N/A,
+  // [Not Supported]) or an error, which is recorded for the GPU.
+  std::optional<std::string_view> Value(std::string_view column) const {
+    std::optional<std::string_view> cell = Get(column);
+    if (!cell) return std::nullopt;
+    if (text::IsErrorCell(*cell)) {
+      std::string q = Quote(*cell, 64);
+      errors->push_back({std::string(column), q.substr(1, q.size() - 2)});
+      return std::nullopt;
+    }
+    if (text::IsNotAvailable(*cell)) return std::nullopt;
+    return cell;
+  }
+
   template <class T>
   Status Number(std::string_view column, std::string_view unit, double scale, double lo, double hi,
                 std::optional<T>& out) const {
-    std::optional<std::string_view> cell = Get(column);
-    if (!cell || text::IsNotAvailable(*cell)) return Status::Ok();
+    std::optional<std::string_view> cell = Value(column);
+    if (!cell) return Status::Ok();
     std::optional<double> v = Quantity(*cell, unit);
     if (!v || *v < lo || *v > hi) {
       return Bad(column, unit.empty() ? "a number" : fmt::format("a number of {}", unit), *cell);
@@ -105,8 +119,8 @@ struct Row {
   }
 
   Status Flag(std::string_view column, std::optional<bool>& out) const {
-    std::optional<std::string_view> cell = Get(column);
-    if (!cell || text::IsNotAvailable(*cell)) return Status::Ok();
+    std::optional<std::string_view> cell = Value(column);
+    if (!cell) return Status::Ok();
     if (*cell == "Enabled") {
       out = true;
     } else if (*cell == "Disabled") {
@@ -118,10 +132,20 @@ struct Row {
   }
 
   Status Text(std::string_view column, std::string& out) const {
-    std::optional<std::string_view> cell = Get(column);
-    if (!cell || text::IsNotAvailable(*cell)) return Status::Ok();
+    std::optional<std::string_view> cell = Value(column);
+    if (!cell) return Status::Ok();
     if (cell->size() > 96) return Bad(column, "at most 96 characters", *cell);
     out = std::string(*cell);
+    return Status::Ok();
+  }
+
+  // "0x233510DE": device id in the high 16 bits, vendor in the low 16 (NVML's pciDeviceId).
+  Status DeviceId(std::optional<std::uint16_t>& out) const {
+    std::optional<std::string_view> cell = Value("pci.device_id");
+    if (!cell) return Status::Ok();
+    std::optional<std::uint64_t> v = cell->starts_with("0x") ? text::ToHex(*cell) : std::nullopt;
+    if (!v || *v > 0xffffffffu) return Bad("pci.device_id", "a hex PCI id like 0x233510DE", *cell);
+    out = static_cast<std::uint16_t>(*v >> 16);
     return Status::Ok();
   }
 };
@@ -139,8 +163,10 @@ Result<Gpu> ReadGpu(const Row& row) {
   if (!bdf) return row.Bad("pci.bus_id", "a PCI bus id", bus);
   g.pci_bus_id = *bdf;
   constexpr double kMiB = 1024.0 * 1024.0;
+  const std::size_t errors_before = row.errors->size();
   for (Status st : {
            row.Text("name", g.name),
+           row.DeviceId(g.pci_device_id),
            row.Text("uuid", g.uuid),
            row.Text("driver_version", g.driver_version),
            row.Text("vbios_version", g.vbios_version),
@@ -160,9 +186,12 @@ Result<Gpu> ReadGpu(const Row& row) {
        }) {
     if (!st) return st.error();
   }
-  if (g.name.empty()) return row.Bad("name", "a GPU name", row.Get("name").value_or(""));
-  if (std::optional<std::string_view> cell = row.Get("clocks_event_reasons.active");
-      cell && !text::IsNotAvailable(*cell)) {
+  // A name that is an error cell is that GPU's failure (kept in errors); one that is missing
+  // or N/A is output this parser does not understand.
+  const bool name_error = std::any_of(row.errors->begin() + static_cast<std::ptrdiff_t>(errors_before),
+                                      row.errors->end(), [](const GpuFieldError& e) { return e.field == "name"; });
+  if (g.name.empty() && !name_error) return row.Bad("name", "a GPU name", row.Get("name").value_or(""));
+  if (std::optional<std::string_view> cell = row.Value("clocks_event_reasons.active")) {
     g.clock_event_reasons = text::ToHex(*cell);
     if (!cell->starts_with("0x") || !g.clock_event_reasons) {
       return row.Bad("clocks_event_reasons.active", "a hex bit mask", *cell);
@@ -195,8 +224,10 @@ Result<std::vector<Gpu>> ParseQueryGpuCsv(std::string_view input) {
       return LineError(i, fmt::format("expected {} fields, got {}", header.size(), cells.size()));
     }
     if (gpus.size() == kMaxGpus) return LineError(i, fmt::format("more than {} GPUs", kMaxGpus));
-    Result<Gpu> g = ReadGpu(Row{header, cells, i});
+    std::vector<GpuFieldError> errors;
+    Result<Gpu> g = ReadGpu(Row{header, cells, i, &errors});
     if (!g) return g.error();
+    g->errors = std::move(errors);
     if (!indices.insert(g->index).second) {
       return LineError(i, fmt::format("GPU index {} listed twice", g->index));
     }

@@ -115,6 +115,19 @@ bool IsNotAvailable(std::string_view cell) {
   return cell == "N/A" || cell == "Not Supported" || cell == "Unknown" || cell == "None";
 }
 
+bool IsErrorCell(std::string_view cell) {
+  cell = Trim(cell);
+  if (cell.size() < 2 || cell.front() != '[' || cell.back() != ']') return false;
+  // nvidia-smi prints an NVML return code in brackets where a value should be. Not supported,
+  // not permitted and deprecated say nothing about the GPU's health; every other code does
+  // (nvmlErrorString: "Unknown Error", "GPU is lost", "GPU requires reset", ...).
+  for (std::string_view benign : {"[N/A]", "[Not Supported]", "[Insufficient Permissions]",
+                                  "[Requested functionality has been deprecated]"}) {
+    if (cell == benign) return false;
+  }
+  return true;
+}
+
 Status CheckInput(std::string_view s, std::size_t max_bytes) {
   if (s.size() > max_bytes) {
     return Error{fmt::format("output is {} bytes, over the {} byte limit", s.size(), max_bytes)};

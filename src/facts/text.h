@@ -41,6 +41,11 @@ std::optional<int> ToIntIn(std::string_view s, int lo, int hi);
 // [Insufficient Permissions], [GPU requires reset], Unknown, "".
 bool IsNotAvailable(std::string_view cell);
 
+// A bracketed cell that is an NVML error rather than "no value": "[GPU requires reset]",
+// "[Unknown Error]", "[GPU is lost]", any bracketed text but [N/A], [Not Supported],
+// [Insufficient Permissions] and [Requested functionality has been deprecated].
+bool IsErrorCell(std::string_view cell);
+
 // Refuses input over the size cap or with NUL bytes (binary garbage), saying which.
 Status CheckInput(std::string_view s, std::size_t max_bytes);
 

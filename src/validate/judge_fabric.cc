@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/facts/ib_link.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
@@ -64,11 +65,14 @@ std::vector<Verdict> JudgeIbPorts(const model::Cluster& c, const Thresholds& t, 
     }
     const std::string state = InfoOf(*rate, "state");
     const std::string width = InfoOf(*rate, "width");
-    const double want = LineGbits(c, *nic);
+    const double want = facts::InventoryLineGbits(c, *nic);
     v.measured = rate->value;
     v.unit = "Gb/s";
     v.threshold = want > 0 ? fmt::format("ACTIVE, 4X, >= {} Gb/s (inventory)", Fixed(want)) : "ACTIVE, 4X";
     const int lanes = std::atoi(width.c_str());
+    // The rule `facts --check` applies to the same port (facts/ib_link.h): 2X by design passes.
+    const facts::IbLinkVerdict link =
+        facts::JudgeIbLink(lanes > 0 ? std::optional<int>(lanes) : std::nullopt, rate->value, want);
     const probe::Measurement* downed = FindEntity(r, entity, "link_downed");
     std::vector<std::string> errors;
     double error_total = 0;
@@ -84,11 +88,11 @@ std::vector<Verdict> JudgeIbPorts(const model::Cluster& c, const Thresholds& t, 
       v.detail = fmt::format("{} is {} ({}), not ACTIVE", entity, state.empty() ? "in no state" : state,
                              InfoOf(*rate, "phys_state"));
       v.next_step = "check the cable and the switch port; for Polling, the link partner; for INIT, the subnet manager";
-    } else if (lanes > 0 && lanes < 4) {
+    } else if (link == facts::IbLinkVerdict::kWidth) {
       Mark(v, "ib.link_width");
       v.detail = fmt::format("{} trained at {} instead of 4X", entity, width);
       v.next_step = "reseat or replace the cable or transceiver";
-    } else if (want > 0 && rate->value + 1e-9 < want) {
+    } else if (link == facts::IbLinkVerdict::kRate) {
       Mark(v, "ib.link_rate");
       v.detail = fmt::format("{} runs at {} Gb/s, the inventory gives {} Gb/s", entity, Fixed(rate->value), Fixed(want));
       v.next_step = "check the cable's rating, the switch port speed and the HCA firmware";

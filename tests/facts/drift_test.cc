@@ -160,7 +160,7 @@ TEST(FindDrift, BrokenNodeReportsEveryCodeInOrder) {
     return *std::find_if(d.begin(), d.end(), [&](const Drift& x) { return x.code == code; });
   };
   Drift width = find("ib.link_width");
-  EXPECT_EQ(width.expected, "4X");
+  EXPECT_EQ(width.expected, "4X or 400 Gb/s");
   EXPECT_EQ(width.actual, "2X");
   EXPECT_EQ(width.message, "mlx5_2 port 1 is up at 2X instead of 4X (200 Gb/sec (2X NDR))");
   Drift rate = find("ib.link_rate");
@@ -265,6 +265,146 @@ TEST(FindDrift, TwoXByDesignMeetsTheInventoryRate) {
   EXPECT_EQ(Codes(FindDrift(c, g)), std::vector<std::string>{});
 }
 
+// Issue #15 item 1: error cells fail that GPU; a GPU whose name is an error is reported per
+// GPU, the node's other facts still judged.
+TEST(FindDrift, ErrorCellsFailThatGpu) {
+  Result<std::vector<Gpu>> csv = ParseQueryGpuCsv(testing::ReadFixture("query-gpu-errors.csv"));
+  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  model::Cluster c = Cluster();
+  c.profiles[0].gpus[0].model = "A100-40GB";
+  c.profiles[0].gpus[0].count = 4;
+  c.software.driver_version.clear();
+  NodeFacts f = CleanFacts("gpu01");
+  f.gpus = *csv;
+  f.pci.clear();
+  f.services.pop_back();
+  f.services.pop_back();
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(c, g);
+  ASSERT_EQ(Codes(d), (std::vector<std::string>{"gpu.field_error gpu01 gpu1", "gpu.field_error gpu01 gpu2"}));
+  EXPECT_EQ(d[1].actual,
+            "name [Unknown Error], vbios_version [Unknown Error], memory.total [Unknown Error], power.draw "
+            "[Unknown Error], clocks_event_reasons.active [Unknown Error]");
+  EXPECT_EQ(d[0].message.substr(0, 58), "gpu1 (0000:0f:00.0) answers with errors: memory.total [GPU");
+}
+
+// Issue #15 item 4: the model is the PCI device id plus the memory size; names display only.
+// Names and sizes: "NVIDIA A100-SXM4-40GB" 40960 MiB (github.com/modal-labs/modal-client/pull/2797),
+// device ids from pci.ids (github.com/pciutils/pciids).
+TEST(FindDrift, ModelIsTheDeviceIdAndMemoryNotTheName) {
+  auto judge = [](std::string model, std::string name, std::optional<std::uint16_t> id, std::uint64_t mib) {
+    model::Cluster c = Cluster();
+    c.profiles[0].gpus[0].model = model;
+    NodeFacts f = CleanFacts("gpu01");
+    for (std::size_t i = 0; i < f.gpus.size(); ++i) {
+      f.gpus[i].name = name;
+      f.gpus[i].pci_device_id = id;
+      f.gpus[i].memory_total_bytes = mib << 20;
+    }
+    std::vector<Gathered> g;
+    g.push_back({"gpu01", std::move(f)});
+    std::vector<Drift> out;
+    for (Drift& x : FindDrift(c, g)) {
+      if (x.code == "gpu.model") out.push_back(x);
+    }
+    return out;
+  };
+  EXPECT_TRUE(judge("A100-40GB", "NVIDIA A100-SXM4-40GB", 0x20b0, 40960).empty());
+  EXPECT_TRUE(judge("A100-40GB", "NVIDIA A100-SXM4-40GB", std::nullopt, 40960).empty());
+  std::vector<Drift> small = judge("A100", "NVIDIA A100-SXM4-40GB", 0x20b0, 40960);
+  ASSERT_EQ(small.size(), 8u);
+  EXPECT_EQ(small[0].actual, "NVIDIA A100-SXM4-40GB (PCI 10de:20b0, 40960 MiB)");
+  EXPECT_EQ(small[0].message, "gpu0 is NVIDIA A100-SXM4-40GB (PCI 10de:20b0, 40960 MiB), profile hgx has A100");
+  EXPECT_EQ(judge("A100", "NVIDIA A100-SXM4-40GB", std::nullopt, 40960).size(), 8u);  // by name and memory
+  EXPECT_EQ(judge("A100", "NVIDIA A100-SXM4-80GB", 0x20b2, 40960).size(), 8u);       // a 40 GB card
+  EXPECT_TRUE(judge("H200", "a name nobody expects", 0x2335, 143771).empty());
+  EXPECT_EQ(judge("H200", "NVIDIA H200", 0x2330, 81559).size(), 8u);  // an H100 calling itself H200
+  EXPECT_TRUE(judge("RTX4090", "NVIDIA GeForce RTX 4090", 0x2684, 24564).empty());
+  EXPECT_TRUE(judge("RTX4090", "NVIDIA GeForce RTX 4090", std::nullopt, 24564).empty());
+  EXPECT_TRUE(judge("RTX-A6000", "NVIDIA RTX A6000", 0x2230, 49140).empty());  // not catalogued: by name
+  EXPECT_EQ(judge("RTX-A6000", "NVIDIA RTX A5000", 0x2231, 24564).size(), 8u);
+}
+
+// Issue #15 item 3: one unreadable section is a finding naming it; nothing else is inferred
+// from its absence (no gpu.no_driver for an unreadable CSV, no version.* "not found").
+TEST(FindDrift, UnreadableSectionIsOneFinding) {
+  NodeFacts f = CleanFacts("gpu01");
+  f.gpus.clear();
+  f.sections[1] = Section{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", Outcome::kUnparsed, 0,
+                          "line 3: expected 19 fields, got 3"};
+  f.sections.push_back(Section{"versions", "versions (nvcc, dpkg-query, rpm, ofed_info, slurmd)",
+                               Outcome::kTooLarge, 0, "output is 9000000 bytes, over the section's cap of 65536 bytes"});
+  f.versions = Versions{};
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(Cluster(), g);
+  ASSERT_EQ(Codes(d), (std::vector<std::string>{"facts.section_too_large gpu01 versions",
+                                                "facts.section_unparsed gpu01 nvidia-smi-query"}));
+  EXPECT_EQ(d[1].message,
+            "the output of nvidia-smi --query-gpu=... --format=csv could not be read: line 3: expected 19 fields, "
+            "got 3; the node's other sections still count");
+}
+
+// Issue #15 item 5: HDR100 (2X HDR at 100 Gb/s) meets a 100 Gb/s network; the rate coming from
+// the network, not the NIC, as validate's ib.counters reads it.
+TEST(FindDrift, Hdr100MeetsItsNetworkRate) {
+  model::Cluster c = Cluster();
+  model::Network net;
+  net.name = "ib";
+  net.rate_bytes_per_s = 100 * kGbps;
+  c.networks.push_back(net);
+  for (model::NicSpec& n : c.profiles[0].nics) {
+    n.rate_bytes_per_s = 0;
+    n.network = "ib";
+  }
+  c.BuildIndex();
+  NodeFacts f = CleanFacts("gpu01");
+  for (IbDevice& d : f.ib) d.ports[0] = IbPort{1, "ACTIVE", "LinkUp", "100 Gb/sec (2X HDR)", 100.0, 2, "HDR", "InfiniBand"};
+  f.ib[1].ports[0] = IbPort{1, "ACTIVE", "LinkUp", "50 Gb/sec (1X HDR)", 50.0, 1, "HDR", "InfiniBand"};
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(c, g);
+  ASSERT_EQ(Codes(d), std::vector<std::string>{"ib.link_width gpu01 mlx5_1 port 1"});
+  EXPECT_EQ(d[0].expected, "4X or 100 Gb/s");
+}
+
+// Issue #15 item 6. lscpu of the real H200 host (tests/data/facts/nvidia-h200-1gpu/lscpu.txt:
+// 1 socket x 16 cores x 1 thread); slurmctld drains a node reporting fewer CPUs or less
+// memory than slurm.conf (Slurm src/slurmctld/node_mgr.c, validate_node_specs: "Low CPUs",
+// "Low RealMemory").
+TEST(FindDrift, CpuAndMemoryAgainstTheInventory) {
+  Result<CpuInfo> cpu = ParseLscpu(testing::ReadFixture("nvidia-h200-1gpu/lscpu.txt"));
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  auto judge = [&](int sockets, int cores, int threads, double inventory_gib, std::uint64_t memtotal_kib) {
+    model::Cluster c = Cluster();
+    c.profiles[0].cpu.sockets = sockets;
+    c.profiles[0].cpu.cores_per_socket = cores;
+    c.profiles[0].cpu.threads_per_core = threads;
+    c.profiles[0].memory_bytes = inventory_gib * 1024 * 1024 * 1024;
+    NodeFacts f = CleanFacts("gpu01");
+    f.cpu = *cpu;
+    f.memory_bytes = memtotal_kib * 1024;
+    std::vector<Gathered> g;
+    g.push_back({"gpu01", std::move(f)});
+    return FindDrift(c, g);
+  };
+  // MemTotal 2113925368 kB is 96.3% of 2 TiB: above the 95% RealMemory gpuforge renders.
+  EXPECT_EQ(Codes(judge(1, 16, 1, 2048, 2113925368)), std::vector<std::string>{});
+  std::vector<Drift> low = judge(2, 16, 1, 2048, 1056962684);  // half the CPUs, half the memory
+  ASSERT_EQ(Codes(low), (std::vector<std::string>{"cpu.low gpu01 cpu", "memory.low gpu01 memory"}));
+  EXPECT_EQ(low[0].expected, "2x16x1 (32 CPUs)");
+  EXPECT_EQ(low[0].actual, "1x16x1 (16 CPUs)");
+  EXPECT_EQ(low[0].message,
+            "lscpu reports sockets x cores x threads 1x16x1 (16 CPUs), profile hgx has 2x16x1 (32 CPUs); slurmd "
+            "would drain the node (\"Low CPUs\")");
+  EXPECT_EQ(low[1].expected, ">= 1992294 MiB");
+  EXPECT_EQ(low[1].actual, "1032190 MiB");
+  std::vector<Drift> more = judge(1, 8, 2, 1024, 2113925368);  // same 16 CPUs, other shape; 2 TiB
+  ASSERT_EQ(Codes(more), (std::vector<std::string>{"cpu.differs gpu01 cpu", "memory.differs gpu01 memory"}));
+  EXPECT_EQ(Codes(judge(0, 0, 1, 0, 2113925368)), std::vector<std::string>{});  // inventory silent
+}
+
 TEST(DriftCodes, EveryCodeIsDocumented) {
   std::ifstream in(std::string(GPUFORGE_SOURCE_DIR) + "/docs/facts.md");
   std::stringstream s;
@@ -276,7 +416,7 @@ TEST(DriftCodes, EveryCodeIsDocumented) {
     EXPECT_TRUE(seen.insert(c.code).second) << c.code;
     EXPECT_NE(docs.find("`" + std::string(c.code) + "`"), std::string::npos) << c.code;
   }
-  EXPECT_EQ(seen.size(), 24u);
+  EXPECT_EQ(seen.size(), 31u);
 }
 
 }  // namespace

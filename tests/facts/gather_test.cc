@@ -52,6 +52,17 @@ std::string FakeNvidiaSmiDir() {
   return dir.string();
 }
 
+// A directory holding the pre-R535 stand-in as `nvidia-smi`.
+std::string PreR535SmiDir() {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpuforge-fake-smi-r470-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::path smi = dir / "nvidia-smi";
+  std::ofstream(smi) << ReadFixture("fake-nvidia-smi-pre-r535");
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  return dir.string();
+}
+
 // A gather output assembled by hand: each section given, the rest absent.
 std::string Output(std::initializer_list<std::pair<std::string_view, std::string_view>> given) {
   std::string out = "@@gpuforge-facts begin format=1@@\n";
@@ -79,8 +90,8 @@ TEST(GatherScript, IsPosixShWithoutBashisms) {
   EXPECT_EQ(s.find("sudo"), std::string::npos);
   EXPECT_EQ(s.find("local "), std::string::npos);
   EXPECT_EQ(s.find("$'"), std::string::npos);
-  EXPECT_NE(s.find(std::string("--query-gpu=") + std::string(kQueryGpuFields) + " --format=csv"),
-            std::string::npos);
+  EXPECT_NE(s.find("nvidia-smi --query-gpu=\"$1\" --format=csv"), std::string::npos);
+  EXPECT_NE(s.find(std::string("gf_query ") + std::string(kQueryGpuFields)), std::string::npos);
   // dash -n: the script parses as POSIX sh.
   std::filesystem::path f = std::filesystem::temp_directory_path() / "gpuforge-gather-syntax.sh";
   std::ofstream(f) << s;
@@ -126,6 +137,38 @@ TEST(GatherScript, RunsWithStandInNvidiaSmi) {
   EXPECT_EQ(f.DriverVersion(), "580.159.04");  // from nvidia-smi: no /proc/driver/nvidia here
 }
 
+// Drivers before R535 reject the whole query for clocks_event_reasons.active: the script asks
+// again with clocks_throttle_reasons.active and says so; the CSV header mapping then reads it.
+TEST(GatherScript, RetriesTheQueryWithPreR535FieldNames) {
+  for (std::string_view stream : {"0", "1"}) {
+    std::string out = RunScript(PreR535SmiDir(), fmt::format("FIXTURES='{}' SMI_STDERR={}",
+                                                             FixturePath(""), stream));
+    Result<NodeFacts> r = ParseGather("r470", out);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const Section* q = r->FindSection("nvidia-smi-query");
+    EXPECT_EQ(q->outcome, Outcome::kOk) << stream << ": " << q->first_line;
+    EXPECT_EQ(r->notes, std::vector<std::string>{
+                            "nvidia-smi-query: nvidia-smi rejected clocks_event_reasons.active (a driver before "
+                            "R535); asked again with clocks_throttle_reasons.active"});
+    ASSERT_EQ(r->gpus.size(), 8u);
+    EXPECT_EQ(r->gpus[0].clock_event_reasons, 1u);
+    EXPECT_TRUE(r->HasNvidiaDriver());
+    // The stand-in's topo -m prints 1.3 MB: the script sends the size, not the output.
+    const Section* topo = r->FindSection("nvidia-smi-topo");
+    EXPECT_EQ(topo->outcome, Outcome::kTooLarge);
+    EXPECT_EQ(topo->first_line, "output is 1300000 bytes, over the section's cap of 1048576 bytes");
+    EXPECT_LT(out.size(), 200u * 1024);
+    EXPECT_EQ(r->FindSection("nvidia-smi-xml")->outcome, Outcome::kFailed);
+  }
+  std::string script = GatherScript();
+  EXPECT_NE(script.find(std::string("gf_query ") + std::string(kQueryGpuFields) + " " +
+                        std::string(kQueryGpuFieldsPreR535)),
+            std::string::npos);
+  std::string renamed(kQueryGpuFields);
+  renamed.replace(renamed.find("clocks_event_reasons"), 20, "clocks_throttle_reasons");
+  EXPECT_EQ(renamed, kQueryGpuFieldsPreR535);
+}
+
 TEST(ParseGather, FullNodeFromSections) {
   std::string csv = ReadFixture("nvidia-h200-1gpu/query-gpu.csv");
   std::string ib = ReadFixture("infiniband-sysfs.txt");
@@ -146,16 +189,52 @@ TEST(ParseGather, FullNodeFromSections) {
   EXPECT_EQ(r->FindSection("lscpu")->command, "lscpu");
 }
 
-TEST(ParseGather, ErrorsNameTheNodeAndTheCommand) {
-  EXPECT_EQ(
-      ParseGather("gpu01", Output({{"nvidia-smi-query", ReadFixture("query-gpu-truncated.csv")}}))
-          .error()
-          .message,
-      "node gpu01: nvidia-smi --query-gpu=... --format=csv: line 3: expected 19 fields, got 3");
-  EXPECT_EQ(ParseGather("gpu02", Output({{"nvidia-smi-topo", ReadFixture("garbage.bin")}}))
+// One unreadable optional section costs that section, not the node (issue #15 item 3).
+TEST(ParseGather, UnparsableOptionalSectionIsIsolated) {
+  std::string csv = ReadFixture("nvidia-h200-1gpu/query-gpu.csv");
+  Result<NodeFacts> r = ParseGather(
+      "gpu02", Output({{"nvidia-smi-query", csv}, {"nvidia-smi-topo", ReadFixture("garbage.bin") + "\n"},
+                       {"infiniband", ReadFixture("infiniband-sysfs.txt")}}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Section* topo = r->FindSection("nvidia-smi-topo");
+  EXPECT_EQ(topo->outcome, Outcome::kUnparsed);
+  EXPECT_EQ(topo->first_line, "line 1: binary data (NUL byte), not command output");
+  EXPECT_FALSE(r->topology.has_value());
+  EXPECT_EQ(r->gpus.size(), 1u);  // the other sections still count
+  EXPECT_EQ(r->ib.size(), 6u);
+  Result<NodeFacts> q =
+      ParseGather("gpu01", Output({{"nvidia-smi-query", ReadFixture("query-gpu-truncated.csv")}}));
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->FindSection("nvidia-smi-query")->outcome, Outcome::kUnparsed);
+  EXPECT_EQ(q->FindSection("nvidia-smi-query")->first_line, "line 3: expected 19 fields, got 3");
+  EXPECT_TRUE(q->gpus.empty());
+}
+
+TEST(ParseGather, RequiredSectionsStayFatalAndEveryOutputIsCapped) {
+  EXPECT_EQ(ParseGather("gpu01", "@@gpuforge-facts begin format=1@@\n@@gpuforge-facts section=uname rc=0@@\n" +
+                                     std::string(5000, 'x') + "\n@@gpuforge-facts end@@\n")
                 .error()
                 .message,
-            "node gpu02: nvidia-smi topo -m: line 1: binary data (NUL byte), not command output");
+            "node gpu01: uname -r: output is 5001 bytes, over the section's cap of 4096 bytes");
+  std::string out = Output({});
+  std::string marker = "@@gpuforge-facts section=modules rc=absent@@\n";
+  out.replace(out.find(marker), marker.size(), "@@gpuforge-facts section=modules rc=toolarge@@\n9000000\n");
+  Result<NodeFacts> r = ParseGather("gpu02", out);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->FindSection("modules")->outcome, Outcome::kTooLarge);
+  EXPECT_EQ(r->FindSection("modules")->first_line, "output is 9000000 bytes, over the section's cap of 1048576 bytes");
+  EXPECT_FALSE(r->modules.has_value());
+  std::size_t caps = 0;
+  for (const SectionSpec& s : GatherSections()) caps += s.max_bytes;
+  EXPECT_LE(caps, kMaxGatherBytes);
+  EXPECT_LE(kMaxGatherBytes, 16u << 20);  // was 64 MiB per node, times the fanout
+}
+
+TEST(ParseGather, ErrorsNameTheNodeAndTheCommand) {
+  std::string out = Output({});
+  std::string marker = "@@gpuforge-facts section=uname rc=0@@\n6.8.0-45-generic\n";
+  out.replace(out.find(marker), marker.size(), "@@gpuforge-facts section=uname rc=0@@\n\n");
+  EXPECT_EQ(ParseGather("gpu01", out).error().message.substr(0, 22), "node gpu01: uname -r: ");
 }
 
 TEST(ParseGather, FailedOptionalToolIsRecordedNotFatal) {

@@ -178,6 +178,38 @@ TEST(ParseQueryGpuCsv, EightGpusWithOldHeaderAndUnavailableCells) {
   EXPECT_EQ((*r)[7].memory_total_bytes, 81559ull << 20);
 }
 
+// Error cells as nvidia-smi prints them in --query-gpu CSV: "[Unknown Error]" for a field of a
+// working card (github.com/Quake4/MindMiner/issues/627: "GeForce RTX 2080 Ti, 100, 37, 56,
+// 228.82, 210.00, 56, 1560, 6800, [Unknown Error]"; github.com/enkore/i3pystatus/pull/850),
+// "[GPU requires reset]" and "[GPU is lost]" being nvmlErrorString() of
+// NVML_ERROR_RESET_REQUIRED and NVML_ERROR_GPU_IS_LOST in brackets the same way.
+TEST(ParseQueryGpuCsv, ErrorCellsAreFailuresOfThatGpuNotAbsentValues) {
+  Result<std::vector<Gpu>> r = ParseQueryGpuCsv(ReadFixture("query-gpu-errors.csv"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_TRUE((*r)[0].errors.empty());
+  EXPECT_EQ((*r)[0].pci_device_id, 0x20b0);
+  ASSERT_EQ((*r)[1].errors.size(), 8u);
+  EXPECT_EQ((*r)[1].errors[0].field, "memory.total");
+  EXPECT_EQ((*r)[1].errors[0].cell, "[GPU requires reset]");
+  EXPECT_EQ((*r)[1].errors.back().field, "clocks_event_reasons.active");
+  EXPECT_FALSE((*r)[1].memory_total_bytes.has_value());
+  // A name cell that is an error is that GPU's failure, not a parse error of the node.
+  EXPECT_EQ((*r)[2].name, "");
+  ASSERT_EQ((*r)[2].errors.size(), 5u);
+  EXPECT_EQ((*r)[2].errors[0].field, "name");
+  EXPECT_EQ((*r)[2].errors[0].cell, "[Unknown Error]");
+  EXPECT_EQ((*r)[2].errors[1].field, "vbios_version");
+  EXPECT_EQ((*r)[2].pci_bus_id, "0000:47:00.0");
+  // Not permitted and N/A say nothing about the GPU.
+  EXPECT_TRUE((*r)[3].errors.empty());
+  EXPECT_FALSE((*r)[3].power_limit_w.has_value());
+  EXPECT_EQ(ParseQueryGpuCsv("index, name, pci.bus_id, pci.device_id\n0, A, 00000000:00:06.0, 2335\n")
+                .error()
+                .message,
+            "line 2: pci.device_id: expected a hex PCI id like 0x233510DE, got '2335'");
+}
+
 TEST(ParseQueryGpuCsv, ColumnsAreFoundByNameInAnyOrder) {
   Result<std::vector<Gpu>> r = ParseQueryGpuCsv(
       "pci.bus_id, persistence_mode, name, index\n00000000:1B:00.0, Disabled, NVIDIA "
@@ -192,6 +224,9 @@ TEST(ParseQueryGpuCsv, ColumnsAreFoundByNameInAnyOrder) {
 TEST(ParseQueryGpuCsv, TruncatedGarbageAndBadCellsArePreciseErrors) {
   EXPECT_EQ(ParseQueryGpuCsv(ReadFixture("query-gpu-truncated.csv")).error().message,
             "line 3: expected 19 fields, got 3");
+  // Missing or N/A names are still output this parser does not understand.
+  EXPECT_EQ(ParseQueryGpuCsv("index, name, pci.bus_id\n0, N/A, 00000000:00:06.0\n").error().message,
+            "line 2: name: expected a GPU name, got 'N/A'");
   EXPECT_EQ(ParseQueryGpuCsv(ReadFixture("garbage.bin")).error().message,
             "line 1: binary data (NUL byte), not command output");
   EXPECT_EQ(ParseQueryGpuCsv("").error().message, "empty output, expected a CSV header");

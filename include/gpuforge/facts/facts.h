@@ -19,8 +19,10 @@ enum class Outcome {
   kOk,      // ran, exit status 0, output parsed
   kFailed,  // ran, exit status != 0; its output was not parsed
   kAbsent,  // the tool or file is not there (command -v / test -e said so)
+  kUnparsed,  // ran, exit status 0, but its output could not be read; Section::error says why
+  kTooLarge,  // its output was over the section's cap (SectionSpec::max_bytes); not read
 };
-const char* ToString(Outcome v);  // "ok" | "failed" | "absent"
+const char* ToString(Outcome v);  // "ok" | "failed" | "absent" | "unparsed" | "too_large"
 
 // One section of the gather output.
 struct Section {
@@ -28,7 +30,9 @@ struct Section {
   std::string command;  // what ran, for messages: "lscpu", "nvidia-smi topo -m"
   Outcome outcome = Outcome::kOk;
   int exit_code = 0;       // meaningful for kOk and kFailed
-  std::string first_line;  // of a failed command's output, sanitised, for the report
+  // kFailed: the first line of its output, sanitised, for the report. kUnparsed, kTooLarge:
+  // why its output was not read ("line 3: expected 19 fields, got 3").
+  std::string first_line;
 };
 
 // /etc/os-release.
@@ -104,12 +108,22 @@ struct GpuDetail {
   std::optional<double> max_power_limit_w;
 };
 
+// A field nvidia-smi answered with an error instead of a value ("[GPU requires reset]",
+// "[Unknown Error]", "[GPU is lost]"): a failure of that GPU, not an absent value.
+struct GpuFieldError {
+  std::string field;  // the query field: "memory.total"
+  std::string cell;   // as printed, sanitised: "[GPU requires reset]"
+};
+
 // One GPU from `nvidia-smi --query-gpu=... --format=csv` (kQueryGpuFields in gather.h), with
 // its -q -x details when that section ran. Fields nvidia-smi prints as N/A or
 // [Not Supported] are nullopt.
 struct Gpu {
   int index = 0;
-  std::string name;  // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"; display only (""when the cell was an error)
+  // PCI device id (0x2335 for an H200 SXM): pci.device_id of the query, else the sysfs device
+  // at the same bus id. What identifies the SKU (model::IdentifyGpu), with the memory size.
+  std::optional<std::uint16_t> pci_device_id;
   std::string uuid;
   std::string pci_bus_id;  // normalised like PciDevice::bdf
   std::string driver_version;
@@ -128,6 +142,7 @@ struct Gpu {
   std::optional<int> max_sm_clock_mhz;
   std::optional<bool> persistence_mode;
   std::optional<GpuDetail> detail;
+  std::vector<GpuFieldError> errors;  // in query field order
 };
 
 // `nvidia-smi -q -x`: the log's header and one GpuDetail per GPU.
@@ -207,6 +222,9 @@ struct Memlock {
 struct NodeFacts {
   std::string node;
   std::vector<Section> sections;  // in output order
+  // How sections ran when it matters, "<section>: <what>": "nvidia-smi-query: nvidia-smi
+  // rejected clocks_event_reasons.active (a driver before R535); asked again with ...".
+  std::vector<std::string> notes;
 
   std::optional<OsRelease> os;
   std::optional<std::string> kernel;  // uname -r

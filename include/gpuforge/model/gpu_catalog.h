@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,6 +21,9 @@ struct GpuModelInfo {
   bool sxm;                   // SXM / OAM module rather than a PCIe card
   std::string_view slurm_type;  // gres type name: "h200"
   std::string_view note;
+  // PCI device ids of the SKU (vendor 0x10de for NVIDIA), from pci.ids: what identifies a GPU
+  // a node reports, where its marketing name is only for display. Empty: not known.
+  std::span<const std::uint16_t> pci_device_ids = {};
 };
 
 // Looks a model up by name, case-insensitively, accepting common spellings ("h200-sxm",
@@ -27,5 +31,18 @@ struct GpuModelInfo {
 const GpuModelInfo* FindGpuModel(std::string_view name);
 
 std::span<const GpuModelInfo> GpuCatalog();
+
+// The key FindGpuModel compares names by: upper case, vendor/brand/form-factor words dropped,
+// no separators ("NVIDIA GeForce RTX 4090" -> "RTX4090", "NVIDIA A100-SXM4-40GB" -> "A10040GB").
+std::string GpuNameKey(std::string_view name);
+
+// Whether a memory size a node reports (nvidia-smi memory.total) is this model's: within
+// [0.90, 1.02] of the catalogue figure read as GiB. The driver reports a little less than the
+// nominal size (H100 80GB: 81559 MiB; L40S with ECC on: 46068 MiB of 48 GiB), never double.
+bool MemoryFits(const GpuModelInfo& m, std::uint64_t reported_bytes);
+
+// The catalogue model a GPU is, from its PCI device id and (when known) its memory size;
+// nullptr when no row lists the id or the memory does not fit.
+const GpuModelInfo* IdentifyGpu(std::uint16_t pci_device_id, std::optional<std::uint64_t> memory_bytes);
 
 }  // namespace gpuforge::model

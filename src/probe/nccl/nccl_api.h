@@ -43,10 +43,12 @@ NcclLoad LoadNcclFrom(std::span<const char* const> names);
 
 namespace gpuforge::probe::internal {
 
-// Every NCCL call the probe makes; all exist since NCCL 2.13 (ncclGetLastError).
+// Every NCCL call the probe makes; all exist since NCCL 2.14 (ncclCommInitRankConfig, whose
+// config.blocking = 0 makes the communicators non-blocking; ncclGetLastError is 2.13).
 // clang-format off
 #define GPUFORGE_NCCL_FUNCTIONS(X)                                                      \
   X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitAll)           \
+  X(ncclCommInitRankConfig)                                                               \
   X(ncclGroupStart) X(ncclGroupEnd) X(ncclAllReduce) X(ncclCommDestroy)                 \
   X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclGetErrorString) X(ncclGetLastError)
 // clang-format on

@@ -54,6 +54,7 @@ struct FakeCuda {
   // cuBLASLt
   int lt_handles = 0, lt_descs = 0, lt_layouts = 0, lt_prefs = 0;
   int heuristic_found = 1;
+  std::uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;  // cuBLASLt's default: any
   std::uint64_t layout_rows = 0;
 };
 
@@ -664,7 +665,11 @@ cublasStatus_t LtPrefDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtPrefSet(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attr,
-                         const void*, std::size_t size) {
+                         const void* value, std::size_t size) {
+  if (attr == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK && size == 4) {
+    std::memcpy(&g->reduction_mask, value, 4);
+    return CUBLAS_STATUS_SUCCESS;
+  }
   return attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == 8
              ? CUBLAS_STATUS_SUCCESS
              : CUBLAS_STATUS_INVALID_VALUE;
@@ -713,11 +718,21 @@ cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alph
     fa[e] = FromBf16(pa[e]);
     fb[e] = FromBf16(pb[e]);
   }
+  // What the heuristic would pick at small dims when allowed: split-K in 16 parts whose
+  // partial sums are added in bf16 (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE or INPLACE).
+  const bool bf16_split =
+      n <= 1024 && (g->reduction_mask & (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE |
+                                         CUBLASLT_REDUCTION_SCHEME_INPLACE)) != 0;
+  const std::uint64_t part = bf16_split ? n / 16 : n;
   for (std::uint64_t j = 0; j < n; ++j) {
     for (std::uint64_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (std::uint64_t k = 0; k < n; ++k) sum += fa[i + k * n] * fb[k + j * n];
-      pd[i + j * n] = ToBf16(sum);
+      float total = 0;
+      for (std::uint64_t k0 = 0; k0 < n; k0 += part) {
+        float sum = 0;
+        for (std::uint64_t k = k0; k < k0 + part; ++k) sum += fa[i + k * n] * fb[k + j * n];
+        total = bf16_split ? FromBf16(ToBf16(FromBf16(ToBf16(sum)) + total)) : total + sum;
+      }
+      pd[i + j * n] = ToBf16(total);
     }
   }
   if (g->corrupt == Corrupt::kGemm) pd[13 + 13 * n] = 0x7fc0;  // a sampled element: NaN
@@ -770,6 +785,18 @@ TEST_F(GpuGemmTest, MeasuresAndChecksASampleOfTheProduct) {
   EXPECT_EQ(m.info.at("library"), "libcublasLt.so.13 (version 130100)");
   EXPECT_EQ(m.info.at("m_n_k"), "256x256x256");
   EXPECT_EQ(fake_.calls["cublasLtMatmul"], 2);
+}
+
+// cuBLASLt may split K at small dims and add the parts in bf16; the probe allows only fp32
+// partial sums, so the product stays within the check's bound.
+TEST_F(GpuGemmTest, SmallDimsAskForNoBf16SplitK) {
+  fake_.devices.resize(1);
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  const ProbeResult r = RunIt(*p, {{"dim", "512"}, {"warmup", "0"}, {"iters", "1"}, {"repeats", "1"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  EXPECT_EQ(fake_.reduction_mask,
+            std::uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
+  EXPECT_NE(r.measurements[0].info.at("reduction").find("fp32 partial sums"), std::string::npos);
 }
 
 TEST_F(GpuGemmTest, AWrongElementIsWrongData) {

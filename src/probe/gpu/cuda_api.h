@@ -94,6 +94,8 @@ struct CudaGpu {
   int cc_minor = 0;
   int sms = 0;
   int threads_per_sm = 0;
+  int clock_khz = 0;     // CU_DEVICE_ATTRIBUTE_CLOCK_RATE: the peak SM clock; 0 when unknown
+  int host_numa = -1;    // CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (CUDA 12.2+); -1 when unknown
   // "gpu0 (0000:1b:00.0)": how failures name it.
   std::string Label() const { return entity + " (" + bus_id + ")"; }
 };

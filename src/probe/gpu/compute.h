@@ -2,7 +2,7 @@
 
 // gpu.compute: fp32 FMA throughput per GPU, with gpuforge's own kernel (kernels/fma.cu): every
 // thread runs independent FMA chains in registers, the grid fills every SM, and each thread's
-// result is checked on the host (ERROR "wrong_data" on any difference). Metric "fp32_tflops"
+// result is checked on the host (ERROR "gpu.wrong_data" on any difference). Metric "fp32_tflops"
 // (TFLOP/s, 10^12, an FMA counted as 2 operations): `warmup` launches, then `repeats` rounds of
 // `iters` launches between CUDA events; the value is the median round. Needs compute
 // capability 8.0 or newer (SKIP "gpu.unsupported") and a build with kernels (SKIP

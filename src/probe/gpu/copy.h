@@ -8,7 +8,7 @@
 //   gpu.d2h   device to pinned host (PCIe), "bandwidth" in bytes copied.
 // GB/s are 10^9 bytes. Buffers hold a pattern written from the host (never zeros), the
 // destination is poisoned first, and after timing the whole destination is read back and
-// compared word by word: any difference is ERROR "wrong_data". Timing: `warmup` copies, then
+// compared word by word: any difference is ERROR "gpu.wrong_data". Timing: `warmup` copies, then
 // `repeats` rounds of `iters` copies between CUDA events on one stream; the value is the
 // median round, the samples every round. Host buffers are allocated, and the copies issued,
 // by a thread bound to the GPU's local CPUs (numa.h), as nvbandwidth does; info host_memory

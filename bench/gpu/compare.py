@@ -20,7 +20,9 @@ Rows, gpuforge / PyTorch (ratio = gpuforge / PyTorch):
                 missing, which the row then says)
   NCCL wrong    nccl.allreduce "allreduce" wrong_total must be 0
 and, without targets: the HBM copy counted once, NCCL in-place time, torch.distributed
-copy+all_reduce algbw, gpu.health's outcome, nccl_topo_check.sh's and validate's exit status.
+copy+all_reduce algbw, gpu.health's outcome, nccl_topo_check.sh's exit status, and validate's
+state from its JSON (--validate-json; the exit status only when there is none): an all-SKIP
+run is SKIP, never PASS.
 
 A probe that was skipped shows as SKIP (never as a number), one that failed as ERROR, one
 that never ran (no binary, no such probe) as absent. Each run of a probe counts: the value is
@@ -328,29 +330,40 @@ def problems_of(results, doc):
     return out
 
 
-def validate_summary(path):
+def validate_state(path, rc):
+    """validate's state and detail from its JSON (gpuforge.validate/v1): the results' states
+    counted, never the exit status alone, since an all-SKIP run exits 0 and proved nothing."""
     if not path or not os.path.exists(path):
-        return ""
+        return exit_text(rc, {0: "PASS", 1: "FAIL", 2: "ERROR"}), "no JSON output; exit status only"
     try:
         with open(path) as f:
             doc = json.load(f)
     except ValueError:
-        return "its output is not JSON"
+        return "ERROR", "its output is not JSON"
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if doc.get("schema") != "gpuforge.validate/v1" or not isinstance(results, list):
+        return "ERROR", "its JSON is not gpuforge.validate/v1 with a results list"
     counts = {}
-
-    def walk(x):
-        if isinstance(x, dict):
-            s = x.get("state")
-            if isinstance(s, str) and ("check" in x or "node" in x):
-                counts[s] = counts.get(s, 0) + 1
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(doc)
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no verdicts found"
+    for r in results:
+        s = r.get("state") if isinstance(r, dict) else None
+        if isinstance(s, str):
+            counts[s] = counts.get(s, 0) + 1
+    measured = counts.get("PASS", 0) + counts.get("WARN", 0) + counts.get("FAIL", 0) + \
+        counts.get("ERROR", 0)
+    if counts.get("ERROR"):
+        state = "ERROR"
+    elif counts.get("FAIL"):
+        state = "FAIL"
+    elif measured == 0:
+        state = "SKIP"
+    elif counts.get("WARN"):
+        state = "WARN"
+    else:
+        state = "PASS"
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no results"
+    if doc.get("verdict"):
+        detail = f"{doc['verdict']}; {detail}"
+    return state, detail
 
 
 def render(rows, extra, problems, verdict, env, notes):
@@ -395,6 +408,10 @@ NOTES = [
     "GEMM: bf16 A, B and D with fp32 accumulation, 2 x dim^3 FLOPs per multiply; gpuforge "
     "calls cuBLASLt directly, PyTorch torch.matmul (its own choice of cuBLAS/cuBLASLt "
     "algorithm), both on inputs drawn from {-2, -1, -0.5, 0.5, 1, 2}.",
+    "Timing, NCCL: both sides time on a host clock around the loop, as nccl-tests does "
+    "(gpuforge: std::chrono::steady_clock from the first ncclAllReduce to the end of the wait "
+    "on every stream; PyTorch reference: time.perf_counter from the first call to the end of "
+    "stream.synchronize()). Copies and GEMM: CUDA events on both sides.",
     "NCCL: one rank, float32 sum. With one rank an out-of-place all-reduce is a device copy "
     "of SIZE bytes and an in-place one does nothing, so busbw is 0 and algbw = SIZE / time is "
     "the figure compared. The reference is ncclAllReduce called directly (ctypes) on the "
@@ -430,8 +447,9 @@ def main(argv=None):
     extra.append({"quantity": "NCCL accepts the rendered topology file (nccl_topo_check.sh)",
                   "state": exit_text(args.topo_rc, {0: "PASS", 1: "FAIL", 77: "SKIP"}),
                   "detail": ""})
-    vstate = exit_text(args.validate_rc, {0: "PASS", 1: "FAIL", 2: "ERROR"})
-    vdetail = args.validate_note or validate_summary(args.validate_json)
+    vstate, vdetail = validate_state(args.validate_json, args.validate_rc)
+    if args.validate_note:
+        vdetail = args.validate_note
     extra.append({"quantity": "gpuforge validate --local --checks gpu,nccl", "state": vstate,
                   "detail": vdetail})
 

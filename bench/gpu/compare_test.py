@@ -217,6 +217,35 @@ def main():
     code, t, _ = run(gf_runs(), None)
     check("no reference file: exit 77", code == 77, f"exit {code}")
 
+    # 12. validate's state comes from its JSON: an all-SKIP run exits 0 and is SKIP, not PASS.
+    d = tempfile.mkdtemp(prefix="compare-test.")
+
+    def validate_json(states):
+        path = os.path.join(d, f"validate-{len(states)}-{'-'.join(states)}.json")
+        with open(path, "w") as f:
+            json.dump({"schema": "gpuforge.validate/v1", "cluster": "c", "strict": False,
+                       "verdict": "as gpuforge wrote it", "exit_code": 0,
+                       "results": [{"check": "gpu.copy", "node": "n", "entity": "gpu0",
+                                    "state": st, "code": ""} for st in states]}, f)
+        return path
+
+    def validate_row(states):
+        _, t, _ = run(gf_runs(), ref_doc(), "--validate-rc", "0",
+                      "--validate-json", validate_json(states))
+        return [x for x in t["other"] if x["quantity"].startswith("gpuforge validate")][0]
+
+    v = validate_row(["SKIP", "SKIP", "SKIP"])
+    check("all-SKIP validate with exit 0: SKIP", v["state"] == "SKIP", v["state"])
+    check("all-SKIP validate: counts shown", "SKIP 3" in v["detail"], v["detail"])
+    check("PASS and SKIP: PASS", validate_row(["PASS", "SKIP"])["state"] == "PASS")
+    check("a WARN: WARN", validate_row(["PASS", "WARN"])["state"] == "WARN")
+    check("a FAIL among passes: FAIL", validate_row(["PASS", "FAIL"])["state"] == "FAIL")
+    check("no JSON: the exit status, said so",
+          "exit status only" in [x for x in run(gf_runs(), ref_doc(), "--validate-rc", "0")[1]["other"]
+                                 if x["quantity"].startswith("gpuforge validate")][0]["detail"])
+    check("notes say NCCL is timed on a host clock on both sides",
+          any("host clock around the loop" in n for n in compare.NOTES))
+
     print(f"{'FAILED: ' + ', '.join(FAILED) if FAILED else 'all compare.py checks passed'}")
     return 1 if FAILED else 0
 

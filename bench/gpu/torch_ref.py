@@ -243,12 +243,33 @@ class Bench:
                 out.append(ms / 1e3)
         return out
 
+    # One timed round on the host clock, as nccl-tests and gpuforge's nccl.allreduce time: the
+    # stream drained, then time.perf_counter from the first op to the end of synchronize().
+    def rounds_host(self, op, warmup, iters, repeats):
+        with self.torch.cuda.stream(self.stream):
+            for _ in range(warmup):
+                op()
+            self.stream.synchronize()
+            out = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    op()
+                self.stream.synchronize()
+                s = time.perf_counter() - t0
+                if not s > 0:
+                    raise RuntimeError(f"a timed round took {s} s")
+                out.append(s)
+        return out
+
     # `runs` runs of (warmup + repeats rounds); rate(seconds_per_round) per round; a run's value
-    # is the median of its rounds, the result the median of the runs.
-    def measure(self, op, rate, warmup, iters, repeats):
+    # is the median of its rounds, the result the median of the runs. clock: "events" (CUDA
+    # events on the stream) or "host" (rounds_host).
+    def measure(self, op, rate, warmup, iters, repeats, clock="events"):
+        timed = self.rounds if clock == "events" else self.rounds_host
         runs, rounds = [], []
         for _ in range(self.a.runs):
-            r = [rate(s) for s in self.rounds(op, warmup, iters, repeats)]
+            r = [rate(s) for s in timed(op, warmup, iters, repeats)]
             rounds.append([round(x, 4) for x in r])
             runs.append(statistics.median(r))
         return statistics.median(runs), runs, rounds
@@ -387,12 +408,13 @@ class Bench:
         torch.cuda.synchronize()
         base = {"size": size, "count": count, "type": "float32", "op": "sum", "ranks": 1,
                 "warmup": a.nccl_warmup, "iters": a.nccl_iters, "runs": a.runs,
-                "timing": "CUDA events around iters operations after warmup, one round per "
-                          "run, median of runs"}
+                "timing": "host clock (time.perf_counter) from the first of iters operations "
+                          "to the end of stream.synchronize(), after warmup, as nccl-tests; one "
+                          "round per run, median of runs"}
 
         def record(entity, op, how, check=None):
             value, runs, _ = self.measure(op, lambda s: s / a.nccl_iters,
-                                          a.nccl_warmup, a.nccl_iters, 1)
+                                          a.nccl_warmup, a.nccl_iters, 1, clock="host")
             torch.cuda.synchronize()
             wrong = check() if check else 0
             t_us = [s * 1e6 for s in runs]

@@ -62,7 +62,13 @@ std::span<const ThresholdDefault> DefaultThresholds() {
                        "device-to-device copy bandwidth against the model's reference",
                        "anchors.md: DCGM diag SKU table convention (0.75 x a measured reference)"},
       ThresholdDefault{"gpu.compute.reference_fraction", 0.75, "of the model's figure",
-                       "bf16 matmul TFLOP/s against the model's reference", "same convention as gpu.copy"},
+                       "gpu.gemm's bf16 TFLOP/s against the model's bf16_tflops (a PyTorch matmul figure)",
+                       "same convention as gpu.copy"},
+      ThresholdDefault{"gpu.compute.min_peak_fraction", 0.8, "of the GPU's FMA peak",
+                       "gpu.compute's fp32 FMA TFLOP/s against the GPU's own peak, SMs x fp32 lanes x 2 x peak "
+                       "SM clock (the probe's fp32_peak_fraction)",
+                       "gpuforge's default: independent FMA chains reach about 90-95% of the peak at the peak "
+                       "clock; a long FMA load may settle the clock below the peak (power), so 20% is left"},
       ThresholdDefault{"gpu.h2d.reference_fraction", 1.0, "of the model's figure",
                        "pinned host-to-device copy bandwidth against the model's pass mark",
                        "anchors.md: Azure HPC health checks (nvbandwidth)"},

@@ -3,6 +3,7 @@
 // run the FMA kernel's and the GEMM's arithmetic on the host, and fail, corrupt or stall on
 // request. This is what is tested without a GPU; none of these probes has run on a real one.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +21,12 @@
 #include "probe/gpu/copy.h"
 #include "probe/gpu/cuda_api.h"
 #include "probe/gpu/gemm.h"
+#include "probe/gpu/numa.h"
+
+#include <sched.h>
+
+#include <filesystem>
+#include <fstream>
 
 #if GPUFORGE_HAVE_CUDA
 
@@ -30,6 +37,8 @@ struct FakeDevice {
   std::string bus_id;
   std::string name = "NVIDIA H200";
   int cc_major = 9, cc_minor = 0, sms = 4, threads_per_sm = 512;
+  int clock_khz = 0;  // > 0: the driver answers CU_DEVICE_ATTRIBUTE_CLOCK_RATE
+  int host_numa = -1;  // >= 0: the driver answers CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID
 };
 
 enum class Corrupt { kNone, kCopies, kKernel, kGemm };
@@ -54,6 +63,7 @@ struct FakeCuda {
   // cuBLASLt
   int lt_handles = 0, lt_descs = 0, lt_layouts = 0, lt_prefs = 0;
   int heuristic_found = 1;
+  std::uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;  // cuBLASLt's default: any
   std::uint64_t layout_rows = 0;
 };
 
@@ -143,6 +153,14 @@ CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
       break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
       *v = dev.threads_per_sm;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      if (dev.clock_khz <= 0) return CUDA_ERROR_INVALID_VALUE;
+      *v = dev.clock_khz;
+      break;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+      if (dev.host_numa < 0) return CUDA_ERROR_INVALID_VALUE;  // a driver before CUDA 12.2
+      *v = dev.host_numa;
       break;
     default:
       return CUDA_ERROR_INVALID_VALUE;
@@ -415,8 +433,10 @@ TEST_F(GpuCudaTest, HostCopiesCountBytesCopied) {
     EXPECT_EQ(r.measurements[0].metric, "bandwidth");
     EXPECT_DOUBLE_EQ(r.measurements[0].value, 65536.0 * 4 / 0.0005 / 1e9);
     EXPECT_EQ(r.measurements[0].info.at("counts"), "bytes_copied");
+    // The test machine's /sys has no such PCI device: the thread stays as it was, and says so.
     EXPECT_EQ(r.measurements[0].info.at("host_memory"),
-              "pinned (cuMemHostAlloc), not bound to the GPU's NUMA node");
+              "pinned (cuMemHostAlloc), allocated by a thread not bound: "
+              "/sys/bus/pci/devices/0000:1b:00.0/local_cpulist does not read");
   }
   EXPECT_EQ(fake_.calls["cuMemcpyHtoDAsync"], 2 * 13);
   EXPECT_EQ(fake_.calls["cuMemcpyDtoHAsync"], 2 * 13);
@@ -541,6 +561,58 @@ TEST_F(GpuCudaTest, CancelStopsBeforeTheNextGpu) {
   EXPECT_EQ(fake_.calls["cuMemAlloc"], 0);
 }
 
+// ---- NUMA placement of host buffers ----
+
+// The kernel's local_cpulist of each GPU, in a tree of the test's own: the pinned buffer is
+// allocated with the thread on those CPUs (nvbandwidth's order), and the thread's CPUs are
+// given back afterwards.
+TEST_F(GpuCudaTest, HostBuffersAreAllocatedOnTheGpusLocalCpus) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &before)) ++cpu;  // one this test may run on
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "gpuforge-numa-sysfs";
+  for (const char* bus : {"0000:1b:00.0", "0000:9a:00.0"}) {
+    fs::create_directories(root / "bus/pci/devices" / bus);
+    std::ofstream(root / "bus/pci/devices" / bus / "local_cpulist") << cpu << "\n";
+    std::ofstream(root / "bus/pci/devices" / bus / "numa_node") << "1\n";
+  }
+  fake_.devices[0].host_numa = 1;
+  // The CPUs the thread had when cuMemHostAlloc ran.
+  static std::vector<int> seen;
+  seen.clear();
+  CudaApi api = FakeCudaApi();
+  api.cuMemHostAlloc = [](void** p, std::size_t n, unsigned flags) {
+    cpu_set_t now;
+    sched_getaffinity(0, sizeof now, &now);
+    seen.push_back(CPU_COUNT(&now));
+    return MemHostAlloc(p, n, flags);
+  };
+  auto shared = std::make_shared<CudaApi>(api);
+  std::unique_ptr<Probe> p = MakeGpuH2dProbeAt([shared] { return CudaLoad{shared, "", ""}; }, root.string());
+  const ProbeResult r = RunIt(*p, kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_EQ(seen, (std::vector<int>{1, 1}));  // one CPU, the local one, for each GPU
+  EXPECT_EQ(r.measurements[0].info.at("host_memory"),
+            fmt::format("pinned (cuMemHostAlloc), allocated by a thread bound to CPUs {} (NUMA node "
+                        "1), local to 0000:1b:00.0",
+                        cpu));
+  EXPECT_EQ(r.measurements[1].info.at("gpu_host_numa"), "1");  // gpu1 is device 0
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+  fs::remove_all(root);
+}
+
+TEST(CpuListTest, ParsesTheKernelsListsAndRefusesTheRest) {
+  EXPECT_EQ(*ParseCpuList("0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(*ParseCpuList("5"), (std::vector<int>{5}));
+  for (const char* bad : {"", "3-1", "a", "1,,2", "0-99999", "-1"}) {
+    EXPECT_FALSE(ParseCpuList(bad).ok()) << bad;
+  }
+}
+
 // ---- gpu.compute ----
 
 const std::map<std::string, std::string> kKernel = {
@@ -560,6 +632,45 @@ TEST_F(GpuCudaTest, ComputeCountsTwoFlopsPerFmaAndChecksEveryThread) {
   EXPECT_EQ(m.info.at("grid"), "8 blocks x 256 threads");
   EXPECT_EQ(m.info.at("compute_capability"), "9.0");
   EXPECT_EQ(fake_.calls["cuLaunchKernel"], 2 * (1 + 3 * 2));
+}
+
+// Its own reference: the FMA peak from the SM count and the peak clock, not GEMM's figure.
+TEST_F(GpuCudaTest, ComputeIsJudgedAgainstTheGpusOwnFmaPeak) {
+  fake_.devices.resize(1);
+  fake_.devices[0].sms = 132;           // an H200
+  fake_.devices[0].clock_khz = 1980000;  // 1980 MHz
+  fake_.round_ms = 20;
+  std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
+  const ProbeResult r = RunIt(*p, kKernel);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  ASSERT_EQ(r.measurements.size(), 2u);
+  const Measurement& m = r.measurements[0];
+  const double peak = 132.0 * 128 * 2 * 1.98e9 / 1e12;  // 66.9 TFLOP/s
+  EXPECT_EQ(m.info.at("peak_tflops"), "66.908");
+  EXPECT_EQ(m.info.at("peak_basis"), "132 SMs x 128 fp32 lanes x 2 x 1980 MHz (the driver's peak SM clock)");
+  const Measurement& f = r.measurements[1];
+  EXPECT_EQ(f.metric, "fp32_peak_fraction");
+  EXPECT_EQ(f.entity, "gpu0");
+  EXPECT_DOUBLE_EQ(f.value, m.value / peak);
+  EXPECT_EQ(f.samples.size(), 3u);
+  // Without a clock there is no peak and no fraction, never a guessed one.
+  fake_.devices[0].clock_khz = 0;
+  const ProbeResult none = RunIt(*MakeGpuComputeProbe(FakeLoader(), fake_.image), kKernel);
+  ASSERT_EQ(none.measurements.size(), 1u);
+  EXPECT_EQ(none.measurements[0].info.at("peak_tflops"), "unknown");
+}
+
+TEST(GpuComputePeakTest, LanesPerSmFollowTheProgrammingGuide) {
+  EXPECT_EQ(Fp32LanesPerSm(8, 0), 64);  // A100
+  EXPECT_EQ(Fp32LanesPerSm(8, 6), 128);
+  EXPECT_EQ(Fp32LanesPerSm(9, 0), 128);  // H100, H200
+  EXPECT_EQ(Fp32LanesPerSm(10, 0), 128);  // B200
+  EXPECT_EQ(Fp32LanesPerSm(7, 5), 0);
+  CudaGpu a100;
+  a100.cc_major = 8;
+  a100.sms = 108;
+  a100.clock_khz = 1410000;
+  EXPECT_NEAR(FmaPeakTflops(a100), 19.49, 0.01);  // NVIDIA's A100 datasheet: 19.5 TFLOP/s fp32
 }
 
 TEST_F(GpuCudaTest, ComputeWithOneWrongThreadIsWrongData) {
@@ -664,7 +775,11 @@ cublasStatus_t LtPrefDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtPrefSet(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attr,
-                         const void*, std::size_t size) {
+                         const void* value, std::size_t size) {
+  if (attr == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK && size == 4) {
+    std::memcpy(&g->reduction_mask, value, 4);
+    return CUBLAS_STATUS_SUCCESS;
+  }
   return attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == 8
              ? CUBLAS_STATUS_SUCCESS
              : CUBLAS_STATUS_INVALID_VALUE;
@@ -713,11 +828,21 @@ cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alph
     fa[e] = FromBf16(pa[e]);
     fb[e] = FromBf16(pb[e]);
   }
+  // What the heuristic would pick at small dims when allowed: split-K in 16 parts whose
+  // partial sums are added in bf16 (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE or INPLACE).
+  const bool bf16_split =
+      n <= 1024 && (g->reduction_mask & (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE |
+                                         CUBLASLT_REDUCTION_SCHEME_INPLACE)) != 0;
+  const std::uint64_t part = bf16_split ? n / 16 : n;
   for (std::uint64_t j = 0; j < n; ++j) {
     for (std::uint64_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (std::uint64_t k = 0; k < n; ++k) sum += fa[i + k * n] * fb[k + j * n];
-      pd[i + j * n] = ToBf16(sum);
+      float total = 0;
+      for (std::uint64_t k0 = 0; k0 < n; k0 += part) {
+        float sum = 0;
+        for (std::uint64_t k = k0; k < k0 + part; ++k) sum += fa[i + k * n] * fb[k + j * n];
+        total = bf16_split ? FromBf16(ToBf16(FromBf16(ToBf16(sum)) + total)) : total + sum;
+      }
+      pd[i + j * n] = ToBf16(total);
     }
   }
   if (g->corrupt == Corrupt::kGemm) pd[13 + 13 * n] = 0x7fc0;  // a sampled element: NaN
@@ -770,6 +895,18 @@ TEST_F(GpuGemmTest, MeasuresAndChecksASampleOfTheProduct) {
   EXPECT_EQ(m.info.at("library"), "libcublasLt.so.13 (version 130100)");
   EXPECT_EQ(m.info.at("m_n_k"), "256x256x256");
   EXPECT_EQ(fake_.calls["cublasLtMatmul"], 2);
+}
+
+// cuBLASLt may split K at small dims and add the parts in bf16; the probe allows only fp32
+// partial sums, so the product stays within the check's bound.
+TEST_F(GpuGemmTest, SmallDimsAskForNoBf16SplitK) {
+  fake_.devices.resize(1);
+  std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
+  const ProbeResult r = RunIt(*p, {{"dim", "512"}, {"warmup", "0"}, {"iters", "1"}, {"repeats", "1"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  EXPECT_EQ(fake_.reduction_mask,
+            std::uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
+  EXPECT_NE(r.measurements[0].info.at("reduction").find("fp32 partial sums"), std::string::npos);
 }
 
 TEST_F(GpuGemmTest, AWrongElementIsWrongData) {

@@ -221,6 +221,17 @@ const char* kLog =
     "[ 900.000000] NVRM: Xid (PCI:0000:c3:00): 13, Graphics SM Warp Exception\n"
     "[ 901.000000] NVRM: Xid (PCI:0000:1b:00): 99999999999, hostile\n";
 
+// An application's Xids (13 graphics exception, 31 page fault, 43 channel stopped, 45 cleanup)
+// warn; the GPU's own (48 double-bit ECC) fail: they are counted apart.
+const char* kMixedXidLog =
+    "[ 10.0] NVRM: Xid (PCI:0000:1b:00): 31, pid=77, name=python3, Ch 00000010, intr 00000000. "
+    "MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000\n"
+    "[ 11.0] NVRM: Xid (PCI:0000:1b:00): 43, pid=77, name=python3, Ch 00000010\n"
+    "[ 12.0] NVRM: Xid (PCI:0000:1b:00): 45, pid=77, name=python3, Ch 00000010\n"
+    "[ 13.0] NVRM: Xid (PCI:0000:1b:00): 13, pid=78, name=a.out, Graphics Exception\n"
+    "[ 14.0] NVRM: Xid (PCI:0000:9a:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable "
+    "double bit error (DBE) has been detected on GPU in the framebuffer\n";
+
 class GpuHealthTest : public ::testing::Test {
  protected:
   void SetUp() override { g_nvml = &nvml_; }
@@ -344,7 +355,9 @@ TEST_F(GpuHealthTest, ReportsEachGpuInBusOrderWithRemapAndThrottle) {
   EXPECT_EQ(xid.info.at("last"), "0000:c3:00.0 xid 13: Graphics SM Warp Exception");
   EXPECT_EQ(Get(r, "gpu0", "xid_count").value, 2);
   EXPECT_EQ(Get(r, "gpu0", "xid_count").info.at("codes"), "79:2");
+  EXPECT_EQ(Get(r, "gpu0", "xid_app_count").value, 0);
   EXPECT_EQ(Get(r, "gpu1", "xid_count").value, 0);
+  EXPECT_EQ(xid.info.at("hardware_codes"), "79:2");
 
   // Measurements come node first, then each GPU's together.
   EXPECT_EQ(r.measurements[0].metric, "gpu_count");
@@ -354,6 +367,20 @@ TEST_F(GpuHealthTest, ReportsEachGpuInBusOrderWithRemapAndThrottle) {
     if (order.empty() || order.back() != m.entity) order.push_back(m.entity);
   }
   EXPECT_EQ(order, (std::vector<std::string>{"node", "gpu0", "gpu1"}));
+}
+
+TEST_F(GpuHealthTest, ApplicationXidsAreCountedApartFromHardwareXids) {
+  TwoGpus(&nvml_);
+  const ProbeResult r = Run(kMixedXidLog);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_EQ(Get(r, "gpu0", "xid_count").value, 0);  // 1b: only what python3 and a.out did
+  EXPECT_EQ(Get(r, "gpu0", "xid_app_count").value, 4);
+  EXPECT_EQ(Get(r, "gpu0", "xid_app_count").info.at("codes"), "13:1,31:1,43:1,45:1");
+  EXPECT_EQ(Get(r, "gpu1", "xid_count").value, 1);  // 9a: a double-bit ECC error
+  EXPECT_EQ(Get(r, "gpu1", "xid_count").info.at("codes"), "48:1");
+  EXPECT_EQ(Get(r, "gpu1", "xid_app_count").value, 0);
+  EXPECT_EQ(Get(r, "node", "xid_count").value, 5);
+  EXPECT_EQ(Get(r, "node", "xid_count").info.at("hardware_codes"), "48:1");
 }
 
 TEST_F(GpuHealthTest, AnErrorMidwayNamesTheCallAndTheGpuAndKeepsTheRest) {

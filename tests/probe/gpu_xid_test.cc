@@ -109,4 +109,11 @@ TEST(GpuXid, ReadsALogFileAndNamesTheOneItCannotOpen) {
 }
 
 }  // namespace
+TEST(XidClassTest, HardwareXidsFollowNvidiasCatalogAndTheRestAreApplications) {
+  for (int code : {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140}) {
+    EXPECT_TRUE(IsHardwareXid(code)) << code;
+  }
+  for (int code : {8, 13, 31, 32, 43, 45, 68, 69, 109, 999999}) EXPECT_FALSE(IsHardwareXid(code)) << code;
+}
+
 }  // namespace gpuforge::probe::internal

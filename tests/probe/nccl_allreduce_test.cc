@@ -156,9 +156,10 @@ struct FakeCuda {
   int retained = 0, streams = 0, modules = 0;
   std::map<std::string, int> calls;
   std::size_t dtoh_bytes = 0;  // copied back to the host, over every cuMemcpyDtoH
-  // Stream synchronisations before the one that hangs until a communicator is aborted; -1:
-  // none hangs. `on_hang` runs when it starts hanging.
+  // Streams found done (cuStreamQuery) before one stays busy until a communicator is aborted;
+  // -1: none hangs. `on_hang` runs when it starts hanging.
   int syncs_before_hang = -1;
+  bool stream_hung = false;
   std::function<void()> on_hang;
 };
 
@@ -283,20 +284,29 @@ CUresult StreamDestroy(CUstream) {
 bool AnyCommAborted();
 CUresult StreamSynchronize(CUstream s) {
   if (CUresult rc = Call("cuStreamSynchronize")) return rc;
-  if (s == nullptr) return CUDA_SUCCESS;  // the legacy default stream: nothing hangs there
+  // Only the legacy default stream is synchronised; NCCL's streams are polled.
+  return s == nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+// Operations run when enqueued, so a stream is done unless it hangs: a collective whose peer is
+// gone, busy until the communicator is aborted (given up after 5 s, so a probe that cannot
+// abort fails the test instead of hanging it).
+CUresult StreamQuery(CUstream s) {
+  if (CUresult rc = Call("cuStreamQuery")) return rc;
+  if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  static std::chrono::steady_clock::time_point give_up;
+  bool starts = false;
   {
     std::lock_guard lock(g->m);
-    if (g->syncs_before_hang < 0 || g->syncs_before_hang-- > 0) return CUDA_SUCCESS;
-    g->syncs_before_hang = -1;
+    if (!g->stream_hung) {
+      if (g->syncs_before_hang < 0 || g->syncs_before_hang-- > 0) return CUDA_SUCCESS;
+      g->syncs_before_hang = -1;
+      g->stream_hung = starts = true;
+      give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    }
   }
-  if (g->on_hang) g->on_hang();
-  // A collective whose peer is gone: it ends when the communicator is aborted (bounded, so a
-  // broken probe fails the test instead of hanging it).
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!AnyCommAborted() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return AnyCommAborted() ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_TIMEOUT;
+  if (starts && g->on_hang) g->on_hang();
+  if (AnyCommAborted()) return CUDA_SUCCESS;
+  return std::chrono::steady_clock::now() < give_up ? CUDA_ERROR_NOT_READY : CUDA_ERROR_LAUNCH_TIMEOUT;
 }
 
 // The embedded fatbin, as far as the fake driver cares: where it lies.
@@ -390,6 +400,7 @@ CudaApi FakeCudaApi() {
   api.cuStreamCreate = StreamCreate;
   api.cuStreamDestroy = StreamDestroy;
   api.cuStreamSynchronize = StreamSynchronize;
+  api.cuStreamQuery = StreamQuery;
   api.cuModuleLoadData = ModuleLoadData;
   api.cuModuleUnload = ModuleUnload;
   api.cuModuleGetFunction = ModuleGetFunction;
@@ -441,10 +452,18 @@ struct FakeNccl {
   bool corrupt = false;           // element 1 of global rank 0's result is off by one
   std::size_t corrupt_every = 0;  // with corrupt: and every this many after it
   // ncclGroupEnd calls before the one that hangs (connecting to a peer that is gone) until a
-  // communicator is aborted; -1: none hangs. `on_hang` runs when it starts hanging.
+  // communicator is aborted; -1: none hangs. `on_hang` runs when it starts hanging. Being
+  // non-blocking, that ncclGroupEnd answers ncclInProgress and the communicators' asynchronous
+  // error stays ncclInProgress (for 5 s at most, then ncclSystemError).
   int group_ends_before_hang = -1;
   std::function<void()> on_hang;
+  bool connecting = false;
+  std::chrono::steady_clock::time_point give_up;
   int allreduce_calls = 0, groups = 0, bad_releases = 0;
+  // Every thread that called into NCCL: one, the sweep's.
+  std::set<std::thread::id> threads;
+  // (send, recv) of every ncclAllReduce, as addresses.
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> buffers;
 };
 
 FakeNccl* n = nullptr;
@@ -576,6 +595,7 @@ ncclResult_t GroupEnd() {
   bool hang = false;
   {
     std::lock_guard lock(n->m);
+    n->threads.insert(std::this_thread::get_id());
     ++n->groups;
     if (ncclResult_t rc = Fails("ncclGroupEnd")) {
       --group_depth;
@@ -584,18 +604,16 @@ ncclResult_t GroupEnd() {
     }
     hang = n->group_ends_before_hang == 0;
     if (n->group_ends_before_hang >= 0) --n->group_ends_before_hang;
+    if (hang) {
+      n->connecting = true;
+      n->give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    }
   }
   if (hang) {
     if (n->on_hang) n->on_hang();
-    // Bounded, so a probe that cannot abort fails the test instead of hanging it.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!AnyCommAborted() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
     --group_depth;
     queued.clear();
-    thread_last_error = AnyCommAborted() ? "fake: aborted while connecting" : "fake: hung";
-    return ncclRemoteError;
+    return ncclInProgress;
   }
   if (--group_depth > 0) return ncclSuccess;
   return RunQueued();
@@ -609,6 +627,7 @@ ncclResult_t AllReduce(const void* send, void* recv, std::size_t count, ncclData
     auto* c = reinterpret_cast<FakeComm*>(comm);
     if (type != ncclFloat || stream == nullptr || c->destroyed || c->aborted)
       return ncclInvalidArgument;
+    n->buffers.emplace_back(reinterpret_cast<std::uintptr_t>(send), reinterpret_cast<std::uintptr_t>(recv));
   }
   queued.push_back({send, recv, count, op, reinterpret_cast<FakeComm*>(comm)});
   if (group_depth == 0) return RunQueued();
@@ -616,6 +635,7 @@ ncclResult_t AllReduce(const void* send, void* recv, std::size_t count, ncclData
 }
 ncclResult_t Release(ncclComm_t comm, bool abort) {
   std::lock_guard lock(n->m);
+  n->threads.insert(std::this_thread::get_id());
   auto* c = reinterpret_cast<FakeComm*>(comm);
   if (c->destroyed || c->aborted) {
     ++n->bad_releases;
@@ -628,10 +648,22 @@ ncclResult_t CommDestroy(ncclComm_t comm) { return Release(comm, false); }
 ncclResult_t CommAbort(ncclComm_t comm) { return Release(comm, true); }
 ncclResult_t CommGetAsyncError(ncclComm_t comm, ncclResult_t* e) {
   std::lock_guard lock(n->m);
+  n->threads.insert(std::this_thread::get_id());
   if (reinterpret_cast<FakeComm*>(comm)->aborted) return ncclInvalidArgument;
   *e = n->async_error;
-  if (*e != ncclSuccess) thread_last_error = n->last_error;
+  if (*e == ncclSuccess && n->connecting) {
+    *e = std::chrono::steady_clock::now() < n->give_up ? ncclInProgress : ncclSystemError;
+  }
+  if (*e != ncclSuccess && *e != ncclInProgress) thread_last_error = n->last_error;
   return ncclSuccess;
+}
+ncclResult_t CommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                ncclConfig_t* config) {
+  // The probe's communicators are non-blocking, with NCCL's own initializer otherwise.
+  if (config == nullptr || config->blocking != 0 || config->size != sizeof(ncclConfig_t)) {
+    return ncclInvalidArgument;
+  }
+  return CommInitRank(comm, nranks, id, rank);
 }
 const char* GetErrorString(ncclResult_t rc) {
   switch (rc) {
@@ -651,6 +683,7 @@ NcclApi FakeNcclApi() {
   api.ncclGetUniqueId = GetUniqueId;
   api.ncclCommInitRank = CommInitRank;
   api.ncclCommInitAll = CommInitAll;
+  api.ncclCommInitRankConfig = CommInitRankConfig;
   api.ncclGroupStart = GroupStart;
   api.ncclGroupEnd = GroupEnd;
   api.ncclAllReduce = AllReduce;
@@ -968,14 +1001,14 @@ TEST_F(NcclAllReduceTest, WithoutCheckNothingIsReadBack) {
 }
 
 TEST_F(NcclAllReduceTest, AFailedInitNamesTheCallWithNcclsWords) {
-  nccl_.fail_call = "ncclCommInitRank";
+  nccl_.fail_call = "ncclCommInitRank";  // called by the fake's ncclCommInitRankConfig
   nccl_.last_error = "socket connect to 198.18.0.3<44321> failed: Connection refused";
   std::unique_ptr<Probe> p = Make();
   const ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
   EXPECT_EQ(r.code, "nccl.error");
   EXPECT_EQ(r.reason,
-            "gpu0 (0000:1b:00.0): ncclCommInitRank failed: unhandled system error (run with "
+            "gpu0 (0000:1b:00.0): ncclCommInitRankConfig failed: unhandled system error (run with "
             "NCCL_DEBUG=INFO for details) (ncclSystemError); NCCL's last error: socket connect to "
             "198.18.0.3<44321> failed: Connection refused");
   EXPECT_TRUE(r.measurements.empty());
@@ -1018,8 +1051,8 @@ TEST_F(NcclAllReduceTest, CancelEndsAHungWait) {
   EXPECT_TRUE(CommsAborted());
 }
 
-// With NCCL_RUNTIME_CONNECT=1 ncclGroupEnd connects to the peers and blocks on one that is
-// gone: the watchdog polls and aborts while the sweep is inside NCCL.
+// With NCCL_RUNTIME_CONNECT=1 ncclGroupEnd connects to the peers; on a non-blocking
+// communicator it answers ncclInProgress and the sweep polls, aborting on cancel.
 TEST_F(NcclAllReduceTest, CancelEndsAHangInsideGroupEnd) {
   std::atomic<bool> cancel{false};
   nccl_.group_ends_before_hang = 2;  // the init group, one all-reduce, then the hang
@@ -1046,6 +1079,92 @@ TEST_F(NcclAllReduceTest, AnAsynchronousErrorEndsAHangInsideGroupEnd) {
   EXPECT_NE(r.reason.find("ncclRemoteError"), std::string::npos) << r.reason;
   EXPECT_EQ(r.reason.find("ncclGroupEnd"), std::string::npos) << r.reason;  // the cause wins
   EXPECT_TRUE(CommsAborted());
+}
+
+// The abort comes from the thread that drives NCCL, never from a second one while the first
+// is inside ncclGroupEnd (NCCL 2.28 frees what that call still uses).
+TEST_F(NcclAllReduceTest, EveryNcclCallAndTheAbortComeFromOneThread) {
+  nccl_.group_ends_before_hang = 3;
+  nccl_.on_hang = [this] {
+    std::lock_guard lock(nccl_.m);
+    nccl_.async_error = ncclRemoteError;
+  };
+  const ProbeResult r = RunIt(*Make(), kSmall);
+  EXPECT_EQ(r.code, "nccl.error");
+  EXPECT_TRUE(CommsAborted());
+  EXPECT_EQ(nccl_.threads.size(), 1u);
+}
+
+TEST_F(NcclAllReduceTest, WaitsPollTheStreamsInsteadOfBlocking) {
+  const ProbeResult r = RunIt(*Make(), kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  EXPECT_EQ(nccl_.threads.size(), 1u);
+  // Per row: one wait after warm-up, one after timing, one after the check, each polling both
+  // GPUs' streams once (the fake's streams are done at once).
+  EXPECT_EQ(cuda_.calls["cuStreamQuery"], 5 * 2 * 3 * 2);
+}
+
+// nccl-tests' startColl: operation i of a size starts at size * (i % (max / size)).
+TEST_F(NcclAllReduceTest, TimedOperationsRotateThroughTheBuffers) {
+  cuda_.devices.resize(1);
+  const ProbeResult r = RunIt(*Make(), {{"min_bytes", "512"},
+                                        {"max_bytes", "2KiB"},
+                                        {"step_factor", "4"},
+                                        {"warmup", "1"},
+                                        {"iters", "5"}});
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.reason;
+  // 512 bytes, out-of-place: warm-up 0, timed 0 512 1024 1536 0, checked 0 (relative to the
+  // first pointer, the buffer's start).
+  ASSERT_GE(nccl_.buffers.size(), 7u);
+  const std::uintptr_t send0 = nccl_.buffers[0].first, recv0 = nccl_.buffers[0].second;
+  std::vector<std::uintptr_t> send, recv;
+  for (std::size_t i = 0; i < 7; ++i) {
+    send.push_back(nccl_.buffers[i].first - send0);
+    recv.push_back(nccl_.buffers[i].second - recv0);
+  }
+  EXPECT_EQ(send, (std::vector<std::uintptr_t>{0, 0, 512, 1024, 1536, 0, 0}));
+  EXPECT_EQ(recv, send);
+  // 2048 bytes fills the buffer: always at 0 (the last one is in-place: the receive buffer).
+  EXPECT_EQ(nccl_.buffers.back().first, recv0);
+  EXPECT_EQ(nccl_.buffers[nccl_.buffers.size() - 8].first, send0);  // out-of-place 2048, timed
+}
+
+TEST_F(NcclAllReduceTest, ADriverThatCannotLoadTheKernelsFallsBackToTheHostCheck) {
+  cuda_.fail_call = "cuModuleLoadData";
+  cuda_.fail_rc = CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  const ProbeResult r = RunIt(*Make(), kSmall);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
+  const Measurement* busbw = Find(r, "allreduce", "busbw");
+  EXPECT_EQ(busbw->info.at("check"), "host");
+  EXPECT_NE(busbw->info.at("check_why").find("the driver cannot load gpuforge's kernels on gpu0"),
+            std::string::npos)
+      << busbw->info.at("check_why");
+  EXPECT_EQ(cuda_.calls["cuLaunchKernel"], 0);
+  EXPECT_GT(cuda_.dtoh_bytes, 0u);  // the host compared the results
+}
+
+TEST_F(NcclAllReduceTest, ASocketFallbackStopsRightAfterInitWhenIbIsNeeded) {
+  std::map<std::string, std::string> params = kSmall;
+  params["need_ib"] = "1";
+  const ProbeResult r = RunIt(*Make(), params);  // the fixture log says "Using network Socket"
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.code, "nccl.no_ib");
+  EXPECT_EQ(r.reason,
+            "NCCL chose network Socket during init: \"vm:520:520 [0] NCCL INFO NET/IB : No device "
+            "found.\"; stopped before the sweep (need_ib=1)");
+  EXPECT_EQ(nccl_.allreduce_calls, 0);
+  EXPECT_EQ(r.log, ParseNcclLog(kFixtureLog).kept);
+  // Without need_ib the same log only informs.
+  EXPECT_EQ(RunIt(*Make(), kSmall).outcome, Outcome::kOk);
+}
+
+TEST_F(NcclAllReduceTest, NcclDebugVersionIsRefused) {
+  std::map<std::string, std::string> params = kSmall;
+  params["nccl_debug"] = "version";
+  const ProbeResult r = RunIt(*Make(), params);
+  EXPECT_EQ(r.code, "probe.bad_param");
+  EXPECT_NE(r.reason.find("stdout, the agent's result channel"), std::string::npos) << r.reason;
+  EXPECT_TRUE(nccl_.comms.empty());
 }
 
 TEST_F(NcclAllReduceTest, CancelledBeforeStartTouchesNoCommunicator) {

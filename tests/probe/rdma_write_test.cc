@@ -81,6 +81,8 @@ struct Fabric {
   bool list_null = false;
   std::string reg_mr_fail_device;
   int reg_mr_errno = ENOMEM;
+  bool refuse_relaxed_ordering = false;  // an old kernel: the optional flag is EINVAL
+  std::vector<int> registered_access;    // of every region registered
   std::set<uintptr_t> gpu_memory;  // reg_mr of these addresses fails with EFAULT (no peermem)
   bool drop_writes = false;        // writes complete but nothing lands
   bool dmabuf = false;             // the library has ibv_reg_dmabuf_mr (IBVERBS_1.12)
@@ -211,6 +213,10 @@ struct Fabric {
         errno = f->reg_mr_errno;
         return nullptr;
       }
+      if (f->refuse_relaxed_ordering && (access & IBV_ACCESS_RELAXED_ORDERING) != 0) {
+        errno = EINVAL;
+        return nullptr;
+      }
       if (f->gpu_memory.contains(reinterpret_cast<uintptr_t>(addr))) {
         errno = EFAULT;
         return nullptr;
@@ -222,6 +228,7 @@ struct Fabric {
       mr->length = len;
       mr->lkey = mr->rkey = f->next_key++;
       f->mrs[mr->rkey] = {dev, static_cast<char*>(addr), len, access};
+      f->registered_access.push_back(access);
       return mr;
     };
     if (f->dmabuf) {
@@ -512,6 +519,9 @@ TEST_F(RdmaWriteTest, BandwidthFollowsPerftestAndTheArithmeticIsExact) {
   EXPECT_EQ(bw->info.at("tx_depth"), "16");
   EXPECT_EQ(bw->info.at("path_mtu"), "2048");
   EXPECT_EQ(bw->info.at("memory"), "host");
+  EXPECT_EQ(bw->info.at("relaxed_ordering"), "on");
+  const int relaxed = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_RELAXED_ORDERING;
+  EXPECT_EQ(fabric_.registered_access, (std::vector<int>{relaxed, relaxed}));
   const Measurement* rate = Find(c, "msg_rate");
   ASSERT_NE(rate, nullptr);
   EXPECT_EQ(rate->unit, "Mpps");
@@ -530,6 +540,21 @@ TEST_F(RdmaWriteTest, BandwidthFollowsPerftestAndTheArithmeticIsExact) {
   ExpectAllDestroyedInReverse("mlx5_1");
   EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(c)).ok());
   EXPECT_TRUE(ParseJsonLine("test", ToJsonLine(s)).ok());
+}
+
+TEST_F(RdmaWriteTest, ARegistrationThatRefusesRelaxedOrderingIsRetriedWithout) {
+  fabric_.refuse_relaxed_ordering = true;
+  auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  auto client = MakeRdmaWriteBwProbe(Loader(), NoCuda);
+  TwoWay x;
+  auto [s, c] = RunPair(*server, BwParams("server", "mlx5_0"), *client, BwParams("client", "mlx5_1"), x);
+  ASSERT_EQ(c.outcome, Outcome::kOk) << c.code << ": " << c.reason;
+  const Measurement* bw = Find(c, "write_bw");
+  ASSERT_NE(bw, nullptr);
+  EXPECT_EQ(bw->info.at("relaxed_ordering"),
+            "off: the registration failed: Invalid argument (errno 22) with IBV_ACCESS_RELAXED_ORDERING");
+  const int plain = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  EXPECT_EQ(fabric_.registered_access, (std::vector<int>{plain, plain}));
 }
 
 TEST_F(RdmaWriteTest, SmallMessagesModerateCompletionsAndAutoRolesFollowTheOrder) {

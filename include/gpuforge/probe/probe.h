@@ -47,7 +47,7 @@ const char* ToString(Outcome o);
 struct ProbeResult {
   std::string probe;  // key
   Outcome outcome = Outcome::kOk;
-  std::string code;    // stable reason code for kSkip/kError: "no_cuda_driver", "io_error"
+  std::string code;    // stable reason code for kSkip/kError: "gpu.no_cuda_driver", "storage.short_read" (src/validate/codes.cc)
   std::string reason;  // for people: what happened, naming the library, device or call
   std::vector<Measurement> measurements;
   std::map<std::string, std::string> params;  // the parameters it ran with, defaults filled in
@@ -83,7 +83,7 @@ gpuforge::Result<std::vector<std::string>> ParseExchangeReply(std::string_view s
 
 // What a probe gets when it runs: its parameters (defaults filled in), a flag that turns true
 // when it must stop (timeout, Ctrl-C), and the exchange when a controller drives it (empty
-// when the agent runs alone: a probe that needs one then fails with code "no_exchange").
+// when the agent runs alone: a probe that needs one then fails with code "exchange.missing").
 struct Context {
   std::map<std::string, std::string> params;
   const std::atomic<bool>* cancel = nullptr;

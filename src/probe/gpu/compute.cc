@@ -16,6 +16,26 @@ namespace {
 
 constexpr char kKey[] = "gpu.compute";
 
+}  // namespace
+
+#if GPUFORGE_HAVE_CUDA
+int Fp32LanesPerSm(int cc_major, int cc_minor) {
+  // CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table: 32-bit
+  // floating-point add, multiply, multiply-add per clock per SM.
+  if (cc_major == 8) return cc_minor == 0 ? 64 : 128;
+  if (cc_major == 9 || cc_major == 10 || cc_major == 11 || cc_major == 12) return 128;
+  return 0;
+}
+
+double FmaPeakTflops(const CudaGpu& gpu) {
+  const int lanes = Fp32LanesPerSm(gpu.cc_major, gpu.cc_minor);
+  if (lanes == 0 || gpu.sms <= 0 || gpu.clock_khz <= 0) return 0;
+  return static_cast<double>(gpu.sms) * lanes * 2.0 * gpu.clock_khz * 1e3 / 1e12;
+}
+#endif
+
+namespace {
+
 const ParamSpec kLoops{"loops", ParamKind::kWhole, "65536", 1, kFmaMaxLoops,
                        "FMA steps per chain in one launch (16 chains per thread)"};
 
@@ -165,7 +185,28 @@ class ComputeProbe : public Probe {
         {"timing", "CUDA events on one stream, median of rounds"},
         {"verified", "every thread's result after timing"},
     };
+    const double peak = FmaPeakTflops(gpu);
+    Measurement fraction;
+    if (peak > 0) {
+      const std::string basis = fmt::format(
+          "{} SMs x {} fp32 lanes x 2 x {} MHz (the driver's peak SM clock)", gpu.sms,
+          Fp32LanesPerSm(gpu.cc_major, gpu.cc_minor), gpu.clock_khz / 1000);
+      m.info["peak_tflops"] = fmt::format("{:.3f}", peak);
+      m.info["peak_basis"] = basis;
+      fraction.entity = gpu.entity;
+      fraction.metric = "fp32_peak_fraction";
+      fraction.unit = "of peak";
+      for (double v : m.samples) fraction.samples.push_back(v / peak);
+      fraction.value = m.value / peak;
+      fraction.info = {{"peak_tflops", m.info["peak_tflops"]}, {"peak_basis", basis}};
+    } else {
+      m.info["peak_tflops"] = "unknown";
+      m.info["peak_basis"] = fmt::format(
+          "no FMA peak: compute capability {}.{} is not in the table or the driver gave no clock",
+          gpu.cc_major, gpu.cc_minor);
+    }
     out->push_back(std::move(m));
+    if (peak > 0) out->push_back(std::move(fraction));
     return std::nullopt;
   }
 #endif

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "probe/gpu/failure.h"
+#include "probe/gpu/numa.h"
 #include "probe/gpu/repeats.h"
 #include "probe/gpu/probes.h"
 
@@ -40,7 +43,8 @@ struct Settings {
 
 class CopyProbe : public Probe {
  public:
-  CopyProbe(const Spec& spec, CudaLoader cuda) : spec_(spec), cuda_(std::move(cuda)) {}
+  CopyProbe(const Spec& spec, CudaLoader cuda, std::string sysfs)
+      : spec_(spec), cuda_(std::move(cuda)), sysfs_(std::move(sysfs)) {}
 
   std::string key() const override { return spec_.key; }
   std::string description() const override { return spec_.description; }
@@ -97,6 +101,7 @@ class CopyProbe : public Probe {
 
   const Spec& spec_;
   CudaLoader cuda_;
+  std::string sysfs_;
 };
 
 #if GPUFORGE_HAVE_CUDA
@@ -164,6 +169,11 @@ std::optional<Failure> CopyProbe::MeasureGpu(const CudaApi& api, const CudaGpu& 
   }
   CudaOwned<CUdeviceptr> dst(dst_ptr, device_destination ? api.cuMemFree : nullptr);
 
+  // Host copies: the thread on the GPU's own CPUs first, so the pinned pages are on its NUMA
+  // node (a two-socket node's far GPUs would measure the socket link otherwise); held through
+  // the timing, so the submitting thread is local too. See numa.h.
+  std::optional<LocalCpuBinding> binding;
+  if (spec_.direction != Direction::kDeviceToDevice) binding.emplace(sysfs_, gpu.bus_id);
   // Pinned host memory: the whole buffer for host copies, a staging chunk for device-to-device.
   const std::uint64_t host_bytes =
       spec_.direction == Direction::kDeviceToDevice ? std::min(bytes, kChunk) : bytes;
@@ -246,7 +256,8 @@ std::optional<Failure> CopyProbe::MeasureGpu(const CudaApi& api, const CudaGpu& 
       {"verified", "every byte of the destination after timing"},
   };
   if (spec_.direction != Direction::kDeviceToDevice) {
-    info["host_memory"] = "pinned (cuMemHostAlloc), not bound to the GPU's NUMA node";
+    info["host_memory"] = "pinned (cuMemHostAlloc), allocated by a thread " + binding->note();
+    if (gpu.host_numa >= 0) info["gpu_host_numa"] = std::to_string(gpu.host_numa);
   }
   auto add = [&](const char* metric, double bytes_per_copy, const char* counts) {
     Measurement m;
@@ -273,14 +284,16 @@ std::optional<Failure> CopyProbe::MeasureGpu(const CudaApi& api, const CudaGpu& 
 }  // namespace
 
 std::unique_ptr<Probe> MakeGpuCopyProbe(CudaLoader cuda) {
-  return std::make_unique<CopyProbe>(kCopy, std::move(cuda));
+  return std::make_unique<CopyProbe>(kCopy, std::move(cuda), "/sys");
 }
-std::unique_ptr<Probe> MakeGpuH2dProbe(CudaLoader cuda) {
-  return std::make_unique<CopyProbe>(kH2d, std::move(cuda));
+std::unique_ptr<Probe> MakeGpuH2dProbeAt(CudaLoader cuda, std::string sysfs) {
+  return std::make_unique<CopyProbe>(kH2d, std::move(cuda), std::move(sysfs));
 }
-std::unique_ptr<Probe> MakeGpuD2hProbe(CudaLoader cuda) {
-  return std::make_unique<CopyProbe>(kD2h, std::move(cuda));
+std::unique_ptr<Probe> MakeGpuD2hProbeAt(CudaLoader cuda, std::string sysfs) {
+  return std::make_unique<CopyProbe>(kD2h, std::move(cuda), std::move(sysfs));
 }
+std::unique_ptr<Probe> MakeGpuH2dProbe(CudaLoader cuda) { return MakeGpuH2dProbeAt(std::move(cuda), "/sys"); }
+std::unique_ptr<Probe> MakeGpuD2hProbe(CudaLoader cuda) { return MakeGpuD2hProbeAt(std::move(cuda), "/sys"); }
 
 std::unique_ptr<Probe> MakeGpuCopyProbe() { return MakeGpuCopyProbe(LoadCudaDriver); }
 std::unique_ptr<Probe> MakeGpuH2dProbe() { return MakeGpuH2dProbe(LoadCudaDriver); }

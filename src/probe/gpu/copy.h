@@ -8,11 +8,14 @@
 //   gpu.d2h   device to pinned host (PCIe), "bandwidth" in bytes copied.
 // GB/s are 10^9 bytes. Buffers hold a pattern written from the host (never zeros), the
 // destination is poisoned first, and after timing the whole destination is read back and
-// compared word by word: any difference is ERROR "wrong_data". Timing: `warmup` copies, then
+// compared word by word: any difference is ERROR "gpu.wrong_data". Timing: `warmup` copies, then
 // `repeats` rounds of `iters` copies between CUDA events on one stream; the value is the
-// median round, the samples every round. Host buffers are not bound to the GPU's NUMA node.
+// median round, the samples every round. Host buffers are allocated, and the copies issued,
+// by a thread bound to the GPU's local CPUs (numa.h), as nvbandwidth does; info host_memory
+// says where it was bound, or why not.
 
 #include <memory>
+#include <string>
 
 #include "gpuforge/probe/probe.h"
 #include "probe/gpu/cuda_api.h"
@@ -22,5 +25,8 @@ namespace gpuforge::probe::internal {
 std::unique_ptr<Probe> MakeGpuCopyProbe(CudaLoader cuda);
 std::unique_ptr<Probe> MakeGpuH2dProbe(CudaLoader cuda);
 std::unique_ptr<Probe> MakeGpuD2hProbe(CudaLoader cuda);
+// The same with the PCI devices' local_cpulist read under `sysfs` instead of /sys (tests).
+std::unique_ptr<Probe> MakeGpuH2dProbeAt(CudaLoader cuda, std::string sysfs);
+std::unique_ptr<Probe> MakeGpuD2hProbeAt(CudaLoader cuda, std::string sysfs);
 
 }  // namespace gpuforge::probe::internal

@@ -19,8 +19,8 @@ namespace gpuforge::probe::internal {
 
 struct CublasLtApi;  // complete below when this build has cublasLt.h
 
-// cuBLASLt, or why there is none: "no_cublaslt_headers" (built without cublasLt.h),
-// "no_cublaslt" (no library loads; the reason quotes dlerror), "cublaslt_too_old" (a symbol is
+// cuBLASLt, or why there is none: "gpu.no_cublaslt_headers" (built without cublasLt.h),
+// "gpu.no_cublaslt" (no library loads; the reason quotes dlerror), "gpu.cublaslt_too_old" (a symbol is
 // missing).
 struct CublasLtLoad {
   std::shared_ptr<const CublasLtApi> api;
@@ -56,7 +56,7 @@ struct CublasLtApi {
   std::string library;  // "libcublasLt.so.13"
 };
 
-// nullopt on CUBLAS_STATUS_SUCCESS, else a "cublas_error" Failure naming the call.
+// nullopt on CUBLAS_STATUS_SUCCESS, else a "gpu.cublas_error" Failure naming the call.
 std::optional<Failure> CublasCheck(const CublasLtApi& api, const char* call, cublasStatus_t rc);
 
 #define GPUFORGE_CUBLAS(api, fn, ...) \

@@ -119,6 +119,17 @@ std::optional<ProbeResult> OpenCuda(const CudaApi& api, const std::string& probe
         return fail(*f);
       }
     }
+    // Optional: a driver that does not know an attribute answers CUDA_ERROR_INVALID_VALUE,
+    // and the probes then do without (no FMA peak, no NUMA note).
+    int value = 0;
+    if (api.cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, g.device) == CUDA_SUCCESS &&
+        value > 0) {
+      g.clock_khz = value;
+    }
+    if (api.cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, g.device) == CUDA_SUCCESS &&
+        value >= 0) {
+      g.host_numa = value;
+    }
     gpus->push_back(std::move(g));
   }
   std::stable_sort(gpus->begin(), gpus->end(),

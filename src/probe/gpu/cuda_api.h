@@ -24,9 +24,9 @@ namespace gpuforge::probe::internal {
 
 struct CudaApi;  // complete below when this build has cuda.h
 
-// The driver API, or why there is none. Codes: "no_cuda_headers" (built without cuda.h),
-// "no_cuda_driver" (libcuda.so.1 does not load; the reason quotes dlerror),
-// "cuda_driver_too_old" (a symbol this build needs is missing; the reason names it).
+// The driver API, or why there is none. Codes: "gpu.no_cuda_headers" (built without cuda.h),
+// "gpu.no_cuda_driver" (libcuda.so.1 does not load; the reason quotes dlerror),
+// "gpu.cuda_driver_too_old" (a symbol this build needs is missing; the reason names it).
 struct CudaLoad {
   std::shared_ptr<const CudaApi> api;
   std::string code;
@@ -58,6 +58,7 @@ namespace gpuforge::probe::internal {
   X(cuMemsetD32Async)                                                                      \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                \
   X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)         \
+  X(cuStreamQuery)                                                                         \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                \
   X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)       \
   X(cuLaunchKernel)
@@ -75,7 +76,7 @@ struct CudaApi {
 // "cuMemAlloc failed: out of memory (CUDA_ERROR_OUT_OF_MEMORY)", in the driver's own words.
 std::string CudaCallError(const CudaApi& api, const char* call, CUresult rc);
 
-// nullopt on CUDA_SUCCESS, else a "cuda_error" Failure naming the call.
+// nullopt on CUDA_SUCCESS, else a "gpu.cuda_error" Failure naming the call.
 std::optional<Failure> CudaCheck(const CudaApi& api, const char* call, CUresult rc);
 
 // Calls api.fn(args...) and checks it, naming the call as written: GPUFORGE_CU(api, cuMemAlloc,
@@ -93,12 +94,14 @@ struct CudaGpu {
   int cc_minor = 0;
   int sms = 0;
   int threads_per_sm = 0;
+  int clock_khz = 0;     // CU_DEVICE_ATTRIBUTE_CLOCK_RATE: the peak SM clock; 0 when unknown
+  int host_numa = -1;    // CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (CUDA 12.2+); -1 when unknown
   // "gpu0 (0000:1b:00.0)": how failures name it.
   std::string Label() const { return entity + " (" + bus_id + ")"; }
 };
 
-// cuInit and the GPUs in bus order, or the result that ends the probe: SKIP "no_gpu" when
-// cuInit says CUDA_ERROR_NO_DEVICE or there are no devices, ERROR "cuda_error" naming the call
+// cuInit and the GPUs in bus order, or the result that ends the probe: SKIP "gpu.none" when
+// cuInit says CUDA_ERROR_NO_DEVICE or there are no devices, ERROR "gpu.cuda_error" naming the call
 // otherwise.
 std::optional<ProbeResult> OpenCuda(const CudaApi& api, const std::string& probe,
                                     std::vector<CudaGpu>* gpus);
@@ -138,7 +141,7 @@ class PrimaryContext {
 };
 
 // Enqueues `op` as Repeats says and returns the seconds of each timed round. Fails
-// "cancelled" when `ctx` is cancelled between rounds, "bad_timing" on a non-positive time.
+// "probe.cancelled" when `ctx` is cancelled between rounds, "probe.bad_timing" on a non-positive time.
 std::optional<Failure> TimeRounds(const CudaApi& api, CUstream stream, const Repeats& r,
                                   const Context& ctx,
                                   const std::function<std::optional<Failure>()>& op,

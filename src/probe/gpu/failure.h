@@ -10,8 +10,8 @@
 
 namespace gpuforge::probe::internal {
 
-// Why one GPU could not be measured. `code` is stable ("cuda_error", "wrong_data",
-// "nvml_error", "cublas_error", "bad_timing"); `reason` is for people and names the call.
+// Why one GPU could not be measured. `code` is stable ("gpu.cuda_error", "gpu.wrong_data",
+// "gpu.nvml_error", "gpu.cublas_error", "probe.bad_timing"; src/validate/codes.cc lists them all); `reason` is for people and names the call.
 struct Failure {
   std::string code;
   std::string reason;

@@ -5,9 +5,9 @@
 // bf16 (column-major, no transpose), fp32 accumulation, bf16 output, the first algorithm
 // cuBLASLt's heuristic offers with a 32 MiB workspace. Inputs are small signed values
 // (+-0.5, +-1, +-2, never zero) so every dot product is exact in fp32; after timing, a 32 x 32
-// sample of D is compared with the host's product (ERROR "wrong_data" beyond bf16 rounding).
+// sample of D is compared with the host's product (ERROR "gpu.wrong_data" beyond bf16 rounding).
 // Metric "bf16_tflops" (TFLOP/s, 2 M N K per multiply), median of timed rounds.
-// SKIP "no_cublaslt" when the library does not load, "unsupported_gpu" below compute 8.0.
+// SKIP "gpu.no_cublaslt" when the library does not load, "gpu.unsupported" below compute 8.0.
 
 #include <memory>
 

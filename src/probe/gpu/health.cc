@@ -259,7 +259,9 @@ class HealthProbe : public Probe {
       GpuReading reading(api, &gpu, &all);
       reading.ReadAll();
       if (reading.failure()) failures.push_back(*reading.failure());
-      if (xid.readable) all.push_back(xid.For(gpu));
+      if (xid.readable) {
+        for (Measurement& m : xid.For(gpu)) all.push_back(std::move(m));
+      }
     }
     all[0] = Node(api, gpus, count);
     if (!xid.readable) {
@@ -286,18 +288,26 @@ class HealthProbe : public Probe {
       return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ","));
     }
 
-    Measurement For(const Gpu& g) const {
-      Measurement m;
-      m.entity = g.entity;
-      m.metric = "xid_count";
-      m.unit = "count";
-      auto it = by_bus.find(g.bus_id);
-      if (it != by_bus.end()) {
-        for (const auto& [code, n] : it->second) m.value += n;
+    // "xid_count": hardware Xids of this GPU (IsHardwareXid), what fails it; "xid_app_count":
+    // the others, which an application causes and which only warn.
+    std::vector<Measurement> For(const Gpu& g) const {
+      std::map<int, int> hardware, app;
+      if (auto it = by_bus.find(g.bus_id); it != by_bus.end()) {
+        for (const auto& [code, n] : it->second) (IsHardwareXid(code) ? hardware : app)[code] = n;
       }
-      m.samples = {m.value};
-      m.info["codes"] = it == by_bus.end() ? "none" : Codes(it->second);
-      return m;
+      auto count = [&](const char* metric, const std::map<int, int>& codes, const char* kind) {
+        Measurement m;
+        m.entity = g.entity;
+        m.metric = metric;
+        m.unit = "count";
+        for (const auto& [code, n] : codes) m.value += n;
+        m.samples = {m.value};
+        m.info["codes"] = Codes(codes);
+        m.info["kind"] = kind;
+        return m;
+      };
+      return {count("xid_count", hardware, "hardware (NVIDIA's Xid catalog: reset, reboot or RMA)"),
+              count("xid_app_count", app, "application (the catalog's RESTART_APP), or unlisted")};
     }
 
     Measurement ForNode(const std::vector<Gpu>& gpus) const {
@@ -310,6 +320,11 @@ class HealthProbe : public Probe {
       std::map<int, int> all;
       for (const XidEvent& e : scan.events) ++all[e.code];
       m.info["codes"] = Codes(all);
+      std::map<int, int> hardware;
+      for (const auto& [code, n] : all) {
+        if (IsHardwareXid(code)) hardware[code] = n;
+      }
+      m.info["hardware_codes"] = Codes(hardware);
       if (!scan.events.empty()) {
         const XidEvent& last = scan.events.back();
         m.info["last"] = fmt::format("{} xid {}: {}", last.bus_id, last.code, last.detail);

@@ -11,7 +11,8 @@
 //   and display clocks are not slowdowns);
 //   power_draw, power_limit (W); temperature (C);
 //   pcie_gen_current, pcie_gen_max (gen); pcie_width_current, pcie_width_max (lanes);
-//   nvlink_up, nvlink_total (count); persistence (bool); xid_count (count, when the log reads).
+//   nvlink_up, nvlink_total (count); persistence (bool); xid_count (hardware Xids, which fail) and
+//   xid_app_count (application Xids, which warn; see IsHardwareXid in xid.h), when the log reads.
 // For the node "node": gpu_count (info: driver_version, model, and per GPU its bus id, uuid,
 // model and the metrics it does not support), xid_count (when the kernel log is readable;
 // otherwise info xid_source=unavailable and the reason, never a made-up 0).

@@ -104,8 +104,8 @@ struct NvmlApi {
   R (*nvmlDeviceGetPersistenceMode)(D, int*) = nullptr;
 };
 
-// NVML, or why there is none: code "no_nvml" (the library does not load; reason quotes
-// dlerror) or "nvml_too_old" (a required symbol is missing).
+// NVML, or why there is none: code "gpu.no_nvml" (the library does not load; reason quotes
+// dlerror) or "gpu.nvml_too_old" (a required symbol is missing).
 struct NvmlLoad {
   std::shared_ptr<const NvmlApi> api;
   std::string code;

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstring>
 
 #include "gpuforge/base/text.h"
@@ -42,6 +44,11 @@ bool ParseLine(std::string_view line, XidEvent* out) {
 }
 
 }  // namespace
+
+bool IsHardwareXid(int code) {
+  static constexpr int kHardware[] = {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140};
+  return std::find(std::begin(kHardware), std::end(kHardware), code) != std::end(kHardware);
+}
 
 XidScan ParseXid(std::string_view log) {
   XidScan scan;

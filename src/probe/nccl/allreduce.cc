@@ -51,7 +51,9 @@ const ParamSpec kNodeIndex{"node_index", ParamKind::kWhole, "0", 0, 0,
 const ParamSpec kPreset{"preset", ParamKind::kText, "", 0, 0,
                         "'quick': one size of 4 MiB, 100 operations (overrides the sweep)"};
 const ParamSpec kNcclDebug{"nccl_debug", ParamKind::kText, "INFO", 0, 0,
-                           "NCCL_DEBUG unless the environment sets it: VERSION, WARN, INFO, TRACE"};
+                           "NCCL_DEBUG unless the environment sets it: WARN, INFO, TRACE"};
+const ParamSpec kNeedIb{"need_ib", ParamKind::kWhole, "0", 0, 1,
+                        "1: stop with nccl.no_ib right after NCCL's init when it chose sockets"};
 
 gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
   Settings s;
@@ -120,11 +122,20 @@ gpuforge::Result<Settings> ParseSettings(const Context& ctx) {
   std::string level = *debug;
   std::transform(level.begin(), level.end(), level.begin(),
                  [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; });
-  if (level != "VERSION" && level != "WARN" && level != "INFO" && level != "TRACE") {
-    return Error{
-        fmt::format("parameter nccl_debug must be VERSION, WARN, INFO or TRACE, not '{}'", *debug)};
+  if (level == "VERSION") {
+    // NCCL's showVersion() prints the version line through its VERSION level, which is what
+    // the agent's stdout (its result channel) would carry; WARN keeps the line, in the log file.
+    return Error{"parameter nccl_debug=VERSION is refused: at that level NCCL prints its version on "
+                 "stdout, the agent's result channel; use WARN (which logs the version too), INFO or "
+                 "TRACE"};
+  }
+  if (level != "WARN" && level != "INFO" && level != "TRACE") {
+    return Error{fmt::format("parameter nccl_debug must be WARN, INFO or TRACE, not '{}'", *debug)};
   }
   s.nccl_debug = level;
+  gpuforge::Result<std::int64_t> need_ib = Whole(ctx, kNeedIb);
+  if (!need_ib.ok()) return need_ib.error();
+  s.need_ib = *need_ib == 1;
   if (s.quick) {
     // The guides' quick check: one size, 100 operations; it overrides the sweep parameters.
     s.min_bytes = s.max_bytes = kQuickBytes;
@@ -188,6 +199,7 @@ std::vector<Measurement> Measurements(const Settings& s, const Sweep& sweep,
       {"nodes", std::to_string(s.nodes)},
       {"check", sweep.check},
   };
+  if (!sweep.check_why.empty()) info["check_why"] = sweep.check_why;
   if (log.ib_no_device) info["ib_no_device_line"] = log.ib_no_device_line;
   auto with = [&](std::map<std::string, std::string> more) {
     more.insert(info.begin(), info.end());
@@ -238,7 +250,7 @@ class AllReduceProbe : public Probe {
   }
   std::vector<Param> params() const override {
     return {kMinBytes, kMaxBytesParam, kStepFactor, kWarmup, kIters, kCheck, kOp,
-            kDatatype, kGpus, kNodes, kNodeIndex, kPreset, kNcclDebug};
+            kDatatype, kGpus, kNodes, kNodeIndex, kPreset, kNcclDebug, kNeedIb};
   }
 
   ProbeResult Run(const Context& ctx) override {
@@ -275,7 +287,20 @@ class AllReduceProbe : public Probe {
     log->Start(s.nccl_debug);
     Sweep sweep;
     std::vector<Failure> failures;
-    if (auto f = RunSweep(cu, nc, s, ctx, gpus, kernels_, &sweep)) failures.push_back(*f);
+    // NCCL picks its network during init and says so ("Using network Socket"): over sockets the
+    // default 8 GiB sweep runs for minutes to measure what is already known to be wrong.
+    auto network_check = [&]() -> std::optional<Failure> {
+      if (!s.need_ib) return std::nullopt;
+      const NcclLogSummary early = ParseNcclLog(log->Finish());
+      if (early.network != "Socket") return std::nullopt;
+      return Failure{"nccl.no_ib",
+                     fmt::format("NCCL chose network Socket during init{}; stopped before the sweep "
+                                 "(need_ib=1)",
+                                 early.ib_no_device ? ": \"" + early.ib_no_device_line + "\"" : "")};
+    };
+    if (auto f = RunSweep(cu, nc, s, ctx, gpus, kernels_, &sweep, network_check)) {
+      failures.push_back(*f);
+    }
     const NcclLogSummary summary = ParseNcclLog(log->Finish());
     // Only a node whose own sweep succeeded trades times; the others are stuck in NCCL or
     // gone, and the controller's timeout ends their round.

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,7 @@ struct Settings {
   int node_index = 0;
   bool quick = false;
   std::string nccl_debug = "INFO";
+  bool need_ib = false;  // stop at init when NCCL chose sockets
 };
 
 #if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
@@ -54,6 +56,7 @@ struct Sweep {
   std::vector<Row> rows;
   std::string first_wrong;  // the first wrong element, for the reason
   std::string check;        // where the data were checked: "gpu", "host", "off"
+  std::string check_why;    // why "host": no kernels, an old GPU, a driver that cannot load them
 };
 
 // Round 1 of a multi-node run: the GPU counts and node 0's NCCL id.
@@ -66,9 +69,12 @@ std::optional<Failure> ShareTimes(const Context& ctx, const Settings& s, Sweep* 
 
 // The whole sweep on this agent's GPUs: every size out-of-place then in-place, timed and
 // (with check=1) checked, into `sweep`; with nodes > 1 it meets the other agents first.
+// `after_init` runs once the communicators are up, before the first operation; a failure it
+// returns ends the sweep there (the socket-fallback check, see allreduce.cc).
 std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Settings& s,
                                 const Context& ctx, const std::vector<CudaGpu>& gpus,
-                                std::span<const unsigned char> kernels, Sweep* sweep);
+                                std::span<const unsigned char> kernels, Sweep* sweep,
+                                const std::function<std::optional<Failure>()>& after_init);
 
 #endif  // GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL
 

@@ -20,8 +20,8 @@ namespace gpuforge::probe::internal {
 
 struct NcclApi;  // complete below when this build has nccl.h and cuda.h
 
-// NCCL, or why there is none. Codes: "no_nccl_headers" (built without nccl.h or cuda.h),
-// "no_nccl" (no library loads; the reason quotes dlerror), "nccl_too_old" (a symbol this build
+// NCCL, or why there is none. Codes: "nccl.no_headers" (built without nccl.h or cuda.h),
+// "nccl.no_library" (no library loads; the reason quotes dlerror), "nccl.too_old" (a symbol this build
 // needs is missing; the reason names it).
 struct NcclLoad {
   std::shared_ptr<const NcclApi> api;
@@ -43,10 +43,12 @@ NcclLoad LoadNcclFrom(std::span<const char* const> names);
 
 namespace gpuforge::probe::internal {
 
-// Every NCCL call the probe makes; all exist since NCCL 2.13 (ncclGetLastError).
+// Every NCCL call the probe makes; all exist since NCCL 2.14 (ncclCommInitRankConfig, whose
+// config.blocking = 0 makes the communicators non-blocking; ncclGetLastError is 2.13).
 // clang-format off
 #define GPUFORGE_NCCL_FUNCTIONS(X)                                                      \
   X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitAll)           \
+  X(ncclCommInitRankConfig)                                                               \
   X(ncclGroupStart) X(ncclGroupEnd) X(ncclAllReduce) X(ncclCommDestroy)                 \
   X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclGetErrorString) X(ncclGetLastError)
 // clang-format on
@@ -65,7 +67,7 @@ std::string NcclResultName(ncclResult_t rc);
 // error: socket connect to 10.0.0.2<44321> failed", in NCCL's own words.
 std::string NcclCallError(const NcclApi& api, const char* call, ncclResult_t rc);
 
-// nullopt on ncclSuccess, else an "nccl_error" Failure naming the call.
+// nullopt on ncclSuccess, else an "nccl.error" Failure naming the call.
 std::optional<Failure> NcclCheck(const NcclApi& api, const char* call, ncclResult_t rc);
 
 // Calls api.fn(args...) and checks it, naming the call as written.

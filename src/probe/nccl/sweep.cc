@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -100,10 +101,13 @@ class Devices {
   }
 
   // The fill and verify kernels in rank i's context, and the verify kernel's counters.
-  std::optional<Failure> LoadKernels(std::size_t i, std::span<const unsigned char> image) {
+  // `load_rc`: what cuModuleLoadData answered.
+  std::optional<Failure> LoadKernels(std::size_t i, std::span<const unsigned char> image,
+                                     CUresult* load_rc) {
     Rank& r = ranks_[i];
     if (auto f = Enter(i)) return f;
-    if (auto f = GPUFORGE_CU(cu_, cuModuleLoadData, &r.module, image.data())) {
+    *load_rc = cu_.cuModuleLoadData(&r.module, image.data());
+    if (auto f = CudaCheck(cu_, "cuModuleLoadData", *load_rc)) {
       r.module = nullptr;
       return f;
     }
@@ -132,32 +136,25 @@ class Devices {
   std::vector<Rank> ranks_;
 };
 
-// This agent's communicators (one per GPU) and a watchdog thread that, while they live, polls
-// ncclCommGetAsyncError and the cancel flag and aborts them all on either. The CudaApi has no
-// cuStreamQuery, so waiting is a blocking cuStreamSynchronize; the abort is what ends a wait on
-// a peer that is gone (ncclCommAbort stops NCCL's kernels).
-//
-// No lock is held across an NCCL call: with NCCL_RUNTIME_CONNECT=1 (the default since 2.22)
-// ncclGroupEnd connects to the peers and blocks when one is gone, and the watchdog must be able
-// to poll and abort then. ncclCommGetAsyncError may be called while another thread uses the
-// communicator, and ncclCommAbort from another thread is how NCCL breaks a hang. The watchdog
-// raises `aborted_` before it aborts, so no NCCL call starts on an aborted communicator after
-// the flag is seen; one already inside NCCL (the hang) is what the abort is for. A hang inside
-// ncclCommInitRank (bootstrap waiting for a node that never comes) comes before the watchdog
-// and the communicators exist: the agent's timeout has to end that one.
+// This agent's communicators (one per GPU), non-blocking (config.blocking = 0), driven from
+// this one thread only. Every wait polls, as nccl-tests' testStreamSynchronize does
+// (NVIDIA/nccl-tests src/common.cu): cuStreamQuery on each rank's stream, then
+// ncclCommGetAsyncError on its communicator, and on an asynchronous error or the cancel flag
+// ncclCommAbort on every communicator, from this thread. An earlier version aborted from a
+// watchdog thread while this one could be inside ncclGroupEnd, which NCCL 2.28 does not
+// allow (the abort frees what the group end still uses). Non-blocking communicators make the
+// one call that could block for good, ncclGroupEnd connecting to a peer that is gone
+// (NCCL_RUNTIME_CONNECT=1, the default since 2.22), return ncclInProgress instead: Settle()
+// then polls ncclCommGetAsyncError until no communicator is in progress, as NCCL's
+// "Fault Tolerance" section of its user guide describes for non-blocking communicators. What
+// still blocks is ncclGetUniqueId/bootstrap before the communicators exist: the agent's
+// timeout ends that one.
 class Clique {
  public:
   Clique(const NcclApi& nc, const CudaApi& cu, Devices& dev, const Context& ctx)
       : nc_(nc), cu_(cu), dev_(dev), ctx_(ctx) {}
   ~Clique() {
-    {
-      std::lock_guard lock(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (watchdog_.joinable()) watchdog_.join();
-    // After the watchdog's abort every communicator is gone.
-    for (std::size_t i = 0; i < comms_.size() && !aborted_.load(); ++i) {
+    for (std::size_t i = 0; i < comms_.size() && !tripped_; ++i) {
       if (comms_[i] == nullptr) continue;
       dev_.Enter(i);
       // Destroy waits for outstanding work and may talk to peers; after a failure that could
@@ -173,8 +170,7 @@ class Clique {
   Clique(const Clique&) = delete;
   Clique& operator=(const Clique&) = delete;
 
-  // One ncclCommInitRank per GPU inside a group, each with its GPU's context current. Before
-  // Watch(): comms_ is written here only.
+  // One ncclCommInitRankConfig per GPU inside a group, each with its GPU's context current.
   std::optional<Failure> Init(const ncclUniqueId& id, int nranks, int base) {
     comms_.assign(dev_.size(), nullptr);
     std::optional<Failure> failure = GPUFORGE_NCCL(nc_, ncclGroupStart);
@@ -182,104 +178,146 @@ class Clique {
     for (std::size_t i = 0; i < dev_.size() && !failure; ++i) {
       failure = dev_.Enter(i);
       if (!failure) {
-        failure = GPUFORGE_NCCL(nc_, ncclCommInitRank, &comms_[i], nranks, id,
-                                base + static_cast<int>(i));
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        failure = Started("ncclCommInitRankConfig",
+                          nc_.ncclCommInitRankConfig(&comms_[i], nranks, id,
+                                                     base + static_cast<int>(i), &config));
         if (failure) failure->reason = dev_[i].gpu.Label() + ": " + failure->reason;
       }
     }
-    std::optional<Failure> end = GPUFORGE_NCCL(nc_, ncclGroupEnd);
-    return failure ? failure : end;
+    std::optional<Failure> end = Started("ncclGroupEnd", nc_.ncclGroupEnd());
+    if (failure) return failure;
+    if (end) return end;
+    return Settle();
   }
 
-  void Watch() {
-    watchdog_ = std::thread([this] { Guard(); });
-  }
-
-  // One all-reduce on every GPU, as one group.
-  std::optional<Failure> AllReduce(std::uint64_t count, ncclRedOp_t op, bool in_place) {
-    if (auto why = Tripped()) return why;
+  // One all-reduce on every GPU, as one group. `offset` bytes into both buffers (nccl-tests
+  // rotates it per operation, see Sweeper::Time).
+  std::optional<Failure> AllReduce(std::uint64_t count, ncclRedOp_t op, bool in_place,
+                                   std::uint64_t offset = 0) {
+    if (tripped_) return tripped_;
     std::optional<Failure> failure = GPUFORGE_NCCL(nc_, ncclGroupStart);
     if (failure) return failure;
     for (std::size_t i = 0; i < dev_.size() && !failure; ++i) {
       const Devices::Rank& r = dev_[i];
       failure = dev_.Enter(i);
       if (!failure) {
-        const void* send = reinterpret_cast<const void*>(in_place ? r.recv : r.send);
-        failure = GPUFORGE_NCCL(nc_, ncclAllReduce, send, reinterpret_cast<void*>(r.recv), count,
-                                ncclFloat, op, comms_[i], r.stream);
+        const CUdeviceptr recv = r.recv + offset;
+        const CUdeviceptr send = in_place ? recv : r.send + offset;
+        failure = Started("ncclAllReduce",
+                          nc_.ncclAllReduce(reinterpret_cast<const void*>(send),
+                                            reinterpret_cast<void*>(recv), count, ncclFloat, op,
+                                            comms_[i], r.stream));
       }
     }
     // The group is closed even after a failed call, so NCCL's group depth stays balanced.
-    std::optional<Failure> end = GPUFORGE_NCCL(nc_, ncclGroupEnd);
-    // An abort while NCCL ran makes its calls fail: what the watchdog saw is the cause.
-    if (auto why = Tripped()) return why;
-    return failure ? failure : end;
+    std::optional<Failure> end = Started("ncclGroupEnd", nc_.ncclGroupEnd());
+    if (failure) return Abort(*failure);
+    if (end) return Abort(*end);
+    return Settle();
   }
 
-  // Waits for every stream. What the watchdog saw comes first: a CUDA error after an abort
-  // is its consequence, not its cause.
+  // Waits for every stream by polling, as testStreamSynchronize: done streams drop out, a
+  // pending one has its communicator's asynchronous error read, and an error or the cancel
+  // flag aborts every communicator from here.
   std::optional<Failure> Wait() {
-    std::optional<Failure> failure;
-    for (std::size_t i = 0; i < dev_.size() && !failure; ++i) {
-      failure = GPUFORGE_CU(cu_, cuStreamSynchronize, dev_[i].stream);
+    if (tripped_) return tripped_;
+    std::vector<bool> done(dev_.size(), false);
+    for (std::size_t remaining = dev_.size(); remaining > 0;) {
+      bool idle = true;
+      for (std::size_t i = 0; i < dev_.size(); ++i) {
+        if (done[i]) continue;
+        if (auto f = dev_.Enter(i)) return Abort(*f);
+        const CUresult rc = cu_.cuStreamQuery(dev_[i].stream);
+        if (rc == CUDA_SUCCESS) {
+          done[i] = true;
+          --remaining;
+          idle = false;
+          continue;
+        }
+        if (rc != CUDA_ERROR_NOT_READY) {
+          Failure f = *CudaCheck(cu_, "cuStreamQuery", rc);
+          f.reason = dev_[i].gpu.Label() + ": " + f.reason;
+          return Abort(f);
+        }
+        if (auto f = AsyncError(i)) return Abort(*f);
+      }
+      if (remaining == 0) break;
+      if (ctx_.Cancelled()) {
+        return Abort({"probe.cancelled", "cancelled while NCCL operations were in flight"});
+      }
+      if (idle) std::this_thread::yield();
     }
-    if (auto why = Tripped()) return why;
-    return failure;
-  }
-
-  // Why the watchdog aborted, once it has.
-  std::optional<Failure> Tripped() const {
-    // The acquire pairs with the watchdog's release: tripped_ is complete once the flag is up.
-    if (!aborted_.load(std::memory_order_acquire)) return std::nullopt;
-    return tripped_;
+    return std::nullopt;
   }
 
   void Healthy() { healthy_ = true; }
 
  private:
-  // m_ guards stop_ only, for the wake-up at destruction; NCCL is polled and aborted outside
-  // any lock the sweep takes.
-  void Guard() {
-    std::unique_lock lock(m_);
-    while (!stop_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(2));
-      if (stop_) break;
-      std::optional<Failure> why;
-      if (ctx_.Cancelled()) {
-        why = Failure{"probe.cancelled", "cancelled while NCCL operations were in flight"};
-      }
-      for (std::size_t i = 0; i < comms_.size() && !why; ++i) {
+  // A non-blocking communicator answers ncclInProgress where a blocking one would wait.
+  std::optional<Failure> Started(const char* call, ncclResult_t rc) const {
+    if (rc == ncclInProgress) return std::nullopt;
+    return NcclCheck(nc_, call, rc);
+  }
+
+  // Polls every communicator until none is in progress (what ncclGroupEnd and
+  // ncclCommInitRankConfig started has finished), aborting on an error or the cancel flag.
+  std::optional<Failure> Settle() {
+    for (;;) {
+      bool pending = false;
+      for (std::size_t i = 0; i < comms_.size(); ++i) {
+        if (comms_[i] == nullptr) continue;
         ncclResult_t async = ncclSuccess;
         if (auto f = GPUFORGE_NCCL(nc_, ncclCommGetAsyncError, comms_[i], &async)) {
-          why = f;
-        } else if (async != ncclSuccess && async != ncclInProgress) {
-          why = Failure{"nccl.error", NcclCallError(nc_, "an operation in flight", async)};
+          f->reason = dev_[i].gpu.Label() + ": " + f->reason;
+          return Abort(*f);
         }
-        if (why) why->reason = dev_[i].gpu.Label() + ": " + why->reason;
+        if (async == ncclInProgress) {
+          pending = true;
+        } else if (async != ncclSuccess) {
+          return Abort({"nccl.error", dev_[i].gpu.Label() + ": " +
+                                          NcclCallError(nc_, "an operation in flight", async)});
+        }
       }
-      if (!why) continue;
-      why->reason += "; the communicators were aborted";
-      tripped_ = std::move(why);
-      aborted_.store(true, std::memory_order_release);
-      for (ncclComm_t c : comms_) {
-        if (c != nullptr) nc_.ncclCommAbort(c);
+      if (!pending) return std::nullopt;
+      if (ctx_.Cancelled()) {
+        return Abort({"probe.cancelled", "cancelled while NCCL was connecting or launching"});
       }
-      return;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+
+  // In progress is no error here: a stream still running has its work in flight.
+  std::optional<Failure> AsyncError(std::size_t i) {
+    ncclResult_t async = ncclSuccess;
+    if (auto f = GPUFORGE_NCCL(nc_, ncclCommGetAsyncError, comms_[i], &async)) {
+      f->reason = dev_[i].gpu.Label() + ": " + f->reason;
+      return f;
+    }
+    if (async == ncclSuccess || async == ncclInProgress) return std::nullopt;
+    return Failure{"nccl.error",
+                   dev_[i].gpu.Label() + ": " + NcclCallError(nc_, "an operation in flight", async)};
+  }
+
+  // Aborts every communicator once, from this thread; later calls answer `why`.
+  std::optional<Failure> Abort(Failure why) {
+    if (tripped_) return tripped_;
+    why.reason += "; the communicators were aborted";
+    tripped_ = std::move(why);
+    for (ncclComm_t c : comms_) {
+      if (c != nullptr) nc_.ncclCommAbort(c);
+    }
+    return tripped_;
   }
 
   const NcclApi& nc_;
   const CudaApi& cu_;
   Devices& dev_;
   const Context& ctx_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool stop_ = false;
   bool healthy_ = false;
-  std::atomic<bool> aborted_{false};
-  std::optional<Failure> tripped_;  // written by the watchdog before aborted_ is raised
-  std::vector<ncclComm_t> comms_;   // fixed once Init returns
-  std::thread watchdog_;
+  std::optional<Failure> tripped_;  // set once the communicators are aborted
+  std::vector<ncclComm_t> comms_;
 };
 
 // Validation data: rank r's element i is 1 + (i + r + seed) % P, small integers whose sum,
@@ -322,6 +360,7 @@ struct Sweeper {
   int nranks = 0;
   int base = 0;
   bool on_gpu = false;  // fill and verify with the kernels (Devices::LoadKernels ran)
+  std::uint64_t buffer_bytes = 0;  // each rank's send and receive buffers
 
   // Out-of-place, then in-place, for one size.
   std::optional<Failure> MeasureSize(std::uint64_t bytes, std::uint32_t seed, Sweep* sweep) {
@@ -345,12 +384,12 @@ struct Sweeper {
   std::optional<Failure> Time(std::uint64_t count, bool in_place, double* seconds) {
     const ncclRedOp_t op = RedOp(s.op);
     for (int i = 0; i < s.warmup; ++i) {
-      if (auto f = clique.AllReduce(count, op, in_place)) return f;
+      if (auto f = clique.AllReduce(count, op, in_place, Offset(count, i))) return f;
     }
     if (auto f = clique.Wait()) return f;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < s.iters; ++i) {
-      if (auto f = clique.AllReduce(count, op, in_place)) return f;
+      if (auto f = clique.AllReduce(count, op, in_place, Offset(count, i))) return f;
     }
     if (auto f = clique.Wait()) return f;
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
@@ -360,6 +399,17 @@ struct Sweeper {
     }
     *seconds = took.count() / s.iters;
     return std::nullopt;
+  }
+
+  // Where operation `iter` of `count` elements starts in the buffers: nccl-tests' startColl
+  // (NVIDIA/nccl-tests src/common.cu) steps each operation by its own size through the whole
+  // buffer, steps = max bytes / bytes, shift = bytes * (iter % steps), "to avoid cache effects":
+  // a size under L2 reused at one address would read optimistic. The checked operation starts
+  // at 0, as there.
+  std::uint64_t Offset(std::uint64_t count, int iter) const {
+    const std::uint64_t bytes = count * kElementBytes;
+    const std::uint64_t steps = bytes > 0 ? std::max<std::uint64_t>(1, buffer_bytes / bytes) : 1;
+    return bytes * (static_cast<std::uint64_t>(iter) % steps);
   }
 
   // Fresh data, one operation, every element of every rank's result compared.
@@ -525,20 +575,47 @@ struct Sweeper {
 
 }  // namespace
 
+// Whether cuModuleLoadData's answer means this driver cannot run the fatbin at all (built by
+// a newer toolkit than the driver supports, or no image for this GPU), as opposed to a
+// failure of the GPU or of memory.
+bool DriverCannotLoad(CUresult rc) {
+  return rc == CUDA_ERROR_NO_BINARY_FOR_GPU || rc == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+         rc == CUDA_ERROR_INVALID_IMAGE || rc == CUDA_ERROR_INVALID_PTX ||
+         rc == CUDA_ERROR_JIT_COMPILER_NOT_FOUND ||
+         rc == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH || rc == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE;
+}
+
 std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Settings& s,
                                 const Context& ctx, const std::vector<CudaGpu>& gpus,
-                                std::span<const unsigned char> kernels, Sweep* sweep) {
+                                std::span<const unsigned char> kernels, Sweep* sweep,
+                                const std::function<std::optional<Failure>()>& after_init) {
   if (auto f = GPUFORGE_NCCL(nc, ncclGetVersion, &sweep->version)) return f;
   const std::vector<std::uint64_t> sizes = Sizes(s);
   // The fatbin has SASS from sm_80 up (and compute_90 PTX): older GPUs are checked on the host.
-  const bool on_gpu =
-      s.check && !kernels.empty() &&
-      std::all_of(gpus.begin(), gpus.end(), [](const CudaGpu& g) { return g.cc_major >= 8; });
+  bool on_gpu = s.check && !kernels.empty() &&
+                std::all_of(gpus.begin(), gpus.end(), [](const CudaGpu& g) { return g.cc_major >= 8; });
   sweep->check = !s.check ? "off" : on_gpu ? "gpu" : "host";
+  if (s.check && kernels.empty()) sweep->check_why = "this build has no GPU kernels";
+  if (s.check && !kernels.empty() && !on_gpu) {
+    sweep->check_why = "a GPU is older than compute capability 8.0";
+  }
   Devices dev(cu);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     std::optional<Failure> f = dev.Add(gpus[i], sizes.back());
-    if (!f && on_gpu) f = dev.LoadKernels(i, kernels);
+    if (!f && on_gpu) {
+      CUresult load_rc = CUDA_SUCCESS;
+      f = dev.LoadKernels(i, kernels, &load_rc);
+      // The fatbin is built by one toolkit (CUDA 13.0 here): a driver older than that toolkit
+      // needs (R580) refuses it. The host check needs no kernel, so the sweep goes on with it
+      // and says why.
+      if (f && DriverCannotLoad(load_rc)) {
+        on_gpu = false;
+        sweep->check = "host";
+        sweep->check_why = fmt::format("the driver cannot load gpuforge's kernels on {}: {}",
+                                       gpus[i].Label(), f->reason);
+        f.reset();
+      }
+    }
     if (f) {
       f->reason = gpus[i].Label() + ": " + f->reason;
       return f;
@@ -555,8 +632,10 @@ std::optional<Failure> RunSweep(const CudaApi& cu, const NcclApi& nc, const Sett
   if (ctx.Cancelled()) return Failure{"probe.cancelled", "cancelled before NCCL started"};
   Clique clique(nc, cu, dev, ctx);
   if (auto f = clique.Init(id, nranks, base)) return f;
-  clique.Watch();
-  Sweeper sweeper{cu, nc, s, ctx, dev, clique, nranks, base, on_gpu};
+  if (after_init) {
+    if (auto f = after_init()) return f;
+  }
+  Sweeper sweeper{cu, nc, s, ctx, dev, clique, nranks, base, on_gpu, sizes.back()};
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (auto f = sweeper.MeasureSize(sizes[i], static_cast<std::uint32_t>(2 * i + 1), sweep))
       return f;

@@ -46,6 +46,7 @@ std::map<std::string, std::string> Session::Info(const Part& peer) const {
       {"gid_index", std::to_string(s_.gid_index)},
       {"memory", ep_.memory},
       {"registration", ep_.registration},
+      {"relaxed_ordering", ep_.relaxed_ordering},
       {"qp", "RC"},
   };
   if (spec_.kind == Kind::kBw) {

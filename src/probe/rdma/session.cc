@@ -193,9 +193,9 @@ std::optional<Failure> Session::AllocateBuffer() {
     std::memset(ep_.host_buffer.get(), 0, bytes);
     ep_.buffer = ep_.host_buffer.get();
   }
-  errno = 0;
-  ibv_mr* mr = api_.reg_mr(ep_.pd.get(), ep_.buffer, ep_.buffer_bytes,
-                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = RegisterWith([&](int access) {
+    return api_.reg_mr(ep_.pd.get(), ep_.buffer, ep_.buffer_bytes, access);
+  });
   if (mr == nullptr && gpu) {
     // Without nvidia-peermem, the kernel may still take GPU memory as a DMA-BUF (inbox RDMA
     // stack with NVIDIA's open kernel modules), as perftest's --use_cuda_dmabuf does.
@@ -226,6 +226,34 @@ std::optional<Failure> Session::AllocateBuffer() {
   return std::nullopt;
 }
 
+// perftest's bandwidth tests register with IBV_ACCESS_RELAXED_ORDERING unless told not to
+// (linux-rdma/perftest src/perftest_resources.c, create_single_mr: "if
+// (user_param->disable_pcir == 0) flags |= IBV_ACCESS_RELAXED_ORDERING"), and the pass marks
+// come from ib_write_bw: without it PCIe ordering can hold the HCA's writes back. The flag is
+// optional (IBV_ACCESS_OPTIONAL_RANGE): a kernel or provider that predates it refuses the
+// call with EINVAL, so the registration is tried again without it, and the result says so.
+ibv_mr* Session::RegisterWith(const std::function<ibv_mr*(int access)>& reg) {
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  errno = 0;
+  ibv_mr* mr = reg(kAccess | IBV_ACCESS_RELAXED_ORDERING);
+  if (mr != nullptr) {
+    ep_.relaxed_ordering = "on";
+    return mr;
+  }
+  const int err = VerbsErrno(0);
+  if (err != EINVAL) {
+    errno = err;
+    return nullptr;
+  }
+  errno = 0;
+  mr = reg(kAccess);
+  if (mr != nullptr) {
+    ep_.relaxed_ordering = fmt::format("off: {} with IBV_ACCESS_RELAXED_ORDERING",
+                                       VerbsCallError("the registration", err));
+  }
+  return mr;
+}
+
 ibv_mr* Session::RegisterDmabuf() {
 #if GPUFORGE_HAVE_CUDA
   if (!ep_.cuda_api || ep_.cuda_api->cuMemGetHandleForAddressRange == nullptr || !api_.reg_dmabuf_mr) {
@@ -239,10 +267,10 @@ ibv_mr* Session::RegisterDmabuf() {
     return nullptr;
   }
   ep_.dmabuf_fd.reset(new int(fd));
-  errno = 0;
   // iova = the GPU address, so the peer writes to the address this side announces.
-  ibv_mr* mr = api_.reg_dmabuf_mr(ep_.pd.get(), 0, ep_.buffer_bytes, p, fd,
-                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = RegisterWith([&](int access) {
+    return api_.reg_dmabuf_mr(ep_.pd.get(), 0, ep_.buffer_bytes, p, fd, access);
+  });
   if (mr != nullptr) ep_.registration = "dmabuf";
   return mr;
 #else

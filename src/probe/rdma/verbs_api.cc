@@ -45,8 +45,11 @@ struct Raw {
   decltype(&::ibv_query_gid) query_gid = nullptr;
   decltype(&::ibv_alloc_pd) alloc_pd = nullptr;
   decltype(&::ibv_dealloc_pd) dealloc_pd = nullptr;
-  // The exported ibv_reg_mr takes int access; the verbs.h macro calls it whenever the access
-  // flags are free of IBV_ACCESS_OPTIONAL_RANGE, which holds for every call the probes make.
+  // The exported ibv_reg_mr takes int access; the verbs.h macro calls it when the access flags
+  // are free of IBV_ACCESS_OPTIONAL_RANGE and ibv_reg_mr_iova2 otherwise. rdma-core's exported
+  // ibv_reg_mr forwards every flag to ibv_reg_mr_iova2 itself (libibverbs/verbs.c), so the
+  // optional IBV_ACCESS_RELAXED_ORDERING the probe asks for reaches the provider either way;
+  // where it cannot, the call fails with EINVAL and the probe registers without it.
   ibv_mr* (*reg_mr)(ibv_pd*, void*, size_t, int) = nullptr;
   decltype(&::ibv_dereg_mr) dereg_mr = nullptr;
   decltype(&::ibv_create_cq) create_cq = nullptr;

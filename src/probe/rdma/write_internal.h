@@ -107,6 +107,7 @@ struct Endpoint {
   std::uint64_t gpu_bytes = 0;  // what cuMemAlloc took: buffer_bytes rounded up to 2 MiB
   std::string memory = "host";  // or "gpu0 (0000:1b:00.0)"
   std::string registration = "host";  // GPU memory: "peermem" or "dmabuf"
+  std::string relaxed_ordering = "off";  // "on", or "off: why" when the registration refused it
   struct FdClose {
     void operator()(int* fd) const {
       ::close(*fd);
@@ -131,6 +132,8 @@ class Session {
   std::optional<Failure> Open();
   std::optional<Failure> AllocateBuffer();
   ibv_mr* RegisterDmabuf();
+  // Calls `reg` with relaxed ordering, then without it when that is refused (EINVAL).
+  ibv_mr* RegisterWith(const std::function<ibv_mr*(int access)>& reg);
   std::optional<Failure> CreateQp();
   std::optional<Failure> Connect(const Part& peer);
   std::optional<Failure> Round(const std::string& mine, std::vector<std::string>* parts);

@@ -285,6 +285,9 @@ std::vector<Verdict> JudgeTcp(const model::Cluster& c, const Thresholds& t, cons
 }
 
 constexpr RetryPolicy kUntilGood{.on_fail = true};
+// Wrong sums are not a slow run: an NCCL check whose data check failed is never tried again,
+// so a flaky corruption cannot be outvoted by a later clean attempt.
+constexpr RetryPolicy kUntilGoodUnlessWrong{.on_fail = true, .except_code = "nccl.wrong_data"};
 
 }  // namespace
 
@@ -349,7 +352,7 @@ std::span<const CheckInfo> Checks() {
                 .probe = "nccl.allreduce",
                 .description = "the guides' quick NCCL check: 1024x1024 float all-reduce over the node's GPUs, time "
                                "per op",
-                .retry = kUntilGood,
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 300,
                 .plan = &PlanNcclQuick,
                 .judge = &JudgeNcclNode},
@@ -357,7 +360,7 @@ std::span<const CheckInfo> Checks() {
                 .probe = "nccl.allreduce",
                 .description = "NCCL all-reduce over the node's GPUs, nccl-tests' sweep: bus bandwidth, wrong "
                                "elements, the transport",
-                .retry = kUntilGood,
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 900,
                 .plan = &PlanNcclNode,
                 .judge = &JudgeNcclNode},
@@ -414,8 +417,7 @@ std::span<const CheckInfo> Checks() {
                 .description = "NCCL all-reduce across the selected nodes, one agent per node (the unique id passed "
                                "by gpuforge)",
                 .shape = Shape::kGroup,
-                // Wrong sums are not a slow run: never tried again.
-                .retry = {.on_fail = true, .except_code = "nccl.wrong_data"},
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 1800,
                 .plan = &PlanNcclGroup,
                 .judge_group = &JudgeNcclGroup},

@@ -320,5 +320,52 @@ TEST(FabricRunner, GroupMembersGetTheirIndexAndTheExchange) {
             "stdin: {\"parts\":[\"gpus=8,id=00ff\",\"gpus=8\"],\"schema\":\"gpuforge.exchange/v1\"}\n");
 }
 
+// docs/validate.md: a FAIL nccl.wrong_data is never retried, on one node or across nodes; a slow
+// run of the same checks is.
+TEST(FabricRunner, WrongSumsAreNotTriedAgain) {
+  model::Cluster c = Load(kFabric);
+  Thresholds t = Marks(c);
+  for (const char* check : {"nccl.quick", "nccl.allreduce", "nccl.multinode"}) {
+    EXPECT_EQ(FindCheck(check)->retry.except_code, "nccl.wrong_data") << check;
+  }
+  probe::ProbeResult wrong = Nccl(400, 8);
+  wrong.outcome = probe::Outcome::kError;
+  wrong.code = "nccl.wrong_data";
+  wrong.reason = "gpu3 (rank 3) out-of-place element 17: 7 where 8 was expected";
+  probe::ProbeResult slow = Nccl(100, 8);
+  slow.measurements[3].value = 31;  // past nccl.quick's 30 ms
+  for (const char* check : {"nccl.quick", "nccl.allreduce"}) {
+    for (const probe::ProbeResult* answer : {&wrong, &slow}) {
+      PlannedRun run = RunsOf(PlanChecks(c, kAll, std::vector<std::string>{check}), check).at(0);
+      remote::testing::FakeConnector fake;
+      int calls = 0;
+      fake.nodes[run.node].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+        ++calls;
+        remote::ExecResult r;
+        r.exit_status = 0;
+        r.out = probe::ToJsonLine(*answer) + "\n";
+        return r;
+      };
+      remote::Target target;
+      target.node = run.node;
+      auto session = std::move(fake.Connect(target)).value();
+      RunOptions o;
+      o.retries = 3;
+      std::vector<Verdict> v = RunCheck(*session, {"/a"}, c, t, run, o);
+      ASSERT_FALSE(v.empty());
+      EXPECT_EQ(v[0].state, State::kFail) << check;
+      if (answer == &wrong) {
+        EXPECT_EQ(v[0].code, "nccl.wrong_data") << check;
+        EXPECT_EQ(calls, 1) << check;
+        EXPECT_FALSE(RetryAgain(run, v)) << check;
+      } else {
+        EXPECT_EQ(v[0].code, check == std::string("nccl.quick") ? "threshold.above" : "threshold.below");
+        EXPECT_EQ(calls, 3) << check;
+        EXPECT_EQ(v[0].attempts, 3) << check;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuforge::validate

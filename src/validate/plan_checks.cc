@@ -20,12 +20,30 @@ void PlanEveryNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
   plan.runs.push_back(RunOf(check, *ctx.node));
 }
 
-void PlanNvidiaNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  if (NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
-    plan.runs.push_back(RunOf(check, *ctx.node));
-  } else {
-    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
+namespace {
+
+// Whether a GPU check goes on the node: yes with NVIDIA GPUs; left out without GPUs (login,
+// controller and storage nodes: nothing there to measure); SKIP with another vendor's GPUs,
+// which should be measured but gpuforge has no probes for.
+bool GpuCheckApplies(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  const model::Profile& p = ctx.cluster.ProfileOf(*ctx.node);
+  if (p.gpu_count() == 0) {
+    LeaveOut(plan, check, ctx.node->name, "node.no_gpu", "the node's profile has no GPU");
+    return false;
   }
+  if (!NvidiaGpus(p)) {
+    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia",
+                  fmt::format("the node's GPUs ({}) are not NVIDIA's; gpuforge's GPU probes need NVML and CUDA",
+                              GpuModel(p)));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void PlanNvidiaNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
+  if (GpuCheckApplies(ctx, check, plan)) plan.runs.push_back(RunOf(check, *ctx.node));
 }
 
 void PlanIbCounters(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
@@ -34,7 +52,7 @@ void PlanIbCounters(const PlanContext& ctx, const CheckInfo& check, ValidatePlan
     if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
   }
   if (devices.empty()) {
-    NotApplicable(plan, check, ctx.node->name, "rdma.no_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
+    LeaveOut(plan, check, ctx.node->name, "rdma.no_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
     return;
   }
   PlannedRun r = RunOf(check, *ctx.node);
@@ -43,10 +61,7 @@ void PlanIbCounters(const PlanContext& ctx, const CheckInfo& check, ValidatePlan
 }
 
 void PlanNcclNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  if (!NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
-    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
-    return;
-  }
+  if (!GpuCheckApplies(ctx, check, plan)) return;
   PlannedRun r = RunOf(check, *ctx.node);
   r.entity = "allreduce";
   plan.runs.push_back(std::move(r));
@@ -60,7 +75,14 @@ void PlanNcclQuick(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
 
 namespace {
 // One run per storage tier with a mount (only those with checkpoints: true for `checkpoints`).
+// Storage checks measure what a training job reads and writes, so they go on compute nodes; a
+// login node's view of the same mount is not what a job sees, and the marks are per GPU.
 void PlanMounts(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan, bool checkpoints) {
+  if (ctx.node->role != model::NodeRole::kCompute) {
+    LeaveOut(plan, check, ctx.node->name, "node.not_compute",
+             fmt::format("a {} node: storage checks run on compute nodes", model::ToString(ctx.node->role)));
+    return;
+  }
   bool any = false;
   for (const model::StorageTier& t : ctx.cluster.storage.tiers) {
     if (t.mount.empty() || (checkpoints && !t.checkpoints)) continue;
@@ -71,7 +93,7 @@ void PlanMounts(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& pl
     any = true;
   }
   if (!any) {
-    NotApplicable(plan, check, ctx.node->name, "storage.no_mount",
+    LeaveOut(plan, check, ctx.node->name, "storage.no_mount",
                   checkpoints ? "no storage tier with checkpoints: true names a mount"
                               : "no storage tier in the inventory names a mount");
   }
@@ -126,7 +148,7 @@ void PlanRdmaPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
     if (n != nullptr && !ComputeRdmaNics(c, c.ProfileOf(*n)).empty()) rdma_nodes.push_back(n);
   }
   if (rdma_nodes.size() < 2) {
-    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "rdma.no_pair",
+    LeaveOut(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "rdma.no_pair",
                   "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
     return;
   }
@@ -167,11 +189,14 @@ void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
   std::vector<std::string> members;
   for (const std::string& name : ctx.nodes) {
     const model::Node* n = c.FindNode(name);
-    if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
+    // A training job spans compute nodes: a login node with a GPU is not one of its members.
+    if (n != nullptr && n->role == model::NodeRole::kCompute && NvidiaGpus(c.ProfileOf(*n))) {
+      members.push_back(n->name);
+    }
   }
   if (members.size() < 2) {
-    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "nccl.single_node",
-                  "fewer than two selected nodes have NVIDIA GPUs");
+    LeaveOut(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "nccl.single_node",
+             "fewer than two selected compute nodes have NVIDIA GPUs");
     return;
   }
   PlannedRun r = RunOf(check, *c.FindNode(members.front()));
@@ -204,6 +229,18 @@ void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string
   internal::Mark(v, code);
   v.detail = std::move(why);
   plan.not_applicable.push_back(std::move(v));
+}
+
+void LeaveOut(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
+              std::string why) {
+  Verdict v;
+  v.check = std::string(check.key);
+  v.node = node;
+  v.entity = "node";
+  internal::Mark(v, code);
+  v.detail = std::move(why);
+  v.left_out = true;
+  plan.left_out.push_back(std::move(v));
 }
 
 Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filter) {

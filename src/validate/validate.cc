@@ -26,7 +26,7 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     Verdict v = Base(run, "node");
     v.measured = m->value;
     v.unit = "GPUs";
-    v.threshold = fmt::format("== {} (inventory)", prof->gpu_count());
+    v.threshold = fmt::format("== {} (inventory profiles.{}.gpus.count)", prof->gpu_count(), prof->name);
     v.state = State::kPass;
     if (static_cast<int>(m->value) != prof->gpu_count()) {
       Mark(v, "gpu.count");
@@ -215,19 +215,69 @@ std::vector<Verdict> JudgeGpuRateResult(const model::Cluster& c, const Threshold
   return JudgeGpuRate(t, run, r, ProfileOf(c, run));
 }
 
+// What the node says its file system is (statfs f_type, the mount's type) against what the
+// inventory calls the tier. A shared one the inventory calls local means every node's test file
+// and reads went to one file system at once; a local one where the inventory has a shared tier
+// means that tier is most likely not mounted there. Agreement is a note on the figure.
+std::optional<Verdict> SharedFsFinding(const model::Cluster& c, const PlannedRun& run, const probe::Measurement& m) {
+  const model::StorageTier* tier = nullptr;
+  for (const model::StorageTier& t : c.storage.tiers) {
+    if (t.mount == run.entity) tier = &t;
+  }
+  if (tier == nullptr) return std::nullopt;
+  const auto info = [&](const char* key) {
+    auto it = m.info.find(key);
+    return it == m.info.end() ? std::string() : it->second;
+  };
+  const std::string shared = info("shared_fs"), fs = info("filesystem"), size = info("size");
+  // An agent that does not say what the file system is (an older one) gives nothing to compare.
+  if (fs.empty()) return std::nullopt;
+  const bool inventory_shared = tier->kind != model::StorageKind::kLocalNvme;
+  if (!shared.empty() == inventory_shared) return std::nullopt;
+  Verdict v = Base(run, run.entity);
+  if (!shared.empty()) {
+    Mark(v, "storage.shared_fs");
+    v.threshold = fmt::format("a node-local file system (inventory storage.tiers[{}].kind: {})", tier->name,
+                              model::ToString(tier->kind));
+    v.detail = fmt::format("{} is on {}, shared with other nodes: every selected node wrote its own {}-byte test "
+                           "file there and read it at once, so the figure is one client's share under that load",
+                           run.entity, shared, size.empty() ? "?" : size);
+    v.next_step = fmt::format("give the tier its kind in the inventory (lustre, beegfs, nfs, nas), or point its mount "
+                              "at the local disk; --param storage.read.size= writes less");
+  } else {
+    Mark(v, "storage.not_shared");
+    v.threshold = fmt::format("a shared file system (inventory storage.tiers[{}].kind: {})", tier->name,
+                              model::ToString(tier->kind));
+    v.detail = fmt::format("{} is on {} here, a file system local to the node: the {} tier is most likely not mounted "
+                           "on it, and the figure is the local disk's",
+                           run.entity, fs, model::ToString(tier->kind));
+    v.next_step = fmt::format("findmnt {} on the node; mount the tier (gpuforge apply) or fix the inventory's kind",
+                              run.entity);
+  }
+  return v;
+}
+
 std::vector<Verdict> JudgeStorageRead(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                       const probe::ProbeResult& r) {
   if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
   const int gpus = GpusOf(c, run);
   const probe::Measurement* m = Find(r, "read_bandwidth");
   if (m == nullptr) return {Missing(run, "read_bandwidth")};
-  const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");
-  double need = per_gpu * gpus;
-  if (c.workload.read_bytes_per_s_per_gpu > 0) need = c.workload.read_bytes_per_s_per_gpu / 1e9 * gpus;
-  return {AtLeast(run, run.entity, m->value, "GB/s", need,
-                  fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus, gpus == 1 ? "" : "s",
-                              Fixed(need / gpus), t.SourceOf("storage.read.min_gbs_per_gpu")),
-                  "check the mount options, the client's network path to the storage and the tier's load")};
+  // The per-GPU figure is the workload's when it gives one, else the threshold's: the text names
+  // whichever was used, not the default's guide when the inventory's value won.
+  const bool from_workload = c.workload.read_bytes_per_s_per_gpu > 0;
+  const double per_gpu =
+      from_workload ? c.workload.read_bytes_per_s_per_gpu / 1e9 : t.Get("storage.read.min_gbs_per_gpu");
+  const double need = per_gpu * gpus;
+  const std::string source =
+      from_workload ? "inventory workload.read_bandwidth_per_gpu" : t.SourceOf("storage.read.min_gbs_per_gpu");
+  std::vector<Verdict> out = {AtLeast(run, run.entity, m->value, "GB/s", need,
+                                      fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus,
+                                                  gpus == 1 ? "" : "s", Fixed(per_gpu), source),
+                                      "check the mount options, the client's network path to the storage and the "
+                                      "tier's load")};
+  if (std::optional<Verdict> v = SharedFsFinding(c, run, *m)) out.push_back(std::move(*v));
+  return out;
 }
 
 std::vector<Verdict> JudgeStorageCheckpoint(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -278,10 +328,76 @@ std::vector<Verdict> JudgeTcp(const model::Cluster& c, const Thresholds& t, cons
   const double fraction = t.Get("tcp.bandwidth.min_fraction");
   if (line_gbits <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the network", "the network")};
   return {AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
-                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
-                              Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),
+                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s, inventory networks.{}.rate; {:.0f}%: {})",
+                              Fixed(fraction * line_gbits), fraction * 100, Fixed(line_gbits), net->name,
+                              fraction * 100, t.SourceOf("tcp.bandwidth.min_fraction")),
                   "test the pair again with a known-good peer to tell a bad node from a bad link; check MTU, "
                   "NIC firmware, cabling and the switch port")};
+}
+
+// The profile's NIC a drift names (its subject is the NIC's name, or "NAME port N").
+const model::NicSpec* NicOfDrift(const model::Cluster& c, const facts::Drift& d) {
+  const model::Node* node = c.FindNode(d.node);
+  if (node == nullptr) return nullptr;
+  const std::string name = d.subject.substr(0, d.subject.find(' '));
+  for (const model::NicSpec& nic : c.ProfileOf(*node).nics) {
+    if (nic.name == name || (!nic.netdev.empty() && nic.netdev == name)) return &nic;
+  }
+  return nullptr;
+}
+
+// Where a drift's expected value comes from: the inventory key it was read from, the other
+// nodes, the device itself, or (for gpuforge's own rules) the catalogue's source.
+std::string ExpectedFrom(const model::Cluster& c, const facts::Drift& d, const facts::DriftCode* row) {
+  // Drift codes are facts' (facts/drift.h), not validate's: compared by name here, never given.
+  struct From {
+    std::string_view drift;
+    bool in_profile;  // `text` follows "inventory profiles.NAME"
+    std::string_view text;
+  };
+  static constexpr std::array<From, 10> kFrom = {{
+      {"gpu.count", true, ".gpus.count"},
+      {"gpu.model", true, ".gpus.model"},
+      {"nic.missing", true, ".nics"},
+      {"ib.link_rate", true, ".nics[].rate"},
+      {"version.driver", false, "inventory software.driver.version or .branch"},
+      {"version.cuda", false, "inventory software.cuda"},
+      {"version.nccl", false, "inventory software.nccl.version"},
+      {"version.firmware", false, "inventory vars of the node"},
+      {"version.skew", false, "the value most nodes of the profile have"},
+      {"pcie.link_gen", false, "the device's own maximum, read on the node"},
+  }};
+  const model::Node* node = c.FindNode(d.node);
+  for (const From& f : kFrom) {
+    if (f.drift != d.code) continue;
+    if (!f.in_profile) return std::string(f.text);
+    return fmt::format("inventory profiles.{}{}", node != nullptr ? c.ProfileOf(*node).name : "?", f.text);
+  }
+  if (d.code.starts_with("pcie.")) return "the device's own maximum, read on the node";
+  return row != nullptr ? std::string(row->source) : std::string();
+}
+
+// The catalogue's next step is written for the common case; where the inventory says what the
+// subject is, the advice names what is true of it. An Ethernet NIC is a netdev with its own
+// driver (ice, bnxt_en, mlx5_core...), never an HCA's problem.
+void DriftNextStep(const model::Cluster& c, const facts::Drift& d, Verdict& v) {
+  constexpr std::string_view kNicMissing = "nic.missing";  // facts' drift code
+  if (d.code != kNicMissing) return;
+  const model::NicSpec* nic = NicOfDrift(c, d);
+  if (nic == nullptr) return;
+  if (nic->kind == model::NetKind::kEthernet) {
+    const std::string dev = nic->netdev.empty() ? nic->name : nic->netdev;
+    v.next_step = fmt::format(
+        "`ip -br link` on the node: is {0} there under another name (predictable names change with the slot or "
+        "firmware)? Then `ethtool -i {0}` or `lspci -k` for the card's driver, and fix the card or the inventory's "
+        "name",
+        dev);
+  } else {
+    v.next_step = fmt::format(
+        "`ibv_devices` and `ibstat` on the node: is {} listed? If not, check that the HCA is seated and its RDMA "
+        "driver is loaded (mlx5_ib for ConnectX, bnxt_re for Broadcom, irdma for Intel), then the inventory's name",
+        nic->name);
+  }
 }
 
 constexpr RetryPolicy kUntilGood{.on_fail = true};
@@ -464,7 +580,8 @@ bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last) {
          (except.empty() || std::none_of(last.begin(), last.end(), [&](const Verdict& v) { return v.code == except; }));
 }
 
-std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes) {
+std::vector<Verdict> JudgeDrift(const model::Cluster& c, std::span<const facts::Drift> drift,
+                                std::span<const std::string> nodes) {
   std::vector<Verdict> out;
   for (const std::string& node : nodes) {
     bool any = false;
@@ -477,11 +594,18 @@ std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<c
       v.entity = d.subject.empty() ? "node" : d.subject;
       v.state = State::kFail;
       v.code = d.code;
-      v.threshold = d.expected;
       v.detail = d.message;
+      const facts::DriftCode* row = nullptr;
       for (const facts::DriftCode& code : facts::DriftCodes()) {
-        if (code.code == d.code) v.next_step = std::string(code.next_step);
+        if (code.code == d.code) row = &code;
       }
+      if (row != nullptr) v.next_step = std::string(row->next_step);
+      v.threshold = d.expected;
+      if (!d.expected.empty()) {
+        const std::string from = ExpectedFrom(c, d, row);
+        if (!from.empty()) v.threshold += " (" + from + ")";
+      }
+      DriftNextStep(c, d, v);
       out.push_back(std::move(v));
     }
     if (!any) {
@@ -504,11 +628,12 @@ bool Good(std::span<const Verdict> v) {
 int ExitCode(std::span<const Verdict> v, bool strict) {
   bool error = false, fail = false, measured = false;
   for (const Verdict& x : v) {
+    if (x.left_out) continue;
     error = error || x.state == State::kError;
     fail = fail || x.state == State::kFail || (strict && x.state == State::kWarn);
     measured = measured || x.state != State::kSkip;
   }
-  // --strict: a run that measured nothing (every check skipped) gates nothing, so it fails.
+  // --strict: a run that measured nothing (every check skipped or left out) gates nothing, so it fails.
   return error ? 2 : fail ? 1 : (strict && !measured && !v.empty()) ? 1 : 0;
 }
 

@@ -220,25 +220,29 @@ PlannedRun RunOf(const CheckInfo& check, const model::Node& node) {
   return r;
 }
 
-void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
-                   std::string why) {
+namespace {
+
+// What NotApplicable and LeaveOut record: a SKIP with its code and why, for the node.
+Verdict PlanVerdict(const CheckInfo& check, const std::string& node, std::string_view code, std::string why) {
   Verdict v;
   v.check = std::string(check.key);
   v.node = node;
   v.entity = "node";
   internal::Mark(v, code);
   v.detail = std::move(why);
-  plan.not_applicable.push_back(std::move(v));
+  return v;
+}
+
+}  // namespace
+
+void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
+                   std::string why) {
+  plan.not_applicable.push_back(PlanVerdict(check, node, code, std::move(why)));
 }
 
 void LeaveOut(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
               std::string why) {
-  Verdict v;
-  v.check = std::string(check.key);
-  v.node = node;
-  v.entity = "node";
-  internal::Mark(v, code);
-  v.detail = std::move(why);
+  Verdict v = PlanVerdict(check, node, code, std::move(why));
   v.left_out = true;
   plan.left_out.push_back(std::move(v));
 }

@@ -45,11 +45,18 @@ struct StorageReadTestHooks {
 };
 std::unique_ptr<Probe> MakeStorageReadProbeForTest(StorageReadTestHooks hooks);
 
-// The file size storage.read uses for size=auto: twice physical memory so the page cache
-// cannot hold it (fio/IOR practice), capped to 90% of the free space and rounded down to
-// whole blocks. An error when that leaves less than `min_size`. `why` says which rule won.
-Result<std::uint64_t> AutoReadSize(std::uint64_t ram, std::uint64_t free_space,
+// The file size storage.read uses for size=auto: 32 GiB (direct I/O needs no file larger than
+// memory), less where the free-space margin needs it, rounded down to whole blocks. An error
+// when that leaves less than `min_size`. `why` says which rule won.
+Result<std::uint64_t> AutoReadSize(std::uint64_t total_space, std::uint64_t free_space,
                                    std::uint64_t min_size, std::uint64_t block, std::string* why);
+// The free space storage.read's test file must leave: 10% of the file system's size, at least
+// 1 GiB. A size given that would leave less is refused (storage.no_space).
+std::uint64_t FreeMargin(std::uint64_t total_space);
+// The name of a network or cluster file system (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, WekaFS,
+// ...) from statfs(2)'s f_type or, where it publishes no magic, the mount's type in
+// /proc/self/mountinfo; "" for a file system local to the node.
+std::string SharedFsName(long f_type, std::string_view mount_type);
 
 // Owns a file descriptor; closes it once.
 class Fd {

@@ -1,9 +1,12 @@
 #include "gpuforge/report/validate_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "gpuforge/base/hostlist.h"
 
@@ -44,11 +47,38 @@ std::string Line(const validate::Verdict& v, const Style& s) {
   return out;
 }
 
+// What was left out, by reason: the checks, the nodes and how many entries.
+struct LeftOutGroup {
+  std::string code, reason;
+  std::vector<std::string> checks, nodes;
+  std::size_t count = 0;
+};
+
+std::vector<LeftOutGroup> LeftOut(std::span<const validate::Verdict> verdicts) {
+  std::vector<LeftOutGroup> groups;
+  for (const validate::Verdict& v : verdicts) {
+    if (!v.left_out) continue;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const LeftOutGroup& x) { return x.code == v.code && x.reason == v.detail; });
+    if (g == groups.end()) g = groups.insert(groups.end(), LeftOutGroup{v.code, v.detail, {}, {}, 0});
+    if (std::find(g->checks.begin(), g->checks.end(), v.check) == g->checks.end()) g->checks.push_back(v.check);
+    if (std::find(g->nodes.begin(), g->nodes.end(), v.node) == g->nodes.end()) g->nodes.push_back(v.node);
+    ++g->count;
+  }
+  return groups;
+}
+
+std::size_t LeftOutCount(std::span<const validate::Verdict> verdicts) {
+  return static_cast<std::size_t>(
+      std::count_if(verdicts.begin(), verdicts.end(), [](const validate::Verdict& v) { return v.left_out; }));
+}
+
 }  // namespace
 
 std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool strict) {
   std::size_t pass = 0, warn = 0, fail = 0, skip = 0, error = 0;
   for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;
     switch (v.state) {
       case validate::State::kPass: ++pass; break;
       case validate::State::kWarn: ++warn; break;
@@ -65,7 +95,9 @@ std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool st
                      : code == 1 ? "FAIL"
                      : warn > 0  ? "PASS with warnings"
                                  : "PASS";
-  return fmt::format("{} ({} passed, {} warned, {} failed, {} skipped, {} errors)", word, pass, warn, fail, skip, error);
+  const std::size_t left_out = LeftOutCount(verdicts);
+  return fmt::format("{} ({} passed, {} warned, {} failed, {} skipped, {} errors{})", word, pass, warn, fail, skip,
+                     error, left_out > 0 ? fmt::format("; {} left out", left_out) : std::string());
 }
 
 std::string ValidateText(std::span<const validate::Verdict> verdicts, const Style& s, bool strict) {
@@ -73,6 +105,7 @@ std::string ValidateText(std::span<const validate::Verdict> verdicts, const Styl
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> nodes;
   for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;
     std::string line = Line(v, s);
     auto [it, fresh] = nodes.try_emplace(line);
     if (fresh) order.push_back(line);
@@ -83,6 +116,15 @@ std::string ValidateText(std::span<const validate::Verdict> verdicts, const Styl
     const std::vector<std::string>& ns = nodes[line];
     out += fmt::format("{:<16} {}", hostlist::Fold(ns), line);
   }
+  // Checks that do not apply are not results: one line per reason says what was left out where.
+  if (const std::size_t n = LeftOutCount(verdicts); n > 0) {
+    out += fmt::format("\nLeft out: {} check{} that do not apply to these nodes (not run, not counted):\n", n,
+                       n == 1 ? "" : "s");
+    for (const LeftOutGroup& g : LeftOut(verdicts)) {
+      out += fmt::format("{:<16} {:>3} x  {}: {} [{}]\n", hostlist::Fold(g.nodes), g.count, g.reason,
+                         fmt::join(g.checks, ", "), g.code);
+    }
+  }
   const int code = validate::ExitCode(verdicts, strict);
   const std::string summary = ValidateSummary(verdicts, strict);
   out += "\nVerdict: " + (code == 0 ? s.Green(summary) : s.Red(summary)) + "\n";
@@ -92,6 +134,7 @@ std::string ValidateText(std::span<const validate::Verdict> verdicts, const Styl
 nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const validate::Verdict> verdicts, bool strict) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;
     nlohmann::ordered_json j = {{"check", v.check},       {"node", v.node},           {"entity", v.entity},
                                 {"state", validate::ToString(v.state)}, {"code", v.code}};
     // The schema keeps `value` in every result: null where nothing was measured.
@@ -103,12 +146,19 @@ nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const va
     j["attempts"] = v.attempts;
     list.push_back(std::move(j));
   }
+  nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
+  for (const LeftOutGroup& g : LeftOut(verdicts)) {
+    reasons.push_back({{"code", g.code}, {"reason", g.reason}, {"count", g.count}, {"checks", g.checks},
+                       {"nodes", g.nodes}});
+  }
   return {{"schema", "gpuforge.validate/v1"},
           {"cluster", cluster},
           {"strict", strict},
           {"verdict", ValidateSummary(verdicts, strict)},
           {"exit_code", validate::ExitCode(verdicts, strict)},
-          {"results", list}};
+          {"results", list},
+          // Additive to v1: checks that do not apply by role or profile, not among the results.
+          {"left_out", {{"count", LeftOutCount(verdicts)}, {"reasons", reasons}}}};
 }
 
 }  // namespace gpuforge::report

@@ -36,6 +36,14 @@ double LineGbits(const model::Cluster& c, const model::NicSpec& nic) {
   return rate * 8 / 1e9;
 }
 
+// Where LineGbits's rate comes from: the NIC's own rate in its profile, or its network's.
+std::string LineSource(const model::Cluster& c, const std::string& node, const model::NicSpec& nic) {
+  const model::Node* n = c.FindNode(node);
+  const std::string profile = n != nullptr ? c.ProfileOf(*n).name : "?";
+  if (nic.rate_bytes_per_s > 0) return fmt::format("inventory profiles.{}.nics[{}].rate", profile, nic.name);
+  return fmt::format("inventory networks.{}.rate", nic.network);
+}
+
 const model::NicSpec* NicNamed(const model::Cluster& c, const std::string& node, const std::string& name) {
   const model::Node* n = c.FindNode(node);
   if (n == nullptr) return nullptr;
@@ -68,7 +76,8 @@ std::vector<Verdict> JudgeIbPorts(const model::Cluster& c, const Thresholds& t, 
     const double want = facts::InventoryLineGbits(c, *nic);
     v.measured = rate->value;
     v.unit = "Gb/s";
-    v.threshold = want > 0 ? fmt::format("ACTIVE, 4X, >= {} Gb/s (inventory)", Fixed(want)) : "ACTIVE, 4X";
+    v.threshold = want > 0 ? fmt::format("ACTIVE, 4X, >= {} Gb/s ({})", Fixed(want), LineSource(c, run.node, *nic))
+                           : "ACTIVE, 4X";
     const int lanes = std::atoi(width.c_str());
     // The rule `facts --check` applies to the same port (facts/ib_link.h): 2X by design passes.
     const facts::IbLinkVerdict link =
@@ -145,7 +154,8 @@ std::vector<Verdict> JudgeRdma(const model::Cluster& c, const Thresholds& t, con
   if (line <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the HCA", "the NIC or its network")};
   const double fraction = t.Get("rdma.write.min_fraction");
   return {AtLeast(run, run.entity, m->value, "Gb/s", fraction * line,
-                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line), fraction * 100, Fixed(line),
+                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s, {}; {:.0f}%: {})", Fixed(fraction * line),
+                              fraction * 100, Fixed(line), LineSource(c, run.node, *nic), fraction * 100,
                               t.SourceOf("rdma.write.min_fraction")),
                   "test each end against a known-good peer to tell a bad HCA from a bad link; check the port's rate "
                   "(ib.counters), the cable, PCIe width of the HCA (facts) and its NUMA placement")};
@@ -217,9 +227,10 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
   }
   if (theoretical_gbs > 0) {
     out.push_back(AtLeast(run, entity, busbw->value, "GB/s", fraction * theoretical_gbs,
-                          fmt::format("{} GB/s{} ({:.0f}% of {} GB/s, the slowest node's compute NICs; {})",
+                          fmt::format("{} GB/s{} ({:.0f}% of {} GB/s, the slowest node's compute NICs, rates from "
+                                      "the inventory's nics[].rate or their networks' rate; {:.0f}%: {})",
                                       Fixed(fraction * theoretical_gbs), at, fraction * 100, Fixed(theoretical_gbs),
-                                      t.SourceOf("nccl.allreduce.min_fraction")),
+                                      fraction * 100, t.SourceOf("nccl.allreduce.min_fraction")),
                           "run nccl.allreduce on each node alone to find a slow node, rdma.write_bw for a slow rail, "
                           "and check NCCL's log for the transport (GDRDMA, rings, channels)"));
     return out;

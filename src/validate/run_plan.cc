@@ -113,7 +113,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
       }
     }
     std::vector<facts::Drift> drift = facts::FindDrift(c, good);
-    std::vector<Verdict> judged = JudgeDrift(drift, ok_nodes);
+    std::vector<Verdict> judged = JudgeDrift(c, drift, ok_nodes);
     fact_verdicts.insert(fact_verdicts.end(), judged.begin(), judged.end());
   }
   // Pairs, one at a time so that they do not share links or ports.
@@ -191,11 +191,13 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   });
   fleet.Close();
 
-  // In order: per node as planned (facts first), then pairs, then what did not apply.
+  // In order: per node as planned (facts first), then pairs, then what could not run, then what
+  // was left out (the reports count it in one line).
   for (const Verdict& v : fact_verdicts) verdicts.push_back(v);
   for (const auto& list : per_node) verdicts.insert(verdicts.end(), list.begin(), list.end());
   verdicts.insert(verdicts.end(), pair_verdicts.begin(), pair_verdicts.end());
   verdicts.insert(verdicts.end(), plan.not_applicable.begin(), plan.not_applicable.end());
+  verdicts.insert(verdicts.end(), plan.left_out.begin(), plan.left_out.end());
   return verdicts;
 }
 

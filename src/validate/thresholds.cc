@@ -203,7 +203,7 @@ Result<Thresholds> Thresholds::For(const model::Cluster& c, ModelTable table) {
       return Error{fmt::format("{}: validation.thresholds: '{}' is not a validate threshold (known: {})", pos, key, known)};
     }
     t.values_[key] = value;
-    t.sources_[key] = "inventory " + pos;
+    t.sources_[key] = fmt::format("inventory validation.thresholds.{} ({})", key, pos);
   }
   t.table_ = std::move(table);
   return t;

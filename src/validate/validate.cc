@@ -8,12 +8,13 @@
 #include <optional>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "validate/planners.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
 namespace {
 
-using namespace internal;  // NOLINT: the verdict helpers shared with judge_fabric.cc
+using namespace internal;  // NOLINT: the verdict helpers and planners shared with judge_fabric.cc, plan_checks.cc
 
 // One verdict per GPU entity the probe reported: the first problem found, or PASS.
 std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -25,7 +26,7 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     Verdict v = Base(run, "node");
     v.measured = m->value;
     v.unit = "GPUs";
-    v.threshold = fmt::format("== {} (inventory)", prof->gpu_count());
+    v.threshold = fmt::format("== {} (inventory profiles.{}.gpus.count)", prof->gpu_count(), prof->name);
     v.state = State::kPass;
     if (static_cast<int>(m->value) != prof->gpu_count()) {
       Mark(v, "gpu.count");
@@ -214,19 +215,69 @@ std::vector<Verdict> JudgeGpuRateResult(const model::Cluster& c, const Threshold
   return JudgeGpuRate(t, run, r, ProfileOf(c, run));
 }
 
+// What the node says its file system is (statfs f_type, the mount's type) against what the
+// inventory calls the tier. A shared one the inventory calls local means every node's test file
+// and reads went to one file system at once; a local one where the inventory has a shared tier
+// means that tier is most likely not mounted there. Agreement is a note on the figure.
+std::optional<Verdict> SharedFsFinding(const model::Cluster& c, const PlannedRun& run, const probe::Measurement& m) {
+  const model::StorageTier* tier = nullptr;
+  for (const model::StorageTier& t : c.storage.tiers) {
+    if (t.mount == run.entity) tier = &t;
+  }
+  if (tier == nullptr) return std::nullopt;
+  const auto info = [&](const char* key) {
+    auto it = m.info.find(key);
+    return it == m.info.end() ? std::string() : it->second;
+  };
+  const std::string shared = info("shared_fs"), fs = info("filesystem"), size = info("size");
+  // An agent that does not say what the file system is (an older one) gives nothing to compare.
+  if (fs.empty()) return std::nullopt;
+  const bool inventory_shared = tier->kind != model::StorageKind::kLocalNvme;
+  if (!shared.empty() == inventory_shared) return std::nullopt;
+  Verdict v = Base(run, run.entity);
+  if (!shared.empty()) {
+    Mark(v, "storage.shared_fs");
+    v.threshold = fmt::format("a node-local file system (inventory storage.tiers[{}].kind: {})", tier->name,
+                              model::ToString(tier->kind));
+    v.detail = fmt::format("{} is on {}, shared with other nodes: every selected node wrote its own {}-byte test "
+                           "file there and read it at once, so the figure is one client's share under that load",
+                           run.entity, shared, size.empty() ? "?" : size);
+    v.next_step = fmt::format("give the tier its kind in the inventory (lustre, beegfs, nfs, nas), or point its mount "
+                              "at the local disk; --param storage.read.size= writes less");
+  } else {
+    Mark(v, "storage.not_shared");
+    v.threshold = fmt::format("a shared file system (inventory storage.tiers[{}].kind: {})", tier->name,
+                              model::ToString(tier->kind));
+    v.detail = fmt::format("{} is on {} here, a file system local to the node: the {} tier is most likely not mounted "
+                           "on it, and the figure is the local disk's",
+                           run.entity, fs, model::ToString(tier->kind));
+    v.next_step = fmt::format("findmnt {} on the node; mount the tier (gpuforge apply) or fix the inventory's kind",
+                              run.entity);
+  }
+  return v;
+}
+
 std::vector<Verdict> JudgeStorageRead(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                       const probe::ProbeResult& r) {
   if (r.outcome != probe::Outcome::kOk) return {NotOk(run, r)};
   const int gpus = GpusOf(c, run);
   const probe::Measurement* m = Find(r, "read_bandwidth");
   if (m == nullptr) return {Missing(run, "read_bandwidth")};
-  const double per_gpu = t.Get("storage.read.min_gbs_per_gpu");
-  double need = per_gpu * gpus;
-  if (c.workload.read_bytes_per_s_per_gpu > 0) need = c.workload.read_bytes_per_s_per_gpu / 1e9 * gpus;
-  return {AtLeast(run, run.entity, m->value, "GB/s", need,
-                  fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus, gpus == 1 ? "" : "s",
-                              Fixed(need / gpus), t.SourceOf("storage.read.min_gbs_per_gpu")),
-                  "check the mount options, the client's network path to the storage and the tier's load")};
+  // The per-GPU figure is the workload's when it gives one, else the threshold's: the text names
+  // whichever was used, not the default's guide when the inventory's value won.
+  const bool from_workload = c.workload.read_bytes_per_s_per_gpu > 0;
+  const double per_gpu =
+      from_workload ? c.workload.read_bytes_per_s_per_gpu / 1e9 : t.Get("storage.read.min_gbs_per_gpu");
+  const double need = per_gpu * gpus;
+  const std::string source =
+      from_workload ? "inventory workload.read_bandwidth_per_gpu" : t.SourceOf("storage.read.min_gbs_per_gpu");
+  std::vector<Verdict> out = {AtLeast(run, run.entity, m->value, "GB/s", need,
+                                      fmt::format("{} GB/s ({} GPU{} x {} GB/s; {})", Fixed(need), gpus,
+                                                  gpus == 1 ? "" : "s", Fixed(per_gpu), source),
+                                      "check the mount options, the client's network path to the storage and the "
+                                      "tier's load")};
+  if (std::optional<Verdict> v = SharedFsFinding(c, run, *m)) out.push_back(std::move(*v));
+  return out;
 }
 
 std::vector<Verdict> JudgeStorageCheckpoint(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -277,178 +328,82 @@ std::vector<Verdict> JudgeTcp(const model::Cluster& c, const Thresholds& t, cons
   const double fraction = t.Get("tcp.bandwidth.min_fraction");
   if (line_gbits <= 0) return {NoLineRate(run, run.entity, m->value, "Gb/s", "the network", "the network")};
   return {AtLeast(run, run.entity, m->value, "Gb/s", fraction * line_gbits,
-                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s; {})", Fixed(fraction * line_gbits), fraction * 100,
-                              Fixed(line_gbits), t.SourceOf("tcp.bandwidth.min_fraction")),
+                  fmt::format("{} Gb/s ({:.0f}% of {} Gb/s, inventory networks.{}.rate; {:.0f}%: {})",
+                              Fixed(fraction * line_gbits), fraction * 100, Fixed(line_gbits), net->name,
+                              fraction * 100, t.SourceOf("tcp.bandwidth.min_fraction")),
                   "test the pair again with a known-good peer to tell a bad node from a bad link; check MTU, "
                   "NIC firmware, cabling and the switch port")};
 }
 
-// The planners: where each check applies. Node-shaped ones are called per selected node (in
-// inventory order), the others once over all of them.
-
-void PlanEveryNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  plan.runs.push_back(RunOf(check, *ctx.node));
+// The profile's NIC a drift names (its subject is the NIC's name, or "NAME port N").
+const model::NicSpec* NicOfDrift(const model::Cluster& c, const facts::Drift& d) {
+  const model::Node* node = c.FindNode(d.node);
+  if (node == nullptr) return nullptr;
+  const std::string name = d.subject.substr(0, d.subject.find(' '));
+  for (const model::NicSpec& nic : c.ProfileOf(*node).nics) {
+    if (nic.name == name || (!nic.netdev.empty() && nic.netdev == name)) return &nic;
+  }
+  return nullptr;
 }
 
-void PlanNvidiaNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  if (NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
-    plan.runs.push_back(RunOf(check, *ctx.node));
+// Where a drift's expected value comes from: the inventory key it was read from, the other
+// nodes, the device itself, or (for gpuforge's own rules) the catalogue's source.
+std::string ExpectedFrom(const model::Cluster& c, const facts::Drift& d, const facts::DriftCode* row) {
+  // Drift codes are facts' (facts/drift.h), not validate's: compared by name here, never given.
+  struct From {
+    std::string_view drift;
+    bool in_profile;  // `text` follows "inventory profiles.NAME"
+    std::string_view text;
+  };
+  static constexpr std::array<From, 10> kFrom = {{
+      {"gpu.count", true, ".gpus.count"},
+      {"gpu.model", true, ".gpus.model"},
+      {"nic.missing", true, ".nics"},
+      {"ib.link_rate", true, ".nics[].rate"},
+      {"version.driver", false, "inventory software.driver.version or .branch"},
+      {"version.cuda", false, "inventory software.cuda"},
+      {"version.nccl", false, "inventory software.nccl.version"},
+      {"version.firmware", false, "inventory vars of the node"},
+      {"version.skew", false, "the value most nodes of the profile have"},
+      {"pcie.link_gen", false, "the device's own maximum, read on the node"},
+  }};
+  const model::Node* node = c.FindNode(d.node);
+  for (const From& f : kFrom) {
+    if (f.drift != d.code) continue;
+    if (!f.in_profile) return std::string(f.text);
+    return fmt::format("inventory profiles.{}{}", node != nullptr ? c.ProfileOf(*node).name : "?", f.text);
+  }
+  if (d.code.starts_with("pcie.")) return "the device's own maximum, read on the node";
+  return row != nullptr ? std::string(row->source) : std::string();
+}
+
+// The catalogue's next step is written for the common case; where the inventory says what the
+// subject is, the advice names what is true of it. An Ethernet NIC is a netdev with its own
+// driver (ice, bnxt_en, mlx5_core...), never an HCA's problem.
+void DriftNextStep(const model::Cluster& c, const facts::Drift& d, Verdict& v) {
+  constexpr std::string_view kNicMissing = "nic.missing";  // facts' drift code
+  if (d.code != kNicMissing) return;
+  const model::NicSpec* nic = NicOfDrift(c, d);
+  if (nic == nullptr) return;
+  if (nic->kind == model::NetKind::kEthernet) {
+    const std::string dev = nic->netdev.empty() ? nic->name : nic->netdev;
+    v.next_step = fmt::format(
+        "`ip -br link` on the node: is {0} there under another name (predictable names change with the slot or "
+        "firmware)? Then `ethtool -i {0}` or `lspci -k` for the card's driver, and fix the card or the inventory's "
+        "name",
+        dev);
   } else {
-    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
+    v.next_step = fmt::format(
+        "`ibv_devices` and `ibstat` on the node: is {} listed? If not, check that the HCA is seated and its RDMA "
+        "driver is loaded (mlx5_ib for ConnectX, bnxt_re for Broadcom, irdma for Intel), then the inventory's name",
+        nic->name);
   }
-}
-
-void PlanIbCounters(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  std::vector<std::string> devices;
-  for (const model::NicSpec* nic : ComputeRdmaNics(ctx.cluster, ctx.cluster.ProfileOf(*ctx.node))) {
-    if (std::find(devices.begin(), devices.end(), nic->name) == devices.end()) devices.push_back(nic->name);
-  }
-  if (devices.empty()) {
-    NotApplicable(plan, check, ctx.node->name, "rdma.no_nic", "the node's profile has no InfiniBand or RoCE compute NIC");
-    return;
-  }
-  PlannedRun r = RunOf(check, *ctx.node);
-  r.params["devices"] = fmt::format("{}", fmt::join(devices, ","));
-  plan.runs.push_back(std::move(r));
-}
-
-void PlanNcclNode(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  if (!NvidiaGpus(ctx.cluster.ProfileOf(*ctx.node))) {
-    NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia", "the node's profile has no NVIDIA GPU");
-    return;
-  }
-  PlannedRun r = RunOf(check, *ctx.node);
-  r.entity = "allreduce";
-  plan.runs.push_back(std::move(r));
-}
-
-void PlanNcclQuick(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  const std::size_t before = plan.runs.size();
-  PlanNcclNode(ctx, check, plan);
-  if (plan.runs.size() > before) plan.runs.back().params["preset"] = "quick";
-}
-
-// One run per storage tier with a mount (only those with checkpoints: true for `checkpoints`).
-void PlanMounts(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan, bool checkpoints) {
-  bool any = false;
-  for (const model::StorageTier& t : ctx.cluster.storage.tiers) {
-    if (t.mount.empty() || (checkpoints && !t.checkpoints)) continue;
-    PlannedRun r = RunOf(check, *ctx.node);
-    r.entity = t.mount;
-    r.params["path"] = t.mount;
-    plan.runs.push_back(std::move(r));
-    any = true;
-  }
-  if (!any) {
-    NotApplicable(plan, check, ctx.node->name, "storage.no_mount",
-                  checkpoints ? "no storage tier with checkpoints: true names a mount"
-                              : "no storage tier in the inventory names a mount");
-  }
-}
-void PlanStorage(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  PlanMounts(ctx, check, plan, false);
-}
-void PlanCheckpoint(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  PlanMounts(ctx, check, plan, true);
-}
-
-// Each node against the next one in inventory order (a ring), per storage or control network
-// the nodes share; the server side is the peer.
-void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  const model::Cluster& c = ctx.cluster;
-  for (const model::Network& net : c.networks) {
-    if (net.role != model::NetRole::kStorage && net.role != model::NetRole::kControl) continue;
-    std::vector<const model::Node*> on;
-    for (const std::string& name : ctx.nodes) {
-      const model::Node* n = c.FindNode(name);
-      if (n == nullptr) continue;
-      const model::Profile& p = c.ProfileOf(*n);
-      if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == net.name; })) {
-        on.push_back(n);
-      }
-    }
-    if (on.size() < 2) continue;
-    for (std::size_t i = 0; i < on.size(); ++i) {
-      const model::Node* peer = on[(i + 1) % on.size()];
-      if (on.size() == 2 && i == 1) break;  // two nodes: one pair
-      PlannedRun r = RunOf(check, *on[i]);
-      r.peer = peer->name;
-      r.peer_address = peer->address.empty() ? peer->name : peer->address;
-      r.entity = "peer " + peer->name + " (" + net.name + ")";
-      r.params["role"] = "client";
-      r.params["peer"] = r.peer_address;
-      r.params["network"] = net.name;
-      r.peer_params = {{"role", "server"}, {"port", "0"}};
-      plan.runs.push_back(std::move(r));
-    }
-  }
-}
-
-// Each node's compute HCAs against the same rail of the next node (a ring).
-void PlanRdmaPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  const model::Cluster& c = ctx.cluster;
-  std::vector<const model::Node*> rdma_nodes;
-  for (const std::string& name : ctx.nodes) {
-    const model::Node* n = c.FindNode(name);
-    if (n != nullptr && !ComputeRdmaNics(c, c.ProfileOf(*n)).empty()) rdma_nodes.push_back(n);
-  }
-  if (rdma_nodes.size() < 2) {
-    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "rdma.no_pair",
-                  "fewer than two selected nodes have InfiniBand or RoCE compute NICs");
-    return;
-  }
-  for (std::size_t i = 0; i < rdma_nodes.size(); ++i) {
-    if (rdma_nodes.size() == 2 && i == 1) break;  // two nodes: one pair
-    const model::Node* self = rdma_nodes[i];
-    const model::Node* peer = rdma_nodes[(i + 1) % rdma_nodes.size()];
-    const auto mine = ComputeRdmaNics(c, c.ProfileOf(*self));
-    const auto theirs = ComputeRdmaNics(c, c.ProfileOf(*peer));
-    for (std::size_t k = 0; k < mine.size(); ++k) {
-      // The same rail when both say which; else the same position.
-      const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
-      if (mine[k]->rail) {
-        for (const model::NicSpec* t : theirs) {
-          if (t->rail == mine[k]->rail) other = t;
-        }
-      }
-      if (other == nullptr) continue;
-      PlannedRun r = RunOf(check, *self);
-      r.peer = peer->name;
-      r.peer_address = peer->address.empty() ? peer->name : peer->address;
-      r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer->name, other->name, other->port);
-      r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
-      r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
-      if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
-        // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
-        // with --param KEY.gid_index=N).
-        r.params["gid_index"] = "3";
-        r.peer_params["gid_index"] = "3";
-      }
-      plan.runs.push_back(std::move(r));
-    }
-  }
-}
-
-void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
-  const model::Cluster& c = ctx.cluster;
-  std::vector<std::string> members;
-  for (const std::string& name : ctx.nodes) {
-    const model::Node* n = c.FindNode(name);
-    if (n != nullptr && NvidiaGpus(c.ProfileOf(*n))) members.push_back(n->name);
-  }
-  if (members.size() < 2) {
-    NotApplicable(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "nccl.single_node",
-                  "fewer than two selected nodes have NVIDIA GPUs");
-    return;
-  }
-  PlannedRun r = RunOf(check, *c.FindNode(members.front()));
-  r.group = members;
-  r.entity = fmt::format("{} nodes together", members.size());
-  r.params["nodes"] = std::to_string(members.size());
-  plan.runs.push_back(std::move(r));
 }
 
 constexpr RetryPolicy kUntilGood{.on_fail = true};
+// Wrong sums are not a slow run: an NCCL check whose data check failed is never tried again,
+// so a flaky corruption cannot be outvoted by a later clean attempt.
+constexpr RetryPolicy kUntilGoodUnlessWrong{.on_fail = true, .except_code = "nccl.wrong_data"};
 
 }  // namespace
 
@@ -513,7 +468,7 @@ std::span<const CheckInfo> Checks() {
                 .probe = "nccl.allreduce",
                 .description = "the guides' quick NCCL check: 1024x1024 float all-reduce over the node's GPUs, time "
                                "per op",
-                .retry = kUntilGood,
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 300,
                 .plan = &PlanNcclQuick,
                 .judge = &JudgeNcclNode},
@@ -521,7 +476,7 @@ std::span<const CheckInfo> Checks() {
                 .probe = "nccl.allreduce",
                 .description = "NCCL all-reduce over the node's GPUs, nccl-tests' sweep: bus bandwidth, wrong "
                                "elements, the transport",
-                .retry = kUntilGood,
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 900,
                 .plan = &PlanNcclNode,
                 .judge = &JudgeNcclNode},
@@ -578,8 +533,7 @@ std::span<const CheckInfo> Checks() {
                 .description = "NCCL all-reduce across the selected nodes, one agent per node (the unique id passed "
                                "by gpuforge)",
                 .shape = Shape::kGroup,
-                // Wrong sums are not a slow run: never tried again.
-                .retry = {.on_fail = true, .except_code = "nccl.wrong_data"},
+                .retry = kUntilGoodUnlessWrong,
                 .timeout_s = 1800,
                 .plan = &PlanNcclGroup,
                 .judge_group = &JudgeNcclGroup},
@@ -601,69 +555,6 @@ Shape ShapeOf(const PlannedRun& run) {
   return !run.group.empty() ? Shape::kGroup : !run.peer.empty() ? Shape::kPair : Shape::kNode;
 }
 
-PlannedRun RunOf(const CheckInfo& check, const model::Node& node) {
-  PlannedRun r;
-  r.check = std::string(check.key);
-  r.probe = std::string(check.probe);
-  r.node = node.name;
-  r.entity = "node";
-  r.performance = check.retry.on_fail;
-  r.timeout_s = check.timeout_s;
-  r.info = &check;
-  return r;
-}
-
-void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
-                   std::string why) {
-  Verdict v;
-  v.check = std::string(check.key);
-  v.node = node;
-  v.entity = "node";
-  Mark(v, code);
-  v.detail = std::move(why);
-  plan.not_applicable.push_back(std::move(v));
-}
-
-Result<std::vector<std::string>> SelectChecks(std::span<const std::string> filter) {
-  std::vector<std::string> out;
-  for (const CheckInfo& c : Checks()) {
-    const bool chosen = filter.empty() || std::any_of(filter.begin(), filter.end(), [&](const std::string& f) {
-                          return c.key == f || (c.key.starts_with(f) && c.key.size() > f.size() && c.key[f.size()] == '.');
-                        });
-    if (chosen) out.emplace_back(c.key);
-  }
-  for (const std::string& f : filter) {
-    const bool hit = std::any_of(Checks().begin(), Checks().end(), [&](const CheckInfo& c) {
-      return c.key == f || (c.key.starts_with(f) && c.key.size() > f.size() && c.key[f.size()] == '.');
-    });
-    if (!hit) {
-      std::string keys;
-      for (const CheckInfo& c : Checks()) keys += (keys.empty() ? "" : ", ") + std::string(c.key);
-      return Error{fmt::format("--checks: '{}' names no check (checks: {})", f, keys)};
-    }
-  }
-  return out;
-}
-
-
-ValidatePlan PlanChecks(const model::Cluster& c, std::span<const std::string> nodes, std::span<const std::string> checks,
-                        std::span<const CheckInfo> table) {
-  ValidatePlan plan;
-  auto chosen = [&](const CheckInfo& check) {
-    return check.plan != nullptr && std::find(checks.begin(), checks.end(), check.key) != checks.end();
-  };
-  for (const std::string& name : nodes) {
-    const model::Node* n = c.FindNode(name);
-    if (n == nullptr) continue;
-    for (const CheckInfo& check : table) {
-      if (check.shape == Shape::kNode && chosen(check)) check.plan(PlanContext{c, nodes, n}, check, plan);
-    }
-  }
-  for (const CheckInfo& check : table) {
-    if (check.shape != Shape::kNode && chosen(check)) check.plan(PlanContext{c, nodes, nullptr}, check, plan);
-  }
-  return plan;
-}
 
 std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                            const probe::ProbeResult& r) {
@@ -689,7 +580,8 @@ bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last) {
          (except.empty() || std::none_of(last.begin(), last.end(), [&](const Verdict& v) { return v.code == except; }));
 }
 
-std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes) {
+std::vector<Verdict> JudgeDrift(const model::Cluster& c, std::span<const facts::Drift> drift,
+                                std::span<const std::string> nodes) {
   std::vector<Verdict> out;
   for (const std::string& node : nodes) {
     bool any = false;
@@ -702,11 +594,18 @@ std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<c
       v.entity = d.subject.empty() ? "node" : d.subject;
       v.state = State::kFail;
       v.code = d.code;
-      v.threshold = d.expected;
       v.detail = d.message;
+      const facts::DriftCode* row = nullptr;
       for (const facts::DriftCode& code : facts::DriftCodes()) {
-        if (code.code == d.code) v.next_step = std::string(code.next_step);
+        if (code.code == d.code) row = &code;
       }
+      if (row != nullptr) v.next_step = std::string(row->next_step);
+      v.threshold = d.expected;
+      if (!d.expected.empty()) {
+        const std::string from = ExpectedFrom(c, d, row);
+        if (!from.empty()) v.threshold += " (" + from + ")";
+      }
+      DriftNextStep(c, d, v);
       out.push_back(std::move(v));
     }
     if (!any) {
@@ -729,11 +628,12 @@ bool Good(std::span<const Verdict> v) {
 int ExitCode(std::span<const Verdict> v, bool strict) {
   bool error = false, fail = false, measured = false;
   for (const Verdict& x : v) {
+    if (x.left_out) continue;
     error = error || x.state == State::kError;
     fail = fail || x.state == State::kFail || (strict && x.state == State::kWarn);
     measured = measured || x.state != State::kSkip;
   }
-  // --strict: a run that measured nothing (every check skipped) gates nothing, so it fails.
+  // --strict: a run that measured nothing (every check skipped or left out) gates nothing, so it fails.
   return error ? 2 : fail ? 1 : (strict && !measured && !v.empty()) ? 1 : 0;
 }
 

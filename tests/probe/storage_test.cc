@@ -285,19 +285,44 @@ TEST(StorageRead, RefusesToFillTheFileSystem) {
   EXPECT_TRUE(dir.Entries().empty());
 }
 
-TEST(StorageRead, AutoSizeIsTwiceMemoryCappedByFreeSpace) {
+// #15 item 19: size=auto is bounded (32 GiB, not 2 x RAM: ~4 TiB on a 2 TiB node), and no size
+// may take the file system below 10% of its size free.
+TEST(StorageRead, AutoSizeIsBoundedAndKeepsAFreeMargin) {
   const std::uint64_t gib = std::uint64_t{1} << 30;
   std::string why;
-  Result<std::uint64_t> a = internal::AutoReadSize(16 * gib, 1024 * gib, gib, kMiB, &why);
+  // A 100 TiB Lustre with 50 TiB free: 32 GiB, whatever the node's memory.
+  Result<std::uint64_t> a = internal::AutoReadSize(100 * 1024 * gib, 50 * 1024 * gib, gib, kMiB, &why);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(*a, 32 * gib);
-  EXPECT_NE(why.find("2 x RAM"), std::string::npos) << why;
-  Result<std::uint64_t> b = internal::AutoReadSize(16 * gib, 20 * gib, gib, kMiB, &why);
+  EXPECT_NE(why.find("direct I/O"), std::string::npos) << why;
+  // 1 TiB, 130 GiB free: 102.4 GiB must stay free, 27.6 GiB of room, in whole blocks.
+  Result<std::uint64_t> b = internal::AutoReadSize(1024 * gib, 130 * gib, gib, kMiB, &why);
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(*b, 18 * gib / kMiB * kMiB);  // 90% of the free space, whole blocks
-  EXPECT_NE(why.find("90% of the free space"), std::string::npos) << why;
-  Result<std::uint64_t> c = internal::AutoReadSize(16 * gib, gib, gib, kMiB, &why);
-  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(*b, (130 * gib - 1024 * gib / 10) / kMiB * kMiB);
+  EXPECT_NE(why.find("free-space margin"), std::string::npos) << why;
+  // 95% full: no room at all.
+  Result<std::uint64_t> c = internal::AutoReadSize(1024 * gib, 51 * gib, gib, kMiB, &why);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("min_size"), std::string::npos) << c.error().message;
+  // Small file systems keep at least 1 GiB.
+  EXPECT_EQ(internal::FreeMargin(4 * gib), gib);
+  EXPECT_EQ(internal::FreeMargin(1000 * gib), 100 * gib);
+}
+
+// f_type values from linux/magic.h and the file systems' own sources; WekaFS and FUSE-based
+// ones by the mount's type.
+TEST(StorageRead, SharedFileSystemsAreNamed) {
+  EXPECT_EQ(internal::SharedFsName(0x6969, "nfs4"), "nfs");
+  EXPECT_EQ(internal::SharedFsName(0x0BD00BD0, "lustre"), "lustre");
+  EXPECT_EQ(internal::SharedFsName(0x47504653, "gpfs"), "gpfs");
+  EXPECT_EQ(internal::SharedFsName(0x19830326, "beegfs"), "beegfs");
+  EXPECT_EQ(internal::SharedFsName(0x00C36400, "ceph"), "ceph");
+  EXPECT_EQ(internal::SharedFsName(0x12345678, "wekafs"), "wekafs");
+  EXPECT_EQ(internal::SharedFsName(0x65735546, "fuse.glusterfs"), "fuse.glusterfs");
+  EXPECT_EQ(internal::SharedFsName(0xEF53, "ext4"), "");
+  EXPECT_EQ(internal::SharedFsName(0x58465342, "xfs"), "");
+  EXPECT_EQ(internal::SharedFsName(0x01021994, "tmpfs"), "");
+  EXPECT_EQ(internal::SharedFsName(0x65735546, "fuse.rclone-local"), "");
 }
 
 TEST(StorageCheckpoint, MeasuresWriteAndFsync) {

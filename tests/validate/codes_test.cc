@@ -45,11 +45,12 @@ const std::regex& CodePatterns() {
       // code == "code", code = "code"
       R"re(|\bcode\s*(?:==|!=|=)\s*"([^"]*)")re"
       // the judges and planners: Mark(v, "code"), ErrorVerdict(run, "code", ...),
-      // NotApplicable(plan, check, node, "code", ...),
+      // NotApplicable(plan, check, node, "code", ...), LeaveOut(plan, check, node, "code", ...),
       // problem("code", ...)
       R"re(|\bMark\([^;"]*"([^"]*)")re"
       R"re(|\bErrorVerdict\(\s*run\s*,\s*"([^"]*)")re"
       R"re(|\bNotApplicable\([^;]*?,\s*"([a-z]+\.[a-z_]+)"\s*,)re"
+      R"re(|\bLeaveOut\([^;]*?,\s*"([a-z]+\.[a-z_]+)"\s*,)re"
       R"re(|\bproblem\(\s*"([^"]*)")re");
   return re;
 }
@@ -92,7 +93,7 @@ TEST(Codes, OneSpellingEachOnce) {
     EXPECT_FALSE(c.summary.empty()) << c.code;
     EXPECT_EQ(c.renamed_from.find('.'), std::string_view::npos) << c.code << ": renamed from a dotted spelling?";
   }
-  EXPECT_EQ(Codes().size(), 115u);
+  EXPECT_EQ(Codes().size(), 119u);
 }
 
 TEST(Codes, ADriftCodeHereMeansWhatItMeansInFacts) {

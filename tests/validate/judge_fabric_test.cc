@@ -97,19 +97,21 @@ TEST(FabricPlan, EachCheckGoesWhereItApplies) {
   EXPECT_EQ(group[0].group, (std::vector<std::string>{"g01", "g02"}));
   EXPECT_EQ(group[0].params.at("nodes"), "2");
 
-  // The login node has neither GPUs nor HCAs: each check says so.
-  int skipped = 0;
-  for (const Verdict& v : p.not_applicable) {
-    if (v.node == "login") ++skipped;
+  // The login node has neither GPUs nor HCAs: those checks are left out, each with its reason.
+  EXPECT_TRUE(p.not_applicable.empty());
+  std::vector<std::string> login;
+  for (const Verdict& v : p.left_out) {
+    if (v.node == "login") login.push_back(v.check + ":" + v.code);
   }
-  EXPECT_EQ(skipped, 3);  // ib.counters, nccl.quick, nccl.allreduce
+  EXPECT_EQ(login, (std::vector<std::string>{"ib.counters:rdma.no_nic", "nccl.quick:node.no_gpu",
+                                             "nccl.allreduce:node.no_gpu"}));
 
   // One node: no pairs, no group, each with its reason.
   ValidatePlan one = PlanChecks(c, std::vector<std::string>{"g01"}, *checks);
   EXPECT_TRUE(RunsOf(one, "rdma.write_bw").empty());
   EXPECT_TRUE(RunsOf(one, "nccl.multinode").empty());
   std::vector<std::string> codes;
-  for (const Verdict& v : one.not_applicable) codes.push_back(v.code);
+  for (const Verdict& v : one.left_out) codes.push_back(v.code);
   EXPECT_EQ(codes, (std::vector<std::string>{"rdma.no_pair", "rdma.no_pair", "nccl.single_node"}));
 }
 
@@ -159,7 +161,7 @@ TEST(FabricJudge, IbPortsAgainstTheInventory) {
   ASSERT_EQ(ok.size(), 2u);
   EXPECT_EQ(ok[0].state, State::kPass);
   EXPECT_EQ(ok[0].entity, "mlx5_0:1");
-  EXPECT_EQ(ok[0].threshold, "ACTIVE, 4X, >= 400 Gb/s (inventory)");
+  EXPECT_EQ(ok[0].threshold, "ACTIVE, 4X, >= 400 Gb/s (inventory profiles.h200.nics[mlx5_0].rate)");
 
   std::vector<Verdict> bad = judge({M("mlx5_0:1", "rate", 400, "Gb/s", Port("DOWN", "4X"))});
   ASSERT_EQ(bad.size(), 2u);
@@ -249,7 +251,9 @@ TEST(FabricJudge, RdmaAgainstTheHcaLineRate) {
   const PlannedRun& bw = p.runs[0];
   Verdict pass = Judge(c, t, bw, Ports("rdma.write_bw", {M(bw.entity, "write_bw", 370, "Gb/s")}))[0];
   EXPECT_EQ(pass.state, State::kPass);
-  EXPECT_TRUE(pass.threshold.starts_with(">= 320 Gb/s (80% of 400 Gb/s; guide 000")) << pass.threshold;
+  EXPECT_TRUE(pass.threshold.starts_with(
+      ">= 320 Gb/s (80% of 400 Gb/s, inventory profiles.h200.nics[mlx5_0].rate; 80%: guide 000"))
+      << pass.threshold;
   EXPECT_EQ(Judge(c, t, bw, Ports("rdma.write_bw", {M(bw.entity, "write_bw", 190, "Gb/s")}))[0].code,
             "threshold.below");
   const PlannedRun& lat = p.runs[2];
@@ -318,6 +322,53 @@ TEST(FabricRunner, GroupMembersGetTheirIndexAndTheExchange) {
             "exec: '/a' agent run 'nccl.allreduce' --param 'node_index=1' --param 'nodes=2' --timeout 1800 --exchange");
   EXPECT_EQ(fake.log["g02"][1],
             "stdin: {\"parts\":[\"gpus=8,id=00ff\",\"gpus=8\"],\"schema\":\"gpuforge.exchange/v1\"}\n");
+}
+
+// docs/validate.md: a FAIL nccl.wrong_data is never retried, on one node or across nodes; a slow
+// run of the same checks is.
+TEST(FabricRunner, WrongSumsAreNotTriedAgain) {
+  model::Cluster c = Load(kFabric);
+  Thresholds t = Marks(c);
+  for (const char* check : {"nccl.quick", "nccl.allreduce", "nccl.multinode"}) {
+    EXPECT_EQ(FindCheck(check)->retry.except_code, "nccl.wrong_data") << check;
+  }
+  probe::ProbeResult wrong = Nccl(400, 8);
+  wrong.outcome = probe::Outcome::kError;
+  wrong.code = "nccl.wrong_data";
+  wrong.reason = "gpu3 (rank 3) out-of-place element 17: 7 where 8 was expected";
+  probe::ProbeResult slow = Nccl(100, 8);
+  slow.measurements[3].value = 31;  // past nccl.quick's 30 ms
+  for (const char* check : {"nccl.quick", "nccl.allreduce"}) {
+    for (const probe::ProbeResult* answer : {&wrong, &slow}) {
+      PlannedRun run = RunsOf(PlanChecks(c, kAll, std::vector<std::string>{check}), check).at(0);
+      remote::testing::FakeConnector fake;
+      int calls = 0;
+      fake.nodes[run.node].exec = [&](const std::string&) -> Result<remote::ExecResult> {
+        ++calls;
+        remote::ExecResult r;
+        r.exit_status = 0;
+        r.out = probe::ToJsonLine(*answer) + "\n";
+        return r;
+      };
+      remote::Target target;
+      target.node = run.node;
+      auto session = std::move(fake.Connect(target)).value();
+      RunOptions o;
+      o.retries = 3;
+      std::vector<Verdict> v = RunCheck(*session, {"/a"}, c, t, run, o);
+      ASSERT_FALSE(v.empty());
+      EXPECT_EQ(v[0].state, State::kFail) << check;
+      if (answer == &wrong) {
+        EXPECT_EQ(v[0].code, "nccl.wrong_data") << check;
+        EXPECT_EQ(calls, 1) << check;
+        EXPECT_FALSE(RetryAgain(run, v)) << check;
+      } else {
+        EXPECT_EQ(v[0].code, check == std::string("nccl.quick") ? "threshold.above" : "threshold.below");
+        EXPECT_EQ(calls, 3) << check;
+        EXPECT_EQ(v[0].attempts, 3) << check;
+      }
+    }
+  }
 }
 
 }  // namespace

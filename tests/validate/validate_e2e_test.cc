@@ -136,7 +136,7 @@ TEST_F(ValidateE2e, GpuChecksSkipWithTheirReasonOnHostsWithoutADriver) {
 }
 
 // NCCL on one node and across both (one agent each, conversing through gpuforge): without a
-// driver every member says why, on its own node; the hosts have no HCA for ib.counters.
+// driver every member says why, on its own node; the hosts have no HCA, so ib.counters is left out.
 TEST_F(ValidateE2e, NcclChecksSkipPerNodeAndPerMemberWithoutADriver) {
   testbed::CommandOutput out = Validate("", "--checks nccl,ib --format json");
   EXPECT_EQ(out.exit_code, 0) << out.output;
@@ -154,10 +154,13 @@ TEST_F(ValidateE2e, NcclChecksSkipPerNodeAndPerMemberWithoutADriver) {
       "nccl.allreduce tb02 allreduce SKIP gpu.no_cuda_driver",
       "nccl.multinode tb01 member of 2 nodes together SKIP gpu.no_cuda_driver",
       "nccl.multinode tb02 member of 2 nodes together SKIP gpu.no_cuda_driver",
-      "ib.counters tb01 node SKIP rdma.no_nic",
-      "ib.counters tb02 node SKIP rdma.no_nic",
   };
   EXPECT_EQ(got, want) << out.output;
+  // The hosts have no HCA: ib.counters does not apply there, so it is left out, not a result.
+  EXPECT_EQ(j["left_out"]["count"], 2) << out.output;
+  ASSERT_EQ(j["left_out"]["reasons"].size(), 1u) << out.output;
+  EXPECT_EQ(j["left_out"]["reasons"][0]["code"], "rdma.no_nic") << out.output;
+  EXPECT_EQ(j["left_out"]["reasons"][0]["checks"], nlohmann::json::array({"ib.counters"})) << out.output;
 }
 
 // --local: this machine is the node; no SSH. The agent runs here, from the build.

@@ -79,7 +79,8 @@ TEST(ValidateThresholds, DefaultsOverridesAndTheDataFile) {
   Result<Thresholds> o = Thresholds::For(Load(over), Table());
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->Get("storage.read.min_gbs_per_gpu"), 2.5);
-  EXPECT_EQ(o->SourceOf("storage.read.min_gbs_per_gpu"), "inventory vt.yaml:20:5");
+  EXPECT_EQ(o->SourceOf("storage.read.min_gbs_per_gpu"),
+            "inventory validation.thresholds.storage.read.min_gbs_per_gpu (vt.yaml:20:5)");
   std::string typo = std::string(kInventory) + "validation:\n  thresholds:\n    storage.red.min_gbs_per_gpu: 2.5\n";
   Result<Thresholds> bad = Thresholds::For(Load(typo), Table());
   ASSERT_FALSE(bad.ok());
@@ -110,9 +111,13 @@ TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   EXPECT_EQ(p.runs[36].params.at("peer"), "198.18.0.3");
   EXPECT_EQ(p.runs[36].peer_params, (std::map<std::string, std::string>{{"port", "0"}, {"role", "server"}}));
   EXPECT_EQ(p.runs.back().group, nodes);
-  // Without InfiniBand or RoCE NICs the HCA checks say why they do not apply.
+  // Without InfiniBand or RoCE NICs the HCA checks do not apply: left out, with why.
+  EXPECT_TRUE(p.not_applicable.empty());
   std::vector<std::string> why;
-  for (const Verdict& v : p.not_applicable) why.push_back(v.check + ":" + v.code);
+  for (const Verdict& v : p.left_out) {
+    why.push_back(v.check + ":" + v.code);
+    EXPECT_TRUE(v.left_out);
+  }
   EXPECT_EQ(why, (std::vector<std::string>{"ib.counters:rdma.no_nic", "ib.counters:rdma.no_nic", "ib.counters:rdma.no_nic",
                                            "rdma.write_bw:rdma.no_pair", "rdma.write_lat:rdma.no_pair"}));
 
@@ -125,9 +130,112 @@ TEST(ValidatePlan, ChecksApplyWhereTheInventorySays) {
   bare.replace(bare.find(", mount: /mnt/shared"), 20, "");
   ValidatePlan q = PlanChecks(Load(bare), std::vector<std::string>{"n01"}, *storage);
   EXPECT_TRUE(q.runs.empty());
-  ASSERT_EQ(q.not_applicable.size(), 3u);
-  EXPECT_EQ(q.not_applicable[0].state, State::kSkip);
-  EXPECT_EQ(q.not_applicable[0].code, "storage.no_mount");
+  ASSERT_EQ(q.left_out.size(), 3u);
+  EXPECT_EQ(q.left_out[0].state, State::kSkip);
+  EXPECT_EQ(q.left_out[0].code, "storage.no_mount");
+}
+
+// Issue #15 item 20: on a cluster with login and controller nodes, the GPU, NCCL, HCA and
+// storage checks that cannot apply there are left out (counted, not listed); a check that
+// should run but cannot (AMD GPUs, no NVML/CUDA probes for them) stays a listed SKIP.
+const char* const kRoles = R"Y(version: 1
+cluster: {name: roles}
+profiles:
+  gpu: {gpus: {model: H200, count: 8}, cpu: {sockets: 2, cores_per_socket: 32},
+        nics: [{name: eth0, kind: ethernet, rate: 100Gb/s, network: storage, netdev: eth0}]}
+  amd: {gpus: {model: MI300X, count: 8}, cpu: {sockets: 2, cores_per_socket: 32},
+        nics: [{name: eth0, kind: ethernet, rate: 100Gb/s, network: storage, netdev: eth0}]}
+  cpu: {cpu: {sockets: 1, cores_per_socket: 16},
+        nics: [{name: eth0, kind: ethernet, rate: 100Gb/s, network: storage, netdev: eth0}]}
+networks:
+  storage: {role: storage, kind: ethernet, rate: 100Gb/s}
+storage:
+  tiers:
+    - {name: shared, kind: nfs, role: hot, read_bandwidth: 20GB/s, capacity: 100TB, mount: /mnt/shared, checkpoints: true, network: storage}
+software:
+  os: {distro: debian}
+nodes:
+  - {name: gpu01, profile: gpu, address: 198.18.0.1}
+  - {name: amd01, profile: amd, address: 198.18.0.3}
+  - {name: login, profile: cpu, role: login, address: 198.18.0.5}
+  - {name: ctl, profile: cpu, role: controller, address: 198.18.0.7}
+)Y";
+
+TEST(ValidatePlan, WhatCannotApplyIsLeftOutAndCounted) {
+  model::Cluster c = Load(kRoles);
+  const std::vector<std::string> nodes = {"gpu01", "amd01", "login", "ctl"};
+  ValidatePlan p = PlanChecks(c, nodes, *SelectChecks({}));
+  std::map<std::string, int> left;  // code@node -> entries
+  for (const Verdict& v : p.left_out) {
+    EXPECT_TRUE(v.left_out);
+    EXPECT_EQ(v.state, State::kSkip);
+    ++left[v.code + "@" + v.node];
+  }
+  EXPECT_EQ(left, (std::map<std::string, int>{{"node.no_gpu@login", 8},       // 6 gpu.* + nccl.quick, nccl.allreduce
+                                              {"node.no_gpu@ctl", 8},
+                                              {"node.not_compute@login", 3},  // storage.read, .checkpoint, .metadata
+                                              {"node.not_compute@ctl", 3},
+                                              {"rdma.no_nic@gpu01", 1},
+                                              {"rdma.no_nic@amd01", 1},
+                                              {"rdma.no_nic@login", 1},
+                                              {"rdma.no_nic@ctl", 1},
+                                              {"rdma.no_pair@gpu01", 2},      // rdma.write_bw, rdma.write_lat
+                                              {"nccl.single_node@gpu01", 1}}));  // amd01 is no NCCL member
+  // AMD GPUs should be measured, and gpuforge cannot: listed SKIPs saying why.
+  ASSERT_EQ(p.not_applicable.size(), 8u);
+  for (const Verdict& v : p.not_applicable) {
+    EXPECT_EQ(v.node, "amd01");
+    EXPECT_EQ(v.code, "gpu.no_nvidia");
+    EXPECT_FALSE(v.left_out);
+    EXPECT_NE(v.detail.find("MI300X"), std::string::npos) << v.detail;
+  }
+  // Storage runs on the GPU nodes only; facts and TCP everywhere.
+  std::vector<std::string> storage;
+  for (const PlannedRun& r : p.runs) {
+    if (r.check.starts_with("storage.")) storage.push_back(r.check + "@" + r.node);
+  }
+  EXPECT_EQ(storage, (std::vector<std::string>{"storage.read@gpu01", "storage.checkpoint@gpu01", "storage.metadata@gpu01",
+                                               "storage.read@amd01", "storage.checkpoint@amd01",
+                                               "storage.metadata@amd01"}));
+
+  // The report lists what ran and could not run; what was left out is one line per reason.
+  std::vector<Verdict> v;
+  Verdict ok;
+  ok.check = "facts";
+  ok.node = "gpu01";
+  ok.entity = "node";
+  ok.state = State::kPass;
+  v.push_back(ok);
+  v.insert(v.end(), p.not_applicable.begin(), p.not_applicable.end());
+  v.insert(v.end(), p.left_out.begin(), p.left_out.end());
+  const std::string text = report::ValidateText(v, report::Style{}, false);
+  EXPECT_NE(text.find("\nLeft out: 29 checks that do not apply to these nodes (not run, not counted):\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ctl,login         16 x  the node's profile has no GPU: gpu.health, gpu.copy, gpu.h2d, gpu.d2h, "
+                      "gpu.compute, gpu.gemm, nccl.quick, nccl.allreduce [node.no_gpu]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("SKIP  ib.counters"), std::string::npos) << text;
+  EXPECT_NE(text.find("amd01            SKIP  gpu.health"), std::string::npos) << text;
+  EXPECT_NE(text.find("Verdict: PASS (1 passed, 0 warned, 0 failed, 8 skipped, 0 errors; 29 left out)"),
+            std::string::npos)
+      << text;
+  nlohmann::ordered_json j = report::ValidateJson("roles", v, false);
+  EXPECT_EQ(j["results"].size(), 9u);  // the PASS and the 8 SKIPs
+  EXPECT_EQ(j["left_out"]["count"], 29);
+  ASSERT_EQ(j["left_out"]["reasons"].size(), 6u);
+  EXPECT_EQ(j["left_out"]["reasons"][0]["code"], "rdma.no_nic");
+  EXPECT_EQ(j["left_out"]["reasons"][0]["nodes"].get<std::vector<std::string>>(),
+            (std::vector<std::string>{"gpu01", "amd01", "login", "ctl"}));
+  EXPECT_EQ(j["left_out"]["reasons"][1]["code"], "node.no_gpu");
+  EXPECT_EQ(j["left_out"]["reasons"][1]["count"], 16);
+  // Left out counts for nothing in exit codes; a run of nothing else measured nothing.
+  EXPECT_EQ(ExitCode(p.left_out, false), 0);
+  EXPECT_EQ(ExitCode(p.left_out, true), 1);
+  std::vector<Verdict> with_pass = p.left_out;
+  with_pass.push_back(ok);
+  EXPECT_EQ(ExitCode(with_pass, true), 0);
 }
 
 TEST(ValidateJudge, EachCheckAgainstItsMark) {
@@ -165,12 +273,65 @@ TEST(ValidateJudge, EachCheckAgainstItsMark) {
   std::vector<Verdict> tcp = Judge(c, t, run("tcp.bandwidth"), Ok("tcp.bandwidth", "bandwidth", 40, "Gb/s"));
   EXPECT_EQ(tcp[0].state, State::kFail);
   EXPECT_EQ(tcp[0].entity, "peer n02 (storage)");
+  // Each figure of a mark names where it comes from (#15 item 21): the line rate is the
+  // inventory's, the 80% the guide's.
+  EXPECT_TRUE(tcp[0].threshold.starts_with(
+      ">= 80.0 Gb/s (80% of 100 Gb/s, inventory networks.storage.rate; 80%: guide 000"))
+      << tcp[0].threshold;
+  EXPECT_NE(fast[0].threshold.find("; guide 000, Storage"), std::string::npos) << fast[0].threshold;
+  std::string own = kInventory;
+  own.replace(own.find("optimizer: adam,"), 16, "optimizer: adam, read_bandwidth_per_gpu: 2GB/s,");
+  model::Cluster c2 = Load(own);
+  ValidatePlan p2 = PlanChecks(c2, std::vector<std::string>{"n01"}, std::vector<std::string>{"storage.read"});
+  std::vector<Verdict> w = Judge(c2, *Thresholds::For(c2, Table()), p2.runs.at(0),
+                                 Ok("storage.read", "read_bandwidth", 9.5, "GB/s"));
+  EXPECT_EQ(w[0].threshold, ">= 16.0 GB/s (8 GPUs x 2.00 GB/s; inventory workload.read_bandwidth_per_gpu)");
+  EXPECT_EQ(w[0].state, State::kFail);
   // SKIP and ERROR stay what they are, with the probe's code; a missing measurement is an error.
   EXPECT_EQ(Judge(c, t, run("storage.read"), probe::Skip("storage.read", "storage.no_path", "no path"))[0].state, State::kSkip);
   std::vector<Verdict> err = Judge(c, t, run("storage.read"), probe::Fail("storage.read", "sys.open_failed", "open(x): EACCES"));
   EXPECT_EQ(err[0].state, State::kError);
   EXPECT_EQ(err[0].code, "sys.open_failed");
   EXPECT_EQ(Judge(c, t, run("storage.read"), Ok("storage.read", "other", 1, "GB/s"))[0].code, "probe.no_measurement");
+}
+
+// #15 item 19: what the node's statfs says the path is, against the tier's kind.
+TEST(ValidateJudge, StorageReadSaysWhenTheFileSystemIsNotWhatTheInventorySays) {
+  auto read = [](std::map<std::string, std::string> info) {
+    probe::ProbeResult r = Ok("storage.read", "read_bandwidth", 9.5, "GB/s");
+    r.measurements[0].entity = "/mnt/shared";
+    info.emplace("size", "34359738368");
+    r.measurements[0].info = std::move(info);
+    return r;
+  };
+  // The inventory's tier is NFS: an NFS mount is as expected, no finding.
+  model::Cluster c = Load(kInventory);
+  Thresholds t = *Thresholds::For(c, Table());
+  const PlannedRun run = PlanChecks(c, std::vector<std::string>{"n01"}, std::vector<std::string>{"storage.read"}).runs.at(0);
+  ASSERT_EQ(run.entity, "/mnt/shared");
+  std::vector<Verdict> nfs = Judge(c, t, run, read({{"filesystem", "nfs"}, {"shared_fs", "nfs"}}));
+  ASSERT_EQ(nfs.size(), 1u);
+  EXPECT_EQ(nfs[0].state, State::kPass);
+  // ext4 where the inventory has NFS: the tier is not mounted there.
+  std::vector<Verdict> local = Judge(c, t, run, read({{"filesystem", "ext4"}}));
+  ASSERT_EQ(local.size(), 2u);
+  EXPECT_EQ(local[1].state, State::kWarn);
+  EXPECT_EQ(local[1].code, "storage.not_shared");
+  EXPECT_NE(local[1].detail.find("/mnt/shared is on ext4 here"), std::string::npos) << local[1].detail;
+  // Lustre where the inventory says local NVMe: every node's file went to one shared file system.
+  std::string nvme = kInventory;
+  nvme.replace(nvme.find("kind: nfs"), 9, "kind: local-nvme");
+  model::Cluster c2 = Load(nvme);
+  const PlannedRun run2 =
+      PlanChecks(c2, std::vector<std::string>{"n01"}, std::vector<std::string>{"storage.read"}).runs.at(0);
+  std::vector<Verdict> lustre = Judge(c2, t, run2, read({{"filesystem", "lustre"}, {"shared_fs", "lustre"}}));
+  ASSERT_EQ(lustre.size(), 2u);
+  EXPECT_EQ(lustre[0].state, State::kPass);
+  EXPECT_EQ(lustre[1].state, State::kWarn);
+  EXPECT_EQ(lustre[1].code, "storage.shared_fs");
+  EXPECT_EQ(lustre[1].threshold, "a node-local file system (inventory storage.tiers[shared].kind: local-nvme)");
+  EXPECT_NE(lustre[1].detail.find("on lustre, shared with other nodes"), std::string::npos) << lustre[1].detail;
+  EXPECT_NE(lustre[1].detail.find("34359738368-byte"), std::string::npos) << lustre[1].detail;
 }
 
 TEST(ValidateJudge, GpuHealthNamesEachProblemPerGpu) {
@@ -233,13 +394,37 @@ TEST(ValidateJudge, GpuRatesAgainstTheModelFigureOrWarnWithout) {
 }
 
 TEST(ValidateJudge, DriftBecomesFailsAndCleanNodesPass) {
+  model::Cluster c = Load(kInventory);
   std::vector<facts::Drift> drift = {{"gpu.count", "n02", "node", "8", "7", "n02 has 7 GPUs, the profile 8"}};
-  std::vector<Verdict> v = JudgeDrift(drift, std::vector<std::string>{"n01", "n02"});
+  std::vector<Verdict> v = JudgeDrift(c, drift, std::vector<std::string>{"n01", "n02"});
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(v[0].state, State::kPass);
   EXPECT_EQ(v[1].state, State::kFail);
   EXPECT_EQ(v[1].code, "gpu.count");
   EXPECT_FALSE(v[1].next_step.empty());
+  // The expected value names the inventory key it came from.
+  EXPECT_EQ(v[1].threshold, "8 (inventory profiles.gpu.gpus.count)");
+}
+
+// Issue #15 item 21: a missing NIC's next step fits the NIC the inventory describes: an Ethernet
+// netdev is not an mlx5_core/HCA problem; an InfiniBand HCA is looked for with the verbs tools.
+TEST(ValidateJudge, AMissingNicGetsAdviceForItsKind) {
+  std::string inv = kInventory;
+  inv.replace(inv.find("nics: [{name: eth0"), 18,
+              "nics: [{name: mlx5_0, kind: infiniband, rate: 400Gb/s}, {name: eno1");
+  model::Cluster c = Load(inv);
+  std::vector<facts::Drift> drift = {
+      {"nic.missing", "n01", "eno1", "present", "no RDMA devices", "profile gpu has NIC eno1, the node does not"},
+      {"nic.missing", "n01", "mlx5_0", "present", "no RDMA devices", "profile gpu has NIC mlx5_0, the node does not"}};
+  std::vector<Verdict> v = JudgeDrift(c, drift, std::vector<std::string>{"n01"});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].entity, "eno1");
+  EXPECT_EQ(v[0].next_step.find("mlx5"), std::string::npos) << v[0].next_step;
+  EXPECT_NE(v[0].next_step.find("`ip -br link`"), std::string::npos) << v[0].next_step;
+  EXPECT_NE(v[0].next_step.find("ethtool -i eth0"), std::string::npos) << v[0].next_step;  // its netdev
+  EXPECT_EQ(v[0].threshold, "present (inventory profiles.gpu.nics)");
+  EXPECT_NE(v[1].next_step.find("`ibv_devices`"), std::string::npos) << v[1].next_step;
+  EXPECT_NE(v[1].next_step.find("mlx5_0"), std::string::npos) << v[1].next_step;
 }
 
 TEST(ValidateReport, ExitCodesFoldingAndJson) {

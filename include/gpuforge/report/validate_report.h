@@ -2,7 +2,9 @@
 
 // How validate's verdicts read: one line per check and entity, identical lines folded across
 // nodes ("tb[01-32]"), every non-PASS with its code, measured value, threshold and next step,
-// then a verdict line; and the versioned JSON (gpuforge.validate/v1).
+// then a verdict line; and the versioned JSON (gpuforge.validate/v1). Checks left out because
+// they do not apply (Verdict::left_out) are not lines or results: one line per reason counts
+// them, and the JSON's `left_out` gives the count, reasons, checks and nodes.
 
 #include <span>
 #include <string>
@@ -16,7 +18,7 @@ namespace gpuforge::report {
 
 std::string ValidateText(std::span<const validate::Verdict> verdicts, const Style& s, bool strict);
 nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const validate::Verdict> verdicts, bool strict);
-// "FAIL (12 passed, 0 warned, 1 failed, 3 skipped, 0 errors)".
+// "FAIL (12 passed, 0 warned, 1 failed, 3 skipped, 0 errors)", "; 39 left out" added when some were.
 std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool strict);
 
 }  // namespace gpuforge::report

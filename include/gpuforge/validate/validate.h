@@ -32,6 +32,10 @@ struct Verdict {
   std::string next_step;
   std::string detail;     // what happened, for people
   int attempts = 1;
+  // Planned out: the check does not apply to this node by its role or profile (GPU checks on a
+  // login node). State SKIP with the reason's code, but not a result: reports do not list it,
+  // they count it in one line, and exit codes ignore it. A SKIP without it should have run.
+  bool left_out = false;
 };
 
 // --checks: keys or prefixes ("gpu", "storage.read"); empty selects all. An entry naming
@@ -61,7 +65,12 @@ struct PlannedRun {
 
 struct ValidatePlan {
   std::vector<PlannedRun> runs;      // node-local first, then pairwise, then group checks
-  std::vector<Verdict> not_applicable;  // SKIP verdicts for checks that cannot apply (with why)
+  // SKIP verdicts for checks that should run here but cannot (GPUs of a vendor gpuforge has
+  // no probes for), with why; listed like any result.
+  std::vector<Verdict> not_applicable;
+  // Checks that do not apply (no GPU in the profile, storage on a login node, one node for a
+  // pair check): left_out verdicts with the reason's code, counted, not listed.
+  std::vector<Verdict> left_out;
 };
 
 // The check table. A row is everything about a check: where it applies (its planner), how it
@@ -85,7 +94,8 @@ struct PlanContext {
   std::span<const std::string> nodes;
   const model::Node* node = nullptr;
 };
-// Adds the check's runs to the plan, or the SKIP verdicts for where it cannot apply.
+// Adds the check's runs to the plan; where it cannot run, the SKIP verdicts, and where it does
+// not apply, what was left out.
 using Planner = void (*)(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan);
 // A probe result (which may be a SKIP or ERROR) judged: one or more verdicts, never a PASS for
 // a result that is not ok.
@@ -114,10 +124,13 @@ const CheckInfo* CheckOf(const PlannedRun& run);
 Shape ShapeOf(const PlannedRun& run);
 
 // Building blocks of planners: a run of the check on the node with the row's probe, retry
-// policy and timeout (entity "node"); a SKIP verdict with its code for a node where it cannot apply.
+// policy and timeout (entity "node"); a SKIP verdict with its code for a node where it should
+// run but cannot; a left-out entry with its code for a node where it does not apply.
 PlannedRun RunOf(const CheckInfo& check, const model::Node& node);
 void NotApplicable(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
                    std::string why);
+void LeaveOut(ValidatePlan& plan, const CheckInfo& check, const std::string& node, std::string_view code,
+              std::string why);
 
 // For the `nodes` (names from the inventory) and the selected checks: every node-shaped row's
 // planner per node, in table order, then the pair and group rows' once.
@@ -134,8 +147,12 @@ std::vector<Verdict> Judge(const model::Cluster& c, const Thresholds& t, const P
 std::vector<Verdict> JudgeGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                 std::span<const probe::ProbeResult* const> results);
 
-// `facts` findings as verdicts: one FAIL per drift, or one PASS for a node without drift.
-std::vector<Verdict> JudgeDrift(std::span<const facts::Drift> drift, std::span<const std::string> nodes);
+// `facts` findings as verdicts: one FAIL per drift, or one PASS for a node without drift. The
+// next step is the drift code's, made true for the subject where the inventory tells more (a
+// missing Ethernet NIC is not an mlx5_core problem); the threshold says where the expected
+// value comes from.
+std::vector<Verdict> JudgeDrift(const model::Cluster& c, std::span<const facts::Drift> drift,
+                                std::span<const std::string> nodes);
 
 // Whether a performance check's verdicts are good enough to stop retrying.
 bool Good(std::span<const Verdict> v);
@@ -144,8 +161,8 @@ bool Good(std::span<const Verdict> v);
 bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last);
 
 // 0 all passed (warnings allowed unless strict); 1 any FAIL (or, with strict, any WARN or
-// nothing measured at all: every check skipped); 2 any ERROR, an unreachable node or a SKIP
-// caused by one.
+// nothing measured at all: every check skipped or left out); 2 any ERROR, an unreachable node
+// or a SKIP caused by one. Left-out entries count for nothing else.
 int ExitCode(std::span<const Verdict> v, bool strict);
 
 }  // namespace gpuforge::validate

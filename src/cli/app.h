@@ -27,7 +27,7 @@ enum ExitCode : int {
   kExitUsage = 2,     // bad flags, unreadable or invalid input
 };
 
-enum class Format { kText, kJson, kYaml };
+enum class Format { kText, kJson, kYaml, kJunit };  // kJunit: cli/outputs.h
 
 struct Io {
   std::FILE* out = stdout;

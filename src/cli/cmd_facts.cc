@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "cli/remote_options.h"
+#include "gpuforge/report/junit.h"
 #include "gpuforge/facts/collect.h"
 #include "gpuforge/report/facts_report.h"
 
@@ -20,6 +22,7 @@ Command FactsCommand() {
               double timeout_s = 180;
               bool check = false;
               Format format = Format::kText;
+              OutputFlags outputs;
             };
             auto o = std::make_shared<Opts>();
             app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
@@ -29,7 +32,8 @@ Command FactsCommand() {
                 ->option_text("SECONDS");
             app.add_flag("--check", o->check,
                          "Compare the facts with the inventory and between nodes of one profile; exit 1 on drift");
-            AddFormatOption(app, &o->format);
+            AddFormatWithJunit(app, &o->format);
+            AddJunitOption(app, &o->outputs);
             app.footer(
                 "One SSH round trip per node: a POSIX sh script (no root needed) prints every source.\n"
                 "Drift codes and thresholds: docs/facts.md.\n"
@@ -38,6 +42,13 @@ Command FactsCommand() {
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(kExitUsage);
+              // JUnit reports the drift findings; without --check there are none to report, and
+              // a suite of passes would claim a check that did not run.
+              if (!o->check && (o->format == Format::kJunit || !o->outputs.junit.empty())) {
+                ctx.Error("JUnit output (--format junit, --junit) reports drift: add --check");
+                return static_cast<int>(kExitUsage);
+              }
+              if (!CheckOutputs(ctx, o->outputs)) return static_cast<int>(kExitUsage);
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
 
@@ -49,15 +60,24 @@ Command FactsCommand() {
               co.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
               co.fanout = fo;
               co.check = o->check;
+              report::RunInfo info{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, false};
+              const auto t0 = std::chrono::steady_clock::now();
               const facts::Collected collected = facts::Collect(*ssh, *targets, *cluster, co);
               bar.Clear();
+              info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
               if (o->format == Format::kJson) {
                 ctx.OutJson(report::FactsJson(collected));
+              } else if (o->format == Format::kJunit) {
+                ctx.Out(report::FactsJunit(info, collected));
               } else {
                 ctx.Out(report::FactsText(collected, ctx.out_style));
               }
               if (ctx.verbosity >= 0) ctx.Err(report::FactsTally(collected, interrupt.interrupted()));
+              if (!o->outputs.junit.empty() &&
+                  !WriteOutput(ctx, "--junit", o->outputs.junit, report::FactsJunit(info, collected))) {
+                return static_cast<int>(kExitUsage);
+              }
               return static_cast<int>(collected.failed == 0 && collected.drift.empty() ? kExitOk : kExitFindings);
             };
           }};

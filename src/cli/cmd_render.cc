@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "gpuforge/base/hostlist.h"
+#include "cli/remote_options.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge::cli {
@@ -23,7 +23,7 @@ Command RenderCommand() {
             app.add_option("--out", o->out, "Directory to write DIR/<node>/<path> and DIR/_cluster/<path> into")
                 ->required()
                 ->option_text("DIR");
-            app.add_option("--nodes", o->nodes, "Only these nodes (hostlist expression, e.g. gpu[001-004])")
+            app.add_option("--nodes", o->nodes, kNodesHelp)
                 ->option_text("EXPR");
             app.add_option("--templates", o->templates, "Use templates from this directory instead of the bundled ones")
                 ->option_text("DIR");
@@ -37,7 +37,8 @@ Command RenderCommand() {
               // directory gives the same bytes, and apply compares against exactly these.
               opts.inventory_label = std::filesystem::path(o->inventory).filename().string();
               if (!o->nodes.empty()) {
-                Result<std::vector<std::string>> names = hostlist::Expand(o->nodes);
+                Result<std::vector<std::string>> names = nodeset::Evaluate(o->nodes, NodeGroups(*cluster));
+                if (names.ok() && names->empty()) names = Error{fmt::format("\"{}\" selects no node", o->nodes)};
                 if (!names.ok()) {
                   ctx.Error(fmt::format("--nodes: {}", names.error().message));
                   return static_cast<int>(kExitUsage);

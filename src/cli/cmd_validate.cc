@@ -1,11 +1,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "cli/remote_options.h"
+#include "gpuforge/report/baseline.h"
+#include "gpuforge/report/junit.h"
+#include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
 #include "gpuforge/validate/runner.h"
 
@@ -41,6 +47,7 @@ Command ValidateCommand() {
               int retries = 3;
               int timeout_s = 0;
               Format format = Format::kText;
+              OutputFlags outputs;
             };
             auto o = std::make_shared<Opts>();
             app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
@@ -55,12 +62,21 @@ Command ValidateCommand() {
             app.add_option("--timeout", o->timeout_s, "Seconds each check may run (default: the check's own)")
                 ->check(CLI::Range(1, 86400))
                 ->option_text("SECONDS");
-            AddFormatOption(app, &o->format);
-            app.footer("Exit codes: 0 every check passed (warnings allowed unless --strict); 1 a check failed;\n"
+            AddFormatWithJunit(app, &o->format);
+            AddJunitOption(app, &o->outputs);
+            AddResultOptions(app, &o->outputs);
+            app.footer("Exit codes: 0 every check passed (warnings allowed unless --strict); 1 a check failed\n"
+                       "(or, with --baseline, a value regressed beyond the tolerance);\n"
                        "2 a check could not run (ERROR), a node was unreachable, or invalid inventory or usage.");
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(kExitUsage);
+              // Every output and the baseline are checked before any node is touched: a run of
+              // an hour must not end in "cannot write" or "baseline of another cluster".
+              if (!CheckOutputs(ctx, o->outputs)) return static_cast<int>(kExitUsage);
+              bool refused = false;
+              std::optional<report::Baseline> baseline = LoadBaseline(ctx, o->outputs, cluster->name, &refused);
+              if (refused) return static_cast<int>(kExitUsage);
               std::vector<std::string> filter = Words(o->checks);
               Result<std::vector<std::string>> checks = validate::SelectChecks(filter);
               if (!checks.ok()) {
@@ -122,6 +138,8 @@ Command ValidateCommand() {
               InterruptGuard interrupt;
               ProgressBar bar(ctx, "validate");
               std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
+              report::RunInfo info{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, o->strict};
+              const auto t0 = std::chrono::steady_clock::now();
               validate::PlanRunOptions po;
               po.run.retries = o->retries;
               po.run.timeout_s = o->timeout_s;
@@ -131,14 +149,39 @@ Command ValidateCommand() {
               const std::vector<validate::Verdict> verdicts = validate::RunPlan(
                   *connector, *targets, *cluster, *thresholds, vplan, agent ? &*agent : nullptr, po);
               bar.Clear();
+              info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              std::optional<report::Comparison> compared;
+              if (baseline) compared = report::CompareWithBaseline(*baseline, verdicts, o->outputs.tolerance_pct);
               if (o->format == Format::kJson) {
-                ctx.OutJson(report::ValidateJson(cluster->name, verdicts, o->strict));
+                nlohmann::ordered_json j = report::ValidateJson(cluster->name, verdicts, o->strict);
+                if (compared) j["baseline"] = report::BaselineJson(*compared);
+                ctx.OutJson(j);
+              } else if (o->format == Format::kJunit) {
+                ctx.Out(report::ValidateJunit(info, verdicts));
               } else {
                 ctx.Out(ctx.out_style.Bold(fmt::format("gpuforge validate: {} ({} node{})\n\n", cluster->name,
                                                        targets->size(), targets->size() == 1 ? "" : "s")));
                 ctx.Out(report::ValidateText(verdicts, ctx.out_style, o->strict));
+                if (compared) ctx.Out(report::BaselineText(*compared, ctx.out_style));
               }
-              return validate::ExitCode(verdicts, o->strict);
+              bool written = true;
+              if (!o->outputs.junit.empty()) {
+                written &= WriteOutput(ctx, "--junit", o->outputs.junit, report::ValidateJunit(info, verdicts));
+              }
+              if (!o->outputs.prometheus.empty()) {
+                written &= WriteOutput(ctx, "--prometheus", o->outputs.prometheus,
+                                       report::ValidatePrometheus(info, verdicts));
+              }
+              if (!o->outputs.save_results.empty()) {
+                const std::string path =
+                    (std::filesystem::path(o->outputs.save_results) / report::SavedResultsName(info)).string();
+                written &= WriteOutput(ctx, "--save-results", path, report::SavedResults(info, verdicts).dump(2) + "\n");
+                if (written && ctx.verbosity >= 0) ctx.Err(fmt::format("validate: results saved to {}\n", path));
+              }
+              const int code = validate::ExitCode(verdicts, o->strict);
+              if (!written) return static_cast<int>(kExitUsage);
+              if (code == 0 && compared && compared->regressions() > 0) return static_cast<int>(kExitFindings);
+              return code;
             };
           }};
 }

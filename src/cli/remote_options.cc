@@ -8,7 +8,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "gpuforge/base/hostlist.h"
 #include "gpuforge/remote/local.h"
 
 namespace gpuforge::cli {
@@ -30,7 +29,7 @@ extern "C" void OnInterrupt(int) {
 }  // namespace
 
 void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
-  app.add_option("--nodes", f->nodes, "Only these nodes (hostlist expression, e.g. gpu[001-004])")
+  app.add_option("--nodes", f->nodes, kNodesHelp)
       ->option_text("EXPR");
   app.add_option("--fanout", f->fanout, "Nodes worked on at once (default 64)")
       ->check(CLI::Range(1, 4096))
@@ -46,6 +45,42 @@ void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
                "Add unknown host keys to known_hosts (a changed key is always an error)");
   app.add_flag("--local", f->local,
                "Run on this machine as the one node --nodes selects, without SSH (gpuforge on the node it checks)");
+}
+
+nodeset::Groups NodeGroups(const model::Cluster& cluster) {
+  nodeset::Groups g;
+  for (const model::Group& group : cluster.groups) g[group.name];
+  // Every role is a group even without members, so "@role:storage" on a cluster without
+  // storage nodes says it selects nothing rather than that no such group exists.
+  for (model::NodeRole r : {model::NodeRole::kCompute, model::NodeRole::kLogin, model::NodeRole::kController,
+                            model::NodeRole::kStorage}) {
+    g[fmt::format("role:{}", model::ToString(r))];
+  }
+  for (const model::Profile& p : cluster.profiles) {
+    // A node with overrides has the derived profile "<profile>@<node>": it is still one of
+    // the profile's nodes.
+    if (p.name.find('@') == std::string::npos) g["profile:" + p.name];
+  }
+  for (const model::Rack& r : cluster.racks) g["rack:" + r.name];
+  std::vector<std::string>& all = g["*"];
+  for (const model::Node& n : cluster.nodes) {
+    all.push_back(n.name);
+    for (const std::string& name : n.groups) g[name].push_back(n.name);
+    g[fmt::format("role:{}", model::ToString(n.role))].push_back(n.name);
+    g["profile:" + n.profile.substr(0, n.profile.find('@'))].push_back(n.name);
+    if (!n.rack.empty()) g["rack:" + n.rack].push_back(n.name);
+  }
+  return g;
+}
+
+Result<std::vector<std::string>> SelectNodeNames(const model::Cluster& cluster, std::string_view expr) {
+  Result<std::vector<std::string>> names = nodeset::Evaluate(expr, NodeGroups(cluster));
+  if (!names.ok()) return names.error();
+  if (names->empty()) return Error{fmt::format("\"{}\" selects no node", expr)};
+  for (const std::string& n : *names) {
+    if (cluster.FindNode(n) == nullptr) return Error{fmt::format("'{}' is not a node of the inventory", n)};
+  }
+  return names;
 }
 
 std::unique_ptr<remote::Connector> MakeConnector(const RemoteFlags& flags) {
@@ -66,7 +101,7 @@ std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const mod
                                                          const RemoteFlags& flags) {
   std::vector<std::string> names;
   if (!flags.nodes.empty()) {
-    Result<std::vector<std::string>> expanded = hostlist::Expand(flags.nodes);
+    Result<std::vector<std::string>> expanded = SelectNodeNames(cluster, flags.nodes);
     if (!expanded.ok()) {
       ctx.Error(fmt::format("--nodes: {}", expanded.error().message));
       return std::nullopt;

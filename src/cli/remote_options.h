@@ -10,14 +10,20 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "gpuforge/base/nodeset.h"
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/ssh.h"
 #include "gpuforge/remote/target.h"
 
 namespace gpuforge::cli {
 
+// The help of every --nodes flag.
+inline constexpr const char* kNodesHelp =
+    "Only these nodes: hostlists and @groups with ClusterShell's set operators "
+    "(gpu[001-004],@login; @gpu!gpu003; @role:compute&@rack:r1)";
+
 struct RemoteFlags {
-  std::string nodes;  // hostlist expression; "" = all
+  std::string nodes;  // node set expression (nodeset.h); "" = all
   int fanout = remote::kDefaultFanout;
   double connect_timeout_s = 10;
   std::string known_hosts;
@@ -32,6 +38,16 @@ remote::SshOptions SshOptionsFrom(const RemoteFlags& flags);
 
 // SSH, or with --local the session that runs on this machine.
 std::unique_ptr<remote::Connector> MakeConnector(const RemoteFlags& flags);
+
+// The node groups --nodes can name, from the inventory: every `groups:` entry as @NAME,
+// @role:ROLE for each node role, @profile:NAME (a profile's nodes, overridden ones included),
+// @rack:NAME, and @* for every node. Members in inventory order.
+nodeset::Groups NodeGroups(const model::Cluster& cluster);
+
+// The node names a --nodes expression (nodeset.h: hostlists, @groups, set operators) selects,
+// each checked to be a node of the inventory; an expression selecting nothing is an error, never
+// "all nodes".
+Result<std::vector<std::string>> SelectNodeNames(const model::Cluster& cluster, std::string_view expr);
 
 // The targets --nodes selects; prints the error and returns nullopt on a bad selection (with
 // --local, anything but exactly one node).

@@ -39,8 +39,15 @@ std::string FactsText(const facts::Collected& c, const Style& s) {
   }
   std::string out;
   for (const Folded& f : FoldIdentical(lines)) out += fmt::format("{}: {}", s.Bold(f.nodes), f.text);
+  // Nodes without facts fold on the reason, each one's own name and address folded out.
+  std::vector<std::pair<std::string, std::string>> errors;
   for (const facts::Gathered& g : c.gathered) {
-    if (!g.facts.ok()) out += fmt::format("{}\n", s.Red(g.facts.error().message));
+    if (!g.facts.ok()) errors.emplace_back(g.node, g.facts.error().message);
+  }
+  for (const base::FoldedReason& f : base::FoldReasons(errors)) {
+    out += f.count == 1 ? fmt::format("{}\n", s.Red(f.text))
+                        : fmt::format("{} ({}): {}\n", s.Bold(f.nodes), f.count, s.Red(f.text));
+    for (const std::string& d : f.details) out += "  " + d + "\n";
   }
   if (c.checked) out += DriftText(c, s);
   return out;

@@ -27,11 +27,20 @@ std::string Block(const remote::NodeRun& r) {
 }  // namespace
 
 std::string RunText(const remote::CommandRun& run, bool fold, const Style& s) {
-  std::vector<std::pair<std::string, std::string>> blocks;
-  for (const remote::NodeRun& r : run.nodes) blocks.emplace_back(r.node, Block(r));
+  std::vector<std::pair<std::string, std::string>> blocks, errors;
+  for (const remote::NodeRun& r : run.nodes) {
+    (fold && !r.error.empty() ? errors : blocks).emplace_back(r.node, Block(r));
+  }
   std::vector<Folded> groups;
   if (fold) {
     groups = FoldIdentical(blocks);
+    // Unreachable nodes fold on the reason, their own names and addresses folded out (issue
+    // #16, item 7), after the output, as clush reports them.
+    for (const base::FoldedReason& g : base::FoldReasons(errors)) {
+      std::string text = g.text;
+      for (const std::string& d : g.details) text += "  " + d + "\n";
+      groups.push_back({g.nodes, g.count, std::move(text)});
+    }
   } else {
     for (auto& [node, text] : blocks) groups.push_back({node, 1, text});
   }

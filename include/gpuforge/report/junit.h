@@ -1,0 +1,37 @@
+#pragma once
+
+// JUnit XML for CI (Jenkins, GitLab, GitHub test reporters): validate's, facts --check's and
+// lint's results as test cases, so a pipeline gating node bring-up shows each failed check
+// as a failed test. The shape is the Ant/Surefire one that Jenkins' junit-10.xsd describes
+// (tests/data/report/junit-10.xsd, the schema the tests validate against):
+//   <testsuites> one <testsuite> per node, one more for pair and group checks;
+//   <testcase name="CHECK ENTITY" classname="gpuforge.validate.CHECK"> per verdict;
+//   FAIL -> <failure type=CODE message="CODE: VALUE (THRESHOLD)"> with detail and next step;
+//   ERROR -> <error>; SKIP -> <skipped message=REASON> (never a pass); WARN passes with the
+//   warning in <system-out>, and fails like FAIL with --strict.
+// Verdicts carry no duration of their own, so `time` is the whole run's, on <testsuites>.
+
+#include <span>
+#include <string>
+
+#include "gpuforge/facts/collect.h"
+#include "gpuforge/lint/lint.h"
+#include "gpuforge/report/run_info.h"
+#include "gpuforge/validate/validate.h"
+
+namespace gpuforge::report {
+
+std::string ValidateJunit(const RunInfo& run, std::span<const validate::Verdict> verdicts);
+
+// facts --check: per node, one test case per drift finding (FAIL with its code, expected and
+// found) or one passing "no drift" case; a node not gathered is an <error> node.unreachable.
+std::string FactsJunit(const RunInfo& run, const facts::Collected& collected);
+// The verdicts FactsJunit reports (also what --prometheus writes for facts).
+std::vector<validate::Verdict> FactsVerdicts(const facts::Collected& collected);
+
+// lint: one suite; per rule one passing case, or one case per finding: an error-severity
+// finding fails, a warning or info passes with its message in <system-out>; a rule the
+// inventory disabled is <skipped>.
+std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const lint::LintResult& result);
+
+}  // namespace gpuforge::report

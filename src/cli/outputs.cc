@@ -1,0 +1,121 @@
+#include "cli/outputs.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "gpuforge/base/files.h"
+#include "gpuforge/base/read_file.h"
+
+namespace gpuforge::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Why `dir` (a directory to put a file in, perhaps not there yet) cannot take one; "" when it can.
+std::string DirProblem(const fs::path& dir) {
+  std::error_code ec;
+  fs::path d = dir.empty() ? fs::path(".") : dir;
+  // The nearest directory that exists: the write creates the rest below it.
+  while (!fs::exists(d, ec) && d.has_parent_path() && d.parent_path() != d) d = d.parent_path();
+  if (!fs::is_directory(d, ec)) return fmt::format("{} is not a directory", d.string());
+  if (d != (dir.empty() ? fs::path(".") : dir)) {
+    return ::access(d.c_str(), W_OK | X_OK) == 0 ? "" : fmt::format("cannot create a directory in {}: {}", d.string(), std::strerror(EACCES));
+  }
+  // Where it exists, try: permissions are not the only reason a file cannot be made (a
+  // read-only mount, root on an NFS export).
+  std::string tmpl = (d / ".gpuforge-write-check-XXXXXX").string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return fmt::format("cannot create a file in {}: {}", d.string(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(tmpl.c_str());
+  return "";
+}
+
+bool CheckFile(Context& ctx, std::string_view flag, const std::string& path) {
+  if (path.empty()) return true;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    ctx.Error(fmt::format("{} {}: is a directory", flag, path));
+    return false;
+  }
+  if (std::string why = DirProblem(fs::path(path).parent_path()); !why.empty()) {
+    ctx.Error(fmt::format("{} {}: {}", flag, path, why));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void AddFormatWithJunit(CLI::App& app, Format* format) {
+  const std::map<std::string, Format> choices = {
+      {"text", Format::kText}, {"json", Format::kJson}, {"junit", Format::kJunit}};
+  app.add_option("--format", *format, "Output format: text, json or junit (JUnit XML for CI)")
+      ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
+      ->option_text("FORMAT");
+}
+
+void AddJunitOption(CLI::App& app, OutputFlags* f) {
+  app.add_option("--junit", f->junit, "Also write the results as JUnit XML to FILE (for CI test reports)")
+      ->option_text("FILE");
+}
+
+void AddResultOptions(CLI::App& app, OutputFlags* f) {
+  app.add_option("--prometheus", f->prometheus,
+                 "Also write the results for node_exporter's textfile collector to FILE (NAME.prom)")
+      ->option_text("FILE");
+  app.add_option("--save-results", f->save_results, "Keep this run's results in DIR/CLUSTER-TIME.json (a baseline)")
+      ->option_text("DIR");
+  app.add_option("--baseline", f->baseline,
+                 "Compare with a saved run: a value worse by more than the tolerance is a regression (exit 1)")
+      ->option_text("FILE");
+  app.add_option("--baseline-tolerance", f->tolerance_pct, "Percent a value may be worse than the baseline (default 10)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->option_text("PCT");
+}
+
+bool CheckOutputs(Context& ctx, const OutputFlags& f) {
+  if (!CheckFile(ctx, "--junit", f.junit) || !CheckFile(ctx, "--prometheus", f.prometheus)) return false;
+  if (!f.save_results.empty()) {
+    std::error_code ec;
+    if (fs::exists(f.save_results, ec) && !fs::is_directory(f.save_results, ec)) {
+      ctx.Error(fmt::format("--save-results {}: is not a directory", f.save_results));
+      return false;
+    }
+    if (std::string why = DirProblem(f.save_results); !why.empty()) {
+      ctx.Error(fmt::format("--save-results {}: {}", f.save_results, why));
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<report::Baseline> LoadBaseline(Context& ctx, const OutputFlags& f, std::string_view cluster,
+                                             bool* refused) {
+  *refused = false;
+  if (f.baseline.empty()) return std::nullopt;
+  Result<std::string> text = base::ReadInputFile({.path = f.baseline, .what = "baseline"});
+  Result<report::Baseline> b = text.ok() ? report::ParseBaseline(*text, f.baseline, cluster)
+                                         : Result<report::Baseline>(text.error());
+  if (!b.ok()) {
+    ctx.Error(fmt::format("--baseline: {}", b.error().message));
+    *refused = true;
+    return std::nullopt;
+  }
+  return std::move(*b);
+}
+
+bool WriteOutput(Context& ctx, std::string_view flag, const std::string& path, const std::string& content) {
+  if (Status s = base::WriteFileAtomically(path, content); !s.ok()) {
+    ctx.Error(fmt::format("{}: {}", flag, s.error().message));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gpuforge::cli

@@ -1,0 +1,44 @@
+#pragma once
+
+// The report files a command writes beside what it prints (--junit, --prometheus,
+// --save-results) and the baseline it compares with (--baseline): their flags, the checks that
+// make a bad path a usage error before any node is touched, and the atomic writes.
+
+#include <optional>
+#include <string>
+
+#include "cli/app.h"
+#include "gpuforge/report/baseline.h"
+
+namespace gpuforge::cli {
+
+struct OutputFlags {
+  std::string junit;         // --junit FILE
+  std::string prometheus;    // --prometheus FILE
+  std::string save_results;  // --save-results DIR
+  std::string baseline;      // --baseline FILE
+  double tolerance_pct = 10; // --baseline-tolerance PCT
+};
+
+// --format text|json|junit.
+void AddFormatWithJunit(CLI::App& app, Format* format);
+void AddJunitOption(CLI::App& app, OutputFlags* flags);
+// --prometheus, --save-results, --baseline and --baseline-tolerance (validate).
+void AddResultOptions(CLI::App& app, OutputFlags* flags);
+
+// Whether every file and directory the flags name can be written: the file is not a
+// directory, and its directory (or the nearest one that exists, which the write creates the
+// rest under) takes a new file. Prints the error naming the flag and the path.
+bool CheckOutputs(Context& ctx, const OutputFlags& flags);
+
+// --baseline read and checked against the cluster; nullopt with the error printed when it is
+// refused, and nullopt without one when no --baseline was given (`refused` tells them apart).
+std::optional<report::Baseline> LoadBaseline(Context& ctx, const OutputFlags& flags, std::string_view cluster,
+                                             bool* refused);
+
+// Writes `content` to `path` atomically (a temporary sibling renamed over it, the way the
+// node_exporter textfile collector asks files to be written); prints the error and returns
+// false when it fails.
+bool WriteOutput(Context& ctx, std::string_view flag, const std::string& path, const std::string& content);
+
+}  // namespace gpuforge::cli

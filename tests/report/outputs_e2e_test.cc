@@ -1,0 +1,92 @@
+// The report files of issue #16 from a validate run over real test hosts (tests/testbed: sshd
+// on loopback addresses, so the TCP pair really runs between them): JUnit with the pair's
+// suite, checked by xmllint against Jenkins' schema and by junitparser; the textfile checked
+// by promtool; the saved results compared as a baseline.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "report/consumers.h"
+#include "testbed/testbed.h"
+
+namespace gpuforge::report {
+namespace {
+
+using gpuforge::testing::Have;
+using gpuforge::testing::Ran;
+using gpuforge::testing::Sh;
+
+TEST(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
+  std::string why;
+  if (!testbed::Available(&why)) GTEST_SKIP() << why;
+  testbed::Options o;
+  o.hosts = 2;
+  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
+  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+  ASSERT_TRUE(tb.ok()) << tb.error().message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto r = testbed::RunCommand(tb->SshArgv(i, "root", "mkdir -p /var/tmp/gpuforge-outputs"));
+    ASSERT_TRUE(r.ok() && r->exit_code == 0);
+  }
+  std::ifstream in(tb->paths().inventory);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string inv = ss.str();
+  const std::string net = "testbed: {role: compute,";
+  ASSERT_NE(inv.find(net), std::string::npos) << inv;
+  inv.replace(inv.find(net), net.size(), "testbed: {role: control,");
+  inv += "\nstorage:\n  tiers:\n    - {name: scratch, kind: local-nvme, role: hot, read_bandwidth: 1GB/s, "
+         "mount: /var/tmp/gpuforge-outputs}\n"
+         "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n";
+  const std::string dir = tb->paths().dir;
+  const std::string path = dir + "/outputs.yaml";
+  std::ofstream(path, std::ios::trunc) << inv;
+  auto validate = [&](const std::string& args) {
+    return Sh(fmt::format("{} validate {} --known-hosts {} --ssh-config none --color never --retries 1 "
+                          "--checks storage.read,tcp --param storage.read.size=8MiB --param storage.read.threads=2 "
+                          "--param tcp.bandwidth.bytes=32MiB {} </dev/null",
+                          GPUFORGE_BINARY, path, tb->paths().known_hosts, args));
+  };
+  const std::string junit = dir + "/validate.xml", prom = dir + "/textfile/gpuforge.prom", saved = dir + "/results";
+  Ran run = validate(fmt::format("--junit {} --prometheus {} --save-results {}", junit, prom, saved));
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("PASS  tcp.bandwidth"), std::string::npos) << run.out;
+  if (Have("xmllint")) {
+    Ran ok = Sh(fmt::format("xmllint --noout --schema '{}/report/junit-10.xsd' '{}'", GPUFORGE_TEST_DATA_DIR, junit));
+    EXPECT_EQ(ok.code, 0) << ok.out;
+  }
+  Ran view = gpuforge::testing::JunitparserView(junit);
+  if (view.code == 0) {
+    for (const char* line : {"tb01 | storage.read /var/tmp/gpuforge-outputs | pass", "tb02 | storage.read",
+                             "pairs and groups | tb01: tcp.bandwidth peer tb02 (testbed) | pass",
+                             " tests, 0 failures, 0 errors, 0 skipped\n"}) {
+      EXPECT_NE(view.out.find(line), std::string::npos) << line << "\n" << view.out;
+    }
+  }
+  if (Have("promtool")) {
+    Ran ok = Sh(fmt::format("promtool check metrics < '{}'", prom));
+    EXPECT_EQ(ok.code, 0) << ok.out;
+  }
+  std::ifstream pin(prom);
+  std::stringstream ps;
+  ps << pin.rdbuf();
+  EXPECT_NE(ps.str().find("check=\"tcp.bandwidth\",entity=\"peer tb02 (testbed)\",unit="), std::string::npos) << ps.str();
+  std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(saved), {});
+  ASSERT_EQ(files.size(), 1u);
+  // The same run as its own baseline, with a tolerance no noise reaches: nothing regressed.
+  run = validate(fmt::format("--baseline {} --baseline-tolerance 99 --format json", files[0].string()));
+  EXPECT_EQ(run.code, 0) << run.out;
+  nlohmann::json j = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << run.out;
+  EXPECT_GE(j["baseline"]["changes"].size(), 3u) << run.out;
+  EXPECT_EQ(j["baseline"]["regressions"], 0) << run.out;
+}
+
+}  // namespace
+}  // namespace gpuforge::report

@@ -69,13 +69,13 @@ Command FactsCommand() {
               if (o->format == Format::kJson) {
                 ctx.OutJson(report::FactsJson(collected));
               } else if (o->format == Format::kJunit) {
-                ctx.Out(report::FactsJunit(info, collected));
+                ctx.Out(report::FactsJunit(info, *cluster, collected));
               } else {
                 ctx.Out(report::FactsText(collected, ctx.out_style));
               }
               if (ctx.verbosity >= 0) ctx.Err(report::FactsTally(collected, interrupt.interrupted()));
               if (!o->outputs.junit.empty() &&
-                  !WriteOutput(ctx, "--junit", o->outputs.junit, report::FactsJunit(info, collected))) {
+                  !WriteOutput(ctx, "--junit", o->outputs.junit, report::FactsJunit(info, *cluster, collected))) {
                 return static_cast<int>(kExitUsage);
               }
               return static_cast<int>(collected.failed == 0 && collected.drift.empty() ? kExitOk : kExitFindings);

@@ -144,6 +144,7 @@ std::string ValidateJunit(const RunInfo& run, std::span<const validate::Verdict>
   std::map<std::string, std::size_t, std::less<>> index;
   Suite pairs{"pairs and groups", "", {}};
   for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;  // a check that does not apply is no testcase (docs/validate.md)
     if (!NodeShaped(v.check)) {
       pairs.cases.push_back(CaseOf(v, run.strict, true));
       continue;
@@ -156,7 +157,7 @@ std::string ValidateJunit(const RunInfo& run, std::span<const validate::Verdict>
   return Document("gpuforge validate " + run.cluster, run, suites);
 }
 
-std::vector<validate::Verdict> FactsVerdicts(const facts::Collected& collected) {
+std::vector<validate::Verdict> FactsVerdicts(const model::Cluster& c, const facts::Collected& collected) {
   std::vector<validate::Verdict> out;
   std::vector<std::string> gathered;
   for (const facts::Gathered& g : collected.gathered) {
@@ -175,7 +176,7 @@ std::vector<validate::Verdict> FactsVerdicts(const facts::Collected& collected) 
     v.next_step = std::string(row.next_step);
     out.push_back(std::move(v));
   }
-  std::vector<validate::Verdict> judged = validate::JudgeDrift(collected.drift, gathered);
+  std::vector<validate::Verdict> judged = validate::JudgeDrift(c, collected.drift, gathered);
   out.insert(out.end(), judged.begin(), judged.end());
   // Target order, as the other formats list nodes.
   std::stable_sort(out.begin(), out.end(), [&](const validate::Verdict& a, const validate::Verdict& b) {
@@ -189,8 +190,8 @@ std::vector<validate::Verdict> FactsVerdicts(const facts::Collected& collected) 
   return out;
 }
 
-std::string FactsJunit(const RunInfo& run, const facts::Collected& collected) {
-  std::vector<validate::Verdict> verdicts = FactsVerdicts(collected);
+std::string FactsJunit(const RunInfo& run, const model::Cluster& c, const facts::Collected& collected) {
+  std::vector<validate::Verdict> verdicts = FactsVerdicts(c, collected);
   std::vector<Suite> suites;
   std::map<std::string, std::size_t, std::less<>> index;
   for (const validate::Verdict& v : verdicts) {

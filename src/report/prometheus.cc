@@ -83,6 +83,7 @@ std::string ValidatePrometheus(const RunInfo& run, std::span<const validate::Ver
   std::vector<std::string> nodes;
   std::map<std::string, bool> node_ok;
   for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;  // checks that do not apply get no series
     std::string base = fmt::format("cluster=\"{}\",node=\"{}\",check=\"{}\",entity=\"{}\"", cluster, Label(v.node),
                                    Label(v.check), Label(v.entity));
     // Two verdicts of one check on one entity (two metrics of it) must not give one series twice:

@@ -203,6 +203,9 @@ void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
   r.group = members;
   r.entity = fmt::format("{} nodes together", members.size());
   r.params["nodes"] = std::to_string(members.size());
+  // Between nodes on an InfiniBand or RoCE fabric a socket fallback is a failure, found right
+  // after init from NCCL's "Using network" line instead of after a minutes-long sweep (#15 item 15).
+  if (!ComputeRdmaNics(c, c.ProfileOf(*c.FindNode(members.front()))).empty()) r.params["need_ib"] = "1";
   plan.runs.push_back(std::move(r));
 }
 

@@ -170,6 +170,23 @@ std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, co
   const double fraction = t.Get(rule->fraction_key);
   for (const probe::Measurement& m : r.measurements) {
     if (m.metric != rule->metric) continue;
+    // gpu.compute is an FMA kernel: its reference is the GPU's own FMA peak (SMs x fp32 lanes x
+    // 2 x peak SM clock, from the probe), not a PyTorch matmul figure (#15 item 7). The model
+    // figure stays the fallback for a GPU whose peak the probe could not compute.
+    if (run.check == "gpu.compute") {
+      const probe::Measurement* f = Find(r, "fp32_peak_fraction", m.entity);
+      if (f != nullptr && f->value > 0) {
+        const double peak = m.value / f->value;
+        const double min_fraction = t.Get("gpu.compute.min_peak_fraction");
+        auto basis = f->info.find("peak_basis");
+        out.push_back(AtLeast(run, m.entity, m.value, std::string(rule->unit), peak * min_fraction,
+                              fmt::format("{} {} ({:.0f}% of the GPU's FMA peak {} {}: {})", Fixed(peak * min_fraction),
+                                          rule->unit, min_fraction * 100, Fixed(peak), rule->unit,
+                                          basis != f->info.end() ? basis->second : std::string("SMs x lanes x 2 x clock")),
+                              "check clocks and power capping (gpu.health); compare with another GPU of the node"));
+        continue;
+      }
+    }
     if (!figure) {
       Verdict v = Base(run, m.entity);
       Mark(v, "threshold.no_reference");

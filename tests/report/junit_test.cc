@@ -124,12 +124,12 @@ TEST(ReportJunit, LintAndFactsSuites) {
   col.gathered.push_back({"gpu01", Error{"connect to 10.0.0.1:22: Connection refused"}});
   col.gathered.push_back({"gpu02", facts::NodeFacts{}});
   col.drift.push_back({"ib.link_width", "gpu02", "mlx5_0 port 1", "4X", "2X", "link at 2X"});
-  const std::vector<Verdict> fv = FactsVerdicts(col);
+  const std::vector<Verdict> fv = FactsVerdicts(c, col);
   ASSERT_EQ(fv.size(), 2u);
   EXPECT_EQ(fv[0].code, "facts.unavailable");
   EXPECT_EQ(fv[0].state, State::kError);
   EXPECT_EQ(fv[1].code, "ib.link_width");
-  const std::string fx = FactsJunit(Info(), col);
+  const std::string fx = FactsJunit(Info(), c, col);
   EXPECT_NE(fx.find("<error type=\"facts.unavailable\""), std::string::npos) << fx;
   EXPECT_NE(fx.find("<testcase name=\"facts mlx5_0 port 1\" classname=\"gpuforge.facts\">\n      <failure "
                     "type=\"ib.link_width\""),

@@ -317,9 +317,9 @@ TEST(FabricRunner, GroupMembersGetTheirIndexAndTheExchange) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].state, State::kPass);
   EXPECT_EQ(fake.log["g01"][0],
-            "exec: '/a' agent run 'nccl.allreduce' --param 'node_index=0' --param 'nodes=2' --timeout 1800 --exchange");
+            "exec: '/a' agent run 'nccl.allreduce' --param 'need_ib=1' --param 'node_index=0' --param 'nodes=2' --timeout 1800 --exchange");
   EXPECT_EQ(fake.log["g02"][0],
-            "exec: '/a' agent run 'nccl.allreduce' --param 'node_index=1' --param 'nodes=2' --timeout 1800 --exchange");
+            "exec: '/a' agent run 'nccl.allreduce' --param 'need_ib=1' --param 'node_index=1' --param 'nodes=2' --timeout 1800 --exchange");
   EXPECT_EQ(fake.log["g02"][1],
             "stdin: {\"parts\":[\"gpus=8,id=00ff\",\"gpus=8\"],\"schema\":\"gpuforge.exchange/v1\"}\n");
 }

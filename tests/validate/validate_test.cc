@@ -238,6 +238,40 @@ TEST(ValidatePlan, WhatCannotApplyIsLeftOutAndCounted) {
   EXPECT_EQ(ExitCode(with_pass, true), 0);
 }
 
+// #15 item 7: gpu.compute (an FMA kernel) is held to the GPU's own FMA peak, not to a PyTorch
+// matmul figure: at 56% of its peak an H200 used to pass against 0.75 x 50 TFLOP/s.
+TEST(ValidateJudge, GpuComputeIsHeldToTheGpusOwnFmaPeak) {
+  model::Cluster c = Load(kInventory);
+  Thresholds t = *Thresholds::For(c, Table());
+  ValidatePlan p = PlanChecks(c, std::vector<std::string>{"n01"}, *SelectChecks(std::vector<std::string>{"gpu.compute"}));
+  ASSERT_FALSE(p.runs.empty());
+  const PlannedRun& run = p.runs.at(0);
+  ASSERT_EQ(run.check, "gpu.compute");
+  auto result = [](double tflops, std::optional<double> peak) {
+    probe::ProbeResult r;
+    r.probe = "gpu.compute";
+    r.measurements.push_back({"gpu0", "fp32_tflops", tflops, "TFLOP/s", {tflops}, {}});
+    if (peak) {
+      r.measurements.push_back({"gpu0", "fp32_peak_fraction", tflops / *peak, "of peak", {tflops / *peak},
+                                {{"peak_basis", "132 SMs x 128 fp32 lanes x 2 x 1980 MHz"}}});
+    }
+    return r;
+  };
+  const double h200_peak = 132 * 128 * 2 * 1.980 / 1000;  // 66.9 TFLOP/s
+  std::vector<Verdict> good = Judge(c, t, run, result(60, h200_peak));
+  ASSERT_EQ(good.size(), 1u);
+  EXPECT_EQ(good[0].state, State::kPass) << good[0].threshold;
+  EXPECT_NE(good[0].threshold.find("80% of the GPU's FMA peak 66.9"), std::string::npos) << good[0].threshold;
+  EXPECT_NE(good[0].threshold.find("132 SMs x 128 fp32 lanes"), std::string::npos) << good[0].threshold;
+  std::vector<Verdict> slow = Judge(c, t, run, result(37.5, h200_peak));  // 56% of the peak
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].state, State::kFail) << slow[0].threshold;
+  // No peak from the probe: the model table's figure is the fallback, as before.
+  std::vector<Verdict> fallback = Judge(c, t, run, result(37.5, std::nullopt));
+  ASSERT_EQ(fallback.size(), 1u);
+  EXPECT_EQ(fallback[0].threshold.find("FMA peak"), std::string::npos) << fallback[0].threshold;
+}
+
 TEST(ValidateJudge, EachCheckAgainstItsMark) {
   model::Cluster c = Load(kInventory);
   Thresholds t = *Thresholds::For(c, Table());

@@ -25,9 +25,9 @@ std::string ValidateJunit(const RunInfo& run, std::span<const validate::Verdict>
 
 // facts --check: per node, one test case per drift finding (FAIL with its code, expected and
 // found) or one passing "no drift" case; a node not gathered is an <error> node.unreachable.
-std::string FactsJunit(const RunInfo& run, const facts::Collected& collected);
+std::string FactsJunit(const RunInfo& run, const model::Cluster& c, const facts::Collected& collected);
 // The verdicts FactsJunit reports (also what --prometheus writes for facts).
-std::vector<validate::Verdict> FactsVerdicts(const facts::Collected& collected);
+std::vector<validate::Verdict> FactsVerdicts(const model::Cluster& c, const facts::Collected& collected);
 
 // lint: one suite; per rule one passing case, or one case per finding: an error-severity
 // finding fails, a warning or info passes with its message in <system-out>; a rule the

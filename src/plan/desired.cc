@@ -6,6 +6,7 @@
 
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/roce.h"
 #include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
@@ -80,6 +81,11 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& n
   }
   add(ResourceKind::kFile, "/etc/security/limits.d/90-gpuforge.conf", "memlock unlimited, nofile 1048576",
       "anchors.md, GPU node OS settings");
+  if (std::size_t ports = model::RocePorts(c, n).size(); ports > 0) {  // render/roce.cc (#13)
+    add(ResourceKind::kFile, "/usr/local/sbin/gpuforge-roce-setup",
+        fmt::format("{} RoCE ports: MTU, address, policy routing, DSCP trust, PFC, ECN", ports),
+        "issue #13; run by gpuforge-roce.service, sysctls in /etc/sysctl.d/91-gpuforge-roce.conf");
+  }
   if (gpus) {
     add(ResourceKind::kFile, "/etc/sysctl.d/90-gpuforge.conf", "kernel.numa_balancing = 0",
         "anchors.md, GPU node OS settings");

@@ -80,6 +80,7 @@ void AddRoceJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                           {"pfc_list", PfcList(s.pfc_priority)},
                           {"pfc_map", ShellQuote(PfcMap(s.pfc_priority))},
                           {"ecn", s.ecn ? "1" : "0"},
+                          {"ecn_on", s.ecn},
                           {"has_address", port.address.has_value()},
                           {"network", port.network ? port.network->name : std::string("(none)")}};
       if (port.address) {

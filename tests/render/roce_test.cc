@@ -80,7 +80,7 @@ TEST(RenderRoce, ExampleRendersMtuQosAndTrafficClass) {
   const RenderedFile* script = Find(out, "gpu01", "/usr/local/sbin/gpuforge-roce-setup");
   ASSERT_NE(script, nullptr);
   EXPECT_EQ(script->mode, "0755");
-  EXPECT_TRUE(script->content.starts_with("#!/bin/sh\n"));
+  EXPECT_TRUE(script->content.starts_with("#!/bin/bash\n"));  // like every rendered script (engine_test)
   // Both cabled ports: MTU 9000 and their addresses, one routing table each, DSCP 26 on
   // priority 3 with PFC on priority 3 only and ECN on.
   EXPECT_NE(script->content.find("port_link 'ens1f0np0' 9000 '198.18.8.1/24'"), std::string::npos) << script->content;
@@ -250,6 +250,7 @@ TEST(RenderRoce, NetnsAppliesLinkRouteAndSysctlToVeths) {
   Write(dir / "setup", script->content);
   Write(dir / "sysctl.conf", sysctl->content);
   // sysfs is mounted again inside so /sys/class/net shows this namespace's devices.
+  // The commands go to a file, so no shell outside the namespace expands them.
   std::string inner = fmt::format(
       "set -e; mount -t sysfs sysfs /sys; "
       "ip link add ens1f0np0 type veth peer name peer0; ip link add ens1f1np1 type veth peer name peer1; "
@@ -261,9 +262,11 @@ TEST(RenderRoce, NetnsAppliesLinkRouteAndSysctlToVeths) {
       "echo '== rule'; ip rule show; "
       "echo '== t100'; ip route show table 100; echo '== t101'; ip route show table 101; "
       "echo '== sysctl'; for i in ens1f0np0 ens1f1np1; do for k in arp_ignore arp_announce rp_filter; do "
-      "echo \"$i.$k=$(sysctl -n net.ipv4.conf.$i.$k)\"; done; done",
+      "echo \"$i.$k=$(sysctl -n net.ipv4.conf.$i.$k)\"; done; done\n",
       dir.string());
-  auto [rc, text] = Shell(fmt::format("unshare --net --mount sh -c \"{}\"", inner));
+  Write(dir / "inner.sh", inner);
+  Write(dir / "missing.sh", fmt::format("mount -t sysfs sysfs /sys; sh {}/setup link\n", dir.string()));
+  auto [rc, text] = Shell(fmt::format("unshare --net --mount sh '{}/inner.sh'", dir.string()));
   ASSERT_EQ(rc, 0) << text;
   auto section = [&](const std::string& name) {
     std::size_t a = text.find("== " + name + "\n");
@@ -289,8 +292,7 @@ TEST(RenderRoce, NetnsAppliesLinkRouteAndSysctlToVeths) {
     EXPECT_NE(sys.find(want), std::string::npos) << want << "\n" << text;
   }
   // A port that is not there is an error naming it, not a silent success.
-  auto [mrc, mtext] = Shell(fmt::format("unshare --net --mount sh -c \"mount -t sysfs sysfs /sys; sh {}/setup link\"",
-                                      dir.string()));
+  auto [mrc, mtext] = Shell(fmt::format("unshare --net --mount sh '{}/missing.sh'", dir.string()));
   EXPECT_EQ(mrc, 1) << mtext;
   EXPECT_NE(mtext.find("there is no interface ens1f0np0"), std::string::npos) << mtext;
   fs::remove_all(dir);

@@ -405,7 +405,7 @@ std::optional<std::vector<std::map<std::string, std::string>>> Loader::LoadPortA
         continue;
       }
     }
-    if (!CheckHostlistChars(val, "./", "port address",
+    if (!CheckHostlistChars(val, "-./", "port address",
                             "a port address is an IPv4 ADDRESS/PREFIX (with hostlist brackets), e.g. 198.18.8.[1-4]/24")) {
       ok = false;
       continue;

@@ -33,6 +33,27 @@ std::vector<std::string> Loader::NetworkNames() const {
   return known;
 }
 
+// networks.NAME.roce: what the network's hosts and switches must agree on. Ranges are the
+// fields' own: an Ethernet MTU the ConnectX and Spectrum families accept (1500..9216), a
+// 6-bit DSCP, a 3-bit 802.1p priority, and a GID table index.
+void Loader::LoadRoceSettings(const YAML::Node& b, std::string_view network_what, model::Network* net) {
+  std::string what = fmt::format("'roce' of {}", network_what);
+  if (!r_.CheckMap(b, what, schema::kRoce)) return;
+  model::RoceSettings s;
+  s.where = r_.Pos(b);
+  if (auto v = r_.Int(b, "mtu", what, 1500, 9216)) s.mtu = static_cast<int>(*v);
+  if (auto v = r_.Int(b, "dscp", what, 0, 63)) s.dscp = static_cast<int>(*v);
+  if (auto v = r_.Int(b, "pfc_priority", what, 0, 7)) s.pfc_priority = static_cast<int>(*v);
+  if (auto v = r_.Bool(b, "ecn", what)) s.ecn = *v;
+  if (auto v = r_.Int(b, "gid_index", what, 0, 255)) s.gid_index = static_cast<int>(*v);
+  if (net->kind != model::NetKind::kRoce) {
+    r_.Error(b, fmt::format("{} is a {} network; 'roce' settings belong to a network of kind roce", network_what,
+                            model::ToString(net->kind)));
+    return;
+  }
+  net->roce = s;
+}
+
 void Loader::LoadNetworks(const YAML::Node& n) {
   if (!r_.CheckOpenMap(n, "networks")) return;
   for (auto it = n.begin(); it != n.end(); ++it) {
@@ -67,6 +88,7 @@ void Loader::LoadNetworks(const YAML::Node& n) {
                              {"fat-tree", "spine-leaf", "rail-optimized", "single-switch", "l2", "torus"})) {
         net.topology = kTopo.at(*t);
       }
+      if (Has(b, "roce")) LoadRoceSettings(Get(b, "roce"), what, &net);
     }
     cluster_.networks.push_back(std::move(net));
   }

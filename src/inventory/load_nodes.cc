@@ -14,6 +14,7 @@
 
 #include "gpuforge/base/names.h"
 #include "gpuforge/inventory/schema.h"
+#include "gpuforge/model/roce.h"
 #include "inventory/sections.h"
 
 namespace gpuforge::inventory::internal {
@@ -185,6 +186,7 @@ std::optional<std::string> Loader::DeriveProfile(const std::string& base, const 
 void Loader::LoadNodes(const YAML::Node& n) {
   if (!r_.CheckSeq(n, "nodes")) return;
   std::map<std::string, SourcePos> seen_addrs;
+  std::map<std::string, SourcePos> seen_ports;  // RoCE port addresses, cluster-wide
   std::size_t total = 0;
   for (const YAML::Node& e : n) {
     YAML::Node name_node = Get(e, "name");
@@ -295,6 +297,12 @@ void Loader::LoadNodes(const YAML::Node& n) {
         groups.push_back(*s);
       }
     }
+    std::vector<std::map<std::string, std::string>> port_addrs(names->size());
+    if (Has(e, "port_addresses")) {
+      auto pa = LoadPortAddresses(Get(e, "port_addresses"), what, *names, effective_profile, &seen_ports);
+      ok = ok && pa.has_value();
+      if (pa) port_addrs = std::move(*pa);
+    }
     // Precedence, lowest first: defaults < profile < groups (in listed order) < node.
     const Layer node_layer{LoadSsh(Get(e, "ssh"), what + " ssh"), LoadVars(Get(e, "vars"), what + " vars")};
     if (!ok) continue;
@@ -340,11 +348,100 @@ void Loader::LoadNodes(const YAML::Node& n) {
       node.ssh = ssh;
       node.vars = vars;
       node.where = pos;
+      node.port_addresses = std::move(port_addrs[i]);
       node_index_[name] = cluster_.nodes.size();
       cluster_.nodes.push_back(std::move(node));
       broken_nodes_.erase(name);
     }
   }
+}
+
+// nodes[].port_addresses (#13): NIC name -> IPv4 ADDRESS/PREFIX, hostlist-expanded in step
+// with the entry's names like 'address'. The NIC must be a RoCE port of the node's profile with
+// a netdev, since the address goes on that interface; an address is used once in the cluster.
+std::optional<std::vector<std::map<std::string, std::string>>> Loader::LoadPortAddresses(
+    const YAML::Node& n, std::string_view what, const std::vector<std::string>& names, const std::string& profile,
+    std::map<std::string, SourcePos>* seen) {
+  const std::string pwhat = fmt::format("'port_addresses' of {}", what);
+  if (!n.IsMap()) {
+    r_.Error(n, fmt::format("{} must be a map from NIC name to IPv4 ADDRESS/PREFIX, e.g. {{mlx5_0: \"198.18.8.[1-4]/24\"}}",
+                            pwhat));
+    return std::nullopt;
+  }
+  const model::Profile* prof = profile.empty() ? nullptr : FindProfile(profile);
+  std::vector<std::map<std::string, std::string>> out(names.size());
+  bool ok = true;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    YAML::Node key = it->first;
+    YAML::Node val = it->second;
+    auto nic = r_.ScalarOf(key, "a NIC name in 'port_addresses'");
+    if (!nic) {
+      ok = false;
+      continue;
+    }
+    if (!out.empty() && out[0].count(*nic)) {
+      r_.Error(key, fmt::format("{} lists NIC '{}' twice", pwhat, *nic));
+      ok = false;
+      continue;
+    }
+    if (prof != nullptr) {
+      auto spec = std::find_if(prof->nics.begin(), prof->nics.end(), [&](const model::NicSpec& x) { return x.name == *nic; });
+      std::string problem;
+      if (spec == prof->nics.end()) {
+        std::vector<std::string> known;
+        for (const auto& x : prof->nics) known.push_back(x.name);
+        problem = fmt::format("profile '{}' has no NIC '{}'{}", prof->name, *nic, DidYouMean(*nic, known));
+      } else if (spec->kind != model::NetKind::kRoce) {
+        problem = fmt::format("NIC '{}' of profile '{}' is {}; port addresses are for RoCE ports", *nic, prof->name,
+                              model::ToString(spec->kind));
+      } else if (spec->netdev.empty()) {
+        problem = fmt::format("NIC '{}' of profile '{}' has no 'netdev'; the address goes on that interface, so the "
+                              "profile must name it",
+                              *nic, prof->name);
+      }
+      if (!problem.empty()) {
+        r_.Error(key, fmt::format("{}: {}", pwhat, problem));
+        ok = false;
+        continue;
+      }
+    }
+    if (!CheckHostlistChars(val, "-./", "port address",
+                            "a port address is an IPv4 ADDRESS/PREFIX (with hostlist brackets), e.g. 198.18.8.[1-4]/24")) {
+      ok = false;
+      continue;
+    }
+    auto addrs = Expand(val, "port address");
+    if (!addrs) {
+      ok = false;
+      continue;
+    }
+    if (addrs->size() != names.size()) {
+      r_.Error(val, fmt::format("{} names {} nodes but the port address of NIC '{}' expands to {}; they are paired in "
+                                "order, so the counts must match",
+                                what, names.size(), *nic, addrs->size()));
+      ok = false;
+      continue;
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::optional<model::Ipv4Prefix> a = model::ParseIpv4Prefix((*addrs)[i]);
+      if (!a) {
+        r_.Error(val, fmt::format("port address '{}' of node {} NIC '{}' is not an IPv4 ADDRESS/PREFIX such as "
+                                  "198.18.8.1/24",
+                                  (*addrs)[i], names[i], *nic));
+        ok = false;
+        break;
+      }
+      if (auto [at, fresh] = seen->emplace(a->Address(), r_.Pos(val)); !fresh) {
+        r_.Error(val, fmt::format("port address {} of node {} NIC '{}' is already used at {}", a->Address(), names[i], *nic,
+                                  at->second.ToString()));
+        ok = false;
+        break;
+      }
+      out[i][*nic] = a->ToString();
+    }
+  }
+  if (!ok) return std::nullopt;
+  return out;
 }
 
 }  // namespace gpuforge::inventory::internal

@@ -208,6 +208,7 @@ std::optional<model::Profile> Loader::LoadProfile(const std::string& name, const
     if (auto v = r_.Int(cpu, "threads_per_core", cwhat, 1, 8)) p.cpu.threads_per_core = static_cast<int>(*v);
   }
   if (auto m = r_.Qty(b, "memory", what, Dimension::kSize)) p.memory_bytes = *m;
+  if (auto v = r_.Bool(b, "virtual", what)) p.virtual_machine = *v;  // #13
   YAML::Node nvme = Get(b, "nvme");
   const std::string nwhat = fmt::format("nvme of {}", what);
   if (Has(b, "nvme") && r_.CheckMap(nvme, nwhat, schema::kNvme)) {

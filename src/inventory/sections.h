@@ -115,6 +115,11 @@ class Loader {
   std::optional<std::string> DeriveProfile(const std::string& base, const YAML::Node& entry,
                                            const YAML::Node& name_node, std::string_view what);
   void LoadNetworks(const YAML::Node& n);
+  void LoadRoceSettings(const YAML::Node& n, std::string_view network_what, model::Network* net);  // #13
+  // nodes[].port_addresses for the names of one entry, one map per node (#13).
+  std::optional<std::vector<std::map<std::string, std::string>>> LoadPortAddresses(
+      const YAML::Node& n, std::string_view what, const std::vector<std::string>& names, const std::string& profile,
+      std::map<std::string, SourcePos>* seen);
   void LoadSwitches(const YAML::Node& n);
   void LoadLinks(const YAML::Node& n);
   void LoadStorage(const YAML::Node& n);

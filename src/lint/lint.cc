@@ -30,6 +30,7 @@ const std::vector<Rule>& Registry() {
     AddStorageRules(r);
     AddSoftwareRules(r);
     AddNcclRules(r);
+    AddRoceRules(r);
     AddSchedulerRules(r);
     AddWorkloadRules(r);
     return r;

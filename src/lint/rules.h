@@ -23,6 +23,7 @@ void AddPowerRules(std::vector<Rule>& rules);      // power.*
 void AddStorageRules(std::vector<Rule>& rules);    // storage.*
 void AddSoftwareRules(std::vector<Rule>& rules);   // software.*
 void AddNcclRules(std::vector<Rule>& rules);       // nccl.*
+void AddRoceRules(std::vector<Rule>& rules);       // roce.* (rules_roce.cc, #13)
 void AddSchedulerRules(std::vector<Rule>& rules);  // k8s.*, slurm.*
 void AddWorkloadRules(std::vector<Rule>& rules);   // workload.*
 

@@ -64,6 +64,10 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
   if (!sw.nccl_topo_file.empty() && p == sw.nccl_topo_file) return {"NCCL topology file", "guide 004, NCCL Topology File"};
   if (p == "/etc/security/limits.d/90-gpuforge.conf") return {"memlock unlimited, nofile 1048576", "anchors.md, GPU node OS settings"};
   if (p == "/etc/sysctl.d/90-gpuforge.conf") return {SettingLines(f.Content()), "anchors.md, GPU node OS settings"};
+  if (p == "/usr/local/sbin/gpuforge-roce-setup") {  // render/roce.cc (#13)
+    return {"RoCE ports: MTU, address, policy routing, DSCP trust, PFC, ECN", "issue #13; run by gpuforge-roce.service"};
+  }
+  if (p == "/etc/sysctl.d/91-gpuforge-roce.conf") return {SettingLines(f.Content()), "issue #13, ARP and rp_filter for RoCE ports"};
   if (p == "/etc/slurm/slurm.conf") {
     return {fmt::format("cluster {}, controller {}", c.name, sw.scheduler.controller), "inventory software.scheduler"};
   }

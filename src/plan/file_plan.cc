@@ -45,6 +45,9 @@ const char* ToString(Action a) {
   return "?";
 }
 
+constexpr std::string_view kRoceHandler =
+    "systemctl daemon-reload && systemctl enable gpuforge-roce.service && systemctl restart gpuforge-roce.service";
+
 std::span<const ImpactRule> ImpactTable() {
   // Order matters twice: the first matching prefix wins, and handlers run in this order.
   static constexpr std::array kTable = {
@@ -62,6 +65,11 @@ std::span<const ImpactRule> ImpactTable() {
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
       ImpactRule{"/usr/local/lib/gpuforge/", Impact::kLive, "", "validate runs it"},
+      // RoCE ports (render/roce.cc): re-running the script changes MTU and addresses under jobs.
+      ImpactRule{"/usr/local/sbin/gpuforge-roce-setup", Impact::kRestart, kRoceHandler,
+                 "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
+      ImpactRule{"/etc/systemd/system/gpuforge-roce.service", Impact::kRestart, kRoceHandler,
+                 "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
       ImpactRule{"", Impact::kLive, "", "next use"},
   };
   return kTable;

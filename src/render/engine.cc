@@ -54,6 +54,7 @@ Plan CollectJobs(const model::Cluster& c, const Options& o) {
   AddSlurmJobs(c, o, &plan);
   AddKubernetesJobs(c, o, &plan);
   AddMonitoringJobs(c, o, &plan);
+  AddRoceJobs(c, o, &plan);
   return plan;
 }
 

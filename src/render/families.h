@@ -20,5 +20,6 @@ void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan);
+void AddRoceJobs(const model::Cluster& c, const Options& o, Plan* plan);  // roce.cc (#13)
 
 }  // namespace gpuforge::render

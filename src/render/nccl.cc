@@ -3,10 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <map>
 #include <set>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/roce.h"
 #include "render/families.h"
 #include "render/quote.h"
 
@@ -72,6 +77,40 @@ std::string Affinity(const model::CpuSpec& cpu, int numa) {
     out += fmt::format("{}{:08x}", out.empty() ? "" : ",", v);
   }
   return out;
+}
+
+// NCCL's matching of NCCL_IB_HCA (src/transport/net_ib.cc, ncclIbInit: a leading '^' is
+// searchNot, then a leading '=' is searchExact; src/misc/utils.cc matchIfList compares prefixes
+// unless exact): a list without '=' lets mlx5_1 select mlx5_10 as well. The prefix goes after a
+// '^'. An empty value is left as written.
+std::string ExactHca(std::string_view v) {
+  std::string out;
+  if (v.starts_with('^')) {
+    out = "^";
+    v.remove_prefix(1);
+  }
+  if (v.empty() || v.starts_with('=')) return out + std::string(v);
+  return out + "=" + std::string(v);
+}
+
+// NCCL before 2.26 does not skip '#' lines of nccl.conf (src/misc/param.cc setEnvFile sets
+// KEY=VALUE from any line holding '='; comment lines were only ignored because they held
+// none; '#' skipping came with 2.26, NVIDIA/nccl#1540). So no comment may hold '=': the texts
+// here avoid it, and this keeps a value quoted into one (an inventory path) from adding it.
+std::string NcclComment(std::string_view why) {
+  std::string out(why);
+  std::replace(out.begin(), out.end(), '=', ':');
+  return out;
+}
+
+// "2.21.5" -> {2, 21}; nullopt when it does not start with MAJOR.MINOR.
+std::optional<std::pair<int, int>> MajorMinor(std::string_view v) {
+  int major = 0, minor = 0;
+  auto [p1, e1] = std::from_chars(v.data(), v.data() + v.size(), major);
+  if (e1 != std::errc() || p1 == v.data() + v.size() || *p1 != '.') return std::nullopt;
+  auto [p2, e2] = std::from_chars(p1 + 1, v.data() + v.size(), minor);
+  if (e2 != std::errc() || p2 == p1 + 1) return std::nullopt;
+  return std::pair{major, minor};
 }
 
 std::string CpuVendor(const std::string& model) {
@@ -157,15 +196,50 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     };
     for (const auto& [k, v] : sw.nccl_env) {
       if (k == "NCCL_TOPO_FILE") continue;  // below, only when the file is rendered
+      if (k == "NCCL_IB_HCA" && ExactHca(v) != v) {
+        line(k, ExactHca(v), "inventory software.nccl.env, made an exact match: NCCL otherwise takes each name as a "
+                             "prefix, and mlx5_1 also selects mlx5_10");
+        continue;
+      }
       line(k, v, "inventory software.nccl.env");
     }
+    std::vector<model::RocePort> roce_ports = model::RocePorts(c, *n);
     if (!rdma.empty()) {
       std::string hca;
       for (const model::NicSpec* nic : rdma) hca += fmt::format("{}{}:{}", hca.empty() ? "=" : ",", nic->name, nic->port);
-      line("NCCL_IB_HCA", hca, "the node's compute RDMA NICs; '=' makes NCCL match names exactly (mlx5_1 would also match mlx5_10)");
+      line("NCCL_IB_HCA", hca, "the node's compute RDMA NICs, matched exactly (a bare mlx5_1 would also select mlx5_10)");
       line("NCCL_IB_TIMEOUT", "22", "guide 004 launch script (NCCL's default is 20)");
       line("NCCL_IB_RETRY_CNT", "7", "guide 004 launch script");
-      if (roce) line("NCCL_IB_GID_INDEX", "3", "guide 004 launch script: RoCE v2 GID index");
+      // RoCE: the traffic class and GID index follow the ports' network settings when every
+      // port agrees. No GID index otherwise: NCCL (2.21 and later, net_ib.cc ncclIbGetGidIndex)
+      // picks the RoCE v2 GID of the port's IPv4 address itself, and a fixed index such as the
+      // guide's 3 exists only once the netdev has an IPv4 address and moves when IPv6 ones come.
+      std::set<int> dscps, gids;
+      bool unpinned = false;
+      for (const model::RocePort& rp : roce_ports) {
+        dscps.insert(rp.settings.dscp);
+        if (rp.settings.gid_index) gids.insert(*rp.settings.gid_index);
+        unpinned = unpinned || !rp.settings.gid_index;
+      }
+      if (roce && dscps.size() == 1) {
+        int dscp = *dscps.begin();
+        line("NCCL_IB_TC", std::to_string(model::TrafficClassOf(dscp)),
+             fmt::format("RoCE traffic class: DSCP {} shifted left by 2 (the IP TOS byte; NCCL docs, NCCL_IB_TC), so "
+                         "the switches classify it to the PFC priority (/etc/gpuforge/roce-notes.txt)",
+                         dscp));
+      } else if (roce && dscps.size() > 1) {
+        plan->skipped.push_back({n->name, "/etc/nccl.conf",
+                                 "NCCL_IB_TC not set: this node's RoCE ports are on networks with different DSCPs, and "
+                                 "NCCL takes one traffic class for all of them"});
+      }
+      if (roce && gids.size() == 1 && !unpinned) {
+        line("NCCL_IB_GID_INDEX", std::to_string(*gids.begin()), "networks.NAME.roce.gid_index pins it");
+      }
+      if (c.ProfileOf(*n).virtual_machine) {
+        line("NCCL_IB_PCI_RELAXED_ORDERING", "1",
+             "a VM (profile virtual): NCCL docs say relaxed ordering greatly helps IB verbs in virtualized "
+             "environments; 1 makes NCCL fail when it is unavailable instead of silently going without (default 2)");
+      }
     }
     if (std::string ifname = SocketIfname(c, p); !ifname.empty()) {
       line("NCCL_SOCKET_IFNAME", "=" + ifname, "bootstrap over the control/storage network interface");
@@ -173,7 +247,15 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     if (topo) line("NCCL_TOPO_FILE", topo_path, "rendered beside this file from the inventory's bus ids and NUMA nodes");
     int gpus = c.TotalGpus();
     std::string algo = gpus >= 128 ? "Tree" : "Ring";
+    for (auto& l : lines) l["why"] = NcclComment(l["why"].get<std::string>());
+    // NCCL_CONF_FILE arrived in 2.23 (NCCL env docs: "or in ${NCCL_CONF_FILE} (since 2.23)");
+    // before it NCCL reads ~/.nccl.conf and then this file (src/misc/param.cc initEnv).
+    std::optional<std::pair<int, int>> version = MajorMinor(sw.nccl_version);
+    bool conf_file = version && *version >= std::pair{2, 23};
     nlohmann::json ctx = {{"lines", lines},
+                          {"conf_file", conf_file},
+                          {"version_known", version.has_value()},
+                          {"version", sw.nccl_version},
                           {"algo_hint", !env_set.count("NCCL_ALGO")},
                           {"algo", algo},
                           {"gpus", std::to_string(gpus)}};

@@ -89,9 +89,9 @@ inline model::Cluster GuideCluster(int nodes = 4) {
   c.site.pue = 1.0;
   c.profiles.push_back(H200Profile());
   c.networks.push_back({"compute", model::NetRole::kCompute, model::NetKind::kInfiniband,
-                        400 * kGbps, model::Topology::kFatTree, {}});
+                        400 * kGbps, model::Topology::kFatTree, {}, std::nullopt});
   c.networks.push_back({"storage", model::NetRole::kStorage, model::NetKind::kEthernet,
-                        100 * kGbps, model::Topology::kL2, {}});
+                        100 * kGbps, model::Topology::kL2, {}, std::nullopt});
   for (int r = 0; r < (nodes + 1) / 2; ++r) {
     c.racks.push_back({fmt::format("r{}", r + 1), std::nullopt, std::nullopt, {}});
   }

@@ -121,9 +121,9 @@ inline model::Cluster CleanCluster(const FixtureOptions& o = {}) {
   c.nodes.push_back(h);
 
   c.networks.push_back(Network{"compute", NetRole::kCompute, o.net_kind, o.nic_rate,
-                               Topology::kRailOptimized, At(50)});
+                               Topology::kRailOptimized, At(50), std::nullopt});
   c.networks.push_back(Network{"storage", NetRole::kStorage, NetKind::kEthernet, 100 * kGbps,
-                               Topology::kSpineLeaf, At(51)});
+                               Topology::kSpineLeaf, At(51), std::nullopt});
 
   // One leaf per rail, every leaf with as many uplinks to the spine as nodes below it (1:1).
   const int leaf_ports = std::max(64, 2 * o.nodes);

@@ -20,7 +20,7 @@ inline constexpr std::string_view kRack[] = {"power_limit", "cooling"};
 inline constexpr std::string_view kDefaults[] = {"ssh", "vars"};
 inline constexpr std::string_view kSsh[] = {"user", "port", "identity_file", "jump", "sudo"};
 inline constexpr std::string_view kProfile[] = {"gpus", "cpu",   "memory", "nvme",
-                                                "nics", "power", "ssh",    "vars"};
+                                                "nics", "power", "ssh",    "vars", "virtual"};
 inline constexpr std::string_view kGpu[] = {"model", "count",           "memory", "tdp", "form_factor",
                                             "nvswitch", "nvlink_bandwidth", "pci", "numa"};
 inline constexpr std::string_view kCpu[] = {"model", "sockets", "cores_per_socket", "threads_per_core"};
@@ -30,8 +30,10 @@ inline constexpr std::string_view kNic[] = {"name", "kind", "rate",    "port",  
                                             "pci",  "rail", "network", "netdev"};
 inline constexpr std::string_view kGroup[] = {"ssh", "vars"};
 inline constexpr std::string_view kNode[] = {"name",   "address", "rack", "profile",  "role",
-                                             "groups", "ssh",     "vars", "overrides"};
-inline constexpr std::string_view kNetwork[] = {"role", "kind", "rate", "topology"};
+                                             "groups", "ssh",     "vars", "overrides",
+                                             "port_addresses"};
+inline constexpr std::string_view kNetwork[] = {"role", "kind", "rate", "topology", "roce"};
+inline constexpr std::string_view kRoce[] = {"mtu", "dscp", "pfc_priority", "ecn", "gid_index"};
 inline constexpr std::string_view kSwitch[] = {"name", "tier", "network", "model", "ports", "port_rate"};
 inline constexpr std::string_view kLink[] = {"from", "to", "rate"};
 inline constexpr std::string_view kStorage[] = {"dataset", "tiers"};
@@ -84,6 +86,7 @@ inline constexpr Object kObjects[] = {
     {"groups.NAME", kGroup},
     {"nodes[]", kNode},
     {"networks.NAME", kNetwork},
+    {"networks.NAME.roce", kRoce},
     {"switches[]", kSwitch},
     {"links[]", kLink},
     {"storage", kStorage},

@@ -118,6 +118,7 @@ struct Profile {
   std::vector<NicSpec> nics;
   std::optional<double> max_power_w;  // whole node at full load, when the vendor states it
   double other_power_w = 0;           // non-GPU draw used when max_power_w is absent
+  bool virtual_machine = false;       // profiles.NAME.virtual: a VM (NCCL_IB_PCI_RELAXED_ORDERING)
   SourcePos where;
 
   int gpu_count() const;
@@ -136,6 +137,18 @@ struct SshSettings {
   bool port_set = false;
 };
 
+// What the hosts and switches of a RoCE network must agree on (networks.NAME.roce). Defaults
+// are the lossless RoCE profile NVIDIA's switches ship (RoCE traffic DSCP 26 on switch
+// priority 3, PFC on that priority, ECN marking) and a 9000-byte MTU.
+struct RoceSettings {
+  int mtu = 9000;
+  int dscp = 26;
+  int pfc_priority = 3;
+  bool ecn = true;
+  std::optional<int> gid_index;  // NCCL_IB_GID_INDEX pin; unset = NCCL picks the RoCE v2 IPv4 GID
+  SourcePos where;
+};
+
 struct Node {
   std::string name;
   std::string address;
@@ -146,6 +159,8 @@ struct Node {
   SshSettings ssh;                           // resolved: defaults < profile < group < node
   std::map<std::string, std::string> vars;   // resolved likewise
   SourcePos where;                           // the entry (hostlist) that declared it
+  // RoCE port addresses (nodes[].port_addresses): NIC name -> IPv4 "198.18.8.1/24".
+  std::map<std::string, std::string> port_addresses;
 };
 
 struct Group {
@@ -162,6 +177,7 @@ struct Network {
   double rate_bytes_per_s = 0;  // per port / per NIC
   Topology topology = Topology::kUnspecified;
   SourcePos where;
+  std::optional<RoceSettings> roce;  // networks.NAME.roce; kind roce without it: the defaults
 };
 
 struct Switch {

@@ -217,20 +217,9 @@ void IbTimeout(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) 
                rdma);
   CheckAtLeast(c.software, ctx, "NCCL_IB_RETRY_CNT", kNcclDefaultIbRetryCnt, ctx.Param("min_retry"),
                rdma);
-  bool roce = false;
-  for (const model::Network* n : ComputeNetworks(c))
-    roce = roce || n->kind == model::NetKind::kRoce;
-  for (const model::Node* n : GpuNodes(c)) {
-    for (const model::NicSpec* nic : ComputeNics(c, c.ProfileOf(*n))) {
-      roce = roce || nic->kind == model::NetKind::kRoce;
-    }
-  }
-  if (roce && !NcclEnv(c.software, "NCCL_IB_GID_INDEX")) {
-    ctx.Report(
-        "NCCL_IB_GID_INDEX is unset on a RoCE compute fabric; set the RoCE v2 GID index "
-        "(guide 004 uses 3)",
-        {}, c.software.nccl_where);
-  }
+  // NCCL_IB_GID_INDEX is not asked for: NCCL picks the RoCE v2 IPv4 GID itself
+  // (src/transport/net_ib.cc ncclIbGetGidIndex) and a fixed index moves with the port's
+  // addresses; roce.nccl judges a pinned one against the network (#13 part 3).
 }
 
 void IbDisabled(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -306,7 +295,7 @@ void AddNcclRules(std::vector<Rule>& rules) {
       {"nccl.ib_timeout",
        Severity::kWarning,
        "NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT at least the guide's values (unset: NCCL's "
-       "default), NCCL_IB_GID_INDEX set on RoCE",
+       "default)",
        "004_910c09f65559b553.txt, The Training Setup That Scales (launch script: "
        "NCCL_IB_TIMEOUT=22, NCCL_IB_RETRY_CNT=7, NCCL_IB_GID_INDEX=3)",
        {{"min_timeout", 22, "NCCL_IB_TIMEOUT exponent",

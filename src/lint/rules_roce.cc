@@ -138,21 +138,21 @@ void AddRoceRules(std::vector<Rule>& rules) {
                    Severity::kError,
                    "RoCE ports of GPU nodes have a netdev of at most 15 characters (error) and an address "
                    "(warning)",
-                   "issue #13 (RoCE host configuration); Linux include/uapi/linux/if.h (IFNAMSIZ)",
+                   "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (\"400 Gbps RoCE v2 with proper PFC configuration\"); issue #13; Linux include/uapi/linux/if.h (IFNAMSIZ)",
                    {},
                    &PortsRule});
   rules.push_back({"roce.nccl",
                    Severity::kError,
                    "NCCL_IB_TC equals the RoCE networks' DSCP << 2 (error); NCCL_IB_GID_INDEX fixed without "
                    "networks.NAME.roce.gid_index (warning)",
-                   "NCCL env docs (NCCL_IB_TC, NCCL_IB_GID_INDEX); NCCL src/transport/net_ib.cc ncclIbGetGidIndex",
+                   "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (\"400 Gbps RoCE v2 with proper PFC configuration\"); NCCL env docs (NCCL_IB_TC, NCCL_IB_GID_INDEX); NCCL src/transport/net_ib.cc ncclIbGetGidIndex",
                    {},
                    &NcclRule});
   rules.push_back({"roce.qos",
                    Severity::kWarning,
                    "networks.NAME.roce keeps PFC off priority 6 and data off DSCP 48 (ConnectX CNP defaults); ECN "
                    "off (info)",
-                   "NVIDIA ConnectX DCQCN defaults (roce_np cnp_dscp 48, cnp_802p_prio 6)",
+                   "004_910c09f65559b553.txt, The Networking Architecture That Actually Works (\"400 Gbps RoCE v2 with proper PFC configuration\"); NVIDIA ConnectX DCQCN defaults (roce_np cnp_dscp 48, cnp_802p_prio 6)",
                    {},
                    &QosRule});
 }

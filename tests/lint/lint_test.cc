@@ -76,7 +76,7 @@ TEST(LintRegistry, OrderIsTheDocumentedOne) {
   // Areas appear in this order and each area's rules are contiguous.
   const std::vector<std::string> areas = {"gpu",   "node",    "fabric",   "network",
                                           "power", "storage", "software", "nccl",
-                                          "k8s",   "slurm",   "workload"};
+                                          "roce",  "k8s",   "slurm",   "workload"};
   std::size_t at = 0;
   for (const Rule& r : Rules()) {
     std::string area(r.id.substr(0, r.id.find('.')));

@@ -196,17 +196,18 @@ TEST(LintNccl, IbRetryOverride) {
   EXPECT_TRUE(LintRule(c, "nccl.ib_timeout").empty());
 }
 
-TEST(LintNccl, IbTimeoutGidIndexOnRoce) {
+TEST(LintNccl, IbTimeoutLeavesTheGidIndexToNcclOnRoce) {
+  // #13 part 3: the GID index is NCCL's auto-selection unless the network pins it (roce.nccl).
   FixtureOptions o;
   o.net_kind = model::NetKind::kRoce;
   model::Cluster c = CleanCluster(o);
   EXPECT_TRUE(LintRule(c, "nccl.ib_timeout").empty());
   UnsetEnv(c, "NCCL_IB_GID_INDEX");
+  EXPECT_TRUE(LintRule(c, "nccl.ib_timeout").empty());
+  UnsetEnv(c, "NCCL_IB_TIMEOUT");
   std::vector<Finding> f = LintRule(c, "nccl.ib_timeout");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message,
-            "NCCL_IB_GID_INDEX is unset on a RoCE compute fabric; set the RoCE v2 GID index "
-            "(guide 004 uses 3)");
+  EXPECT_NE(f[0].message.find("NCCL_IB_TIMEOUT"), std::string::npos) << f[0].message;
 }
 
 TEST(LintNccl, IbDisabledFires) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 
+#include "facts/pci_tree.h"
 #include "facts/text.h"
 #include "gpuforge/facts/parse.h"
 
@@ -24,6 +25,7 @@ constexpr std::array kSections = {
     SectionSpec{"meminfo", "cat /proc/meminfo", true},
     SectionSpec{"numa", "/sys/devices/system/node", false},
     SectionSpec{"pci", "/sys/bus/pci/devices", false},
+    SectionSpec{"pci-tree", "readlink -f /sys/bus/pci/devices/*", false},
     SectionSpec{"nvidia-version", "cat /proc/driver/nvidia/version", false},
     SectionSpec{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", false},
     SectionSpec{"nvidia-smi-xml", "nvidia-smi -q -x", false},
@@ -246,6 +248,13 @@ Status ParseSection(std::string_view name, std::string_view body, NodeFacts& f, 
     return Apply(ParseNumaSysfs(body), [&](std::vector<NumaNode> v) { f.numa = std::move(v); });
   if (name == "pci")
     return Apply(ParsePciSysfs(body), [&](std::vector<PciDevice> v) { f.pci = std::move(v); });
+  if (name == "pci-tree") {
+    // Refused on its own: a hostile tree must not cost the node its other facts.
+    Result<model::PciTree> t = ParsePciTree(body);
+    if (t) f.pci_tree = std::move(*t);
+    if (!t) f.pci_tree_refused = t.error().message;
+    return Status::Ok();
+  }
   if (name == "nvidia-version")
     return Apply(ParseDriverVersion(body), [&](DriverInfo v) { f.driver = std::move(v); });
   if (name == "nvidia-smi-query")
@@ -297,8 +306,8 @@ std::optional<RawSection> ReadMarker(std::string_view line) {
 std::span<const SectionSpec> GatherSections() { return kSections; }
 
 std::string GatherScript() {
-  return fmt::format("{}gf_run nvidia-smi-query nvidia-smi --query-gpu={} --format=csv\n{}",
-                     kScriptHead, kQueryGpuFields, kScriptTail);
+  return fmt::format("{}{}gf_run nvidia-smi-query nvidia-smi --query-gpu={} --format=csv\n{}",
+                     kScriptHead, PciTreeScript(), kQueryGpuFields, kScriptTail);
 }
 
 Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 
+#include "facts/drift_topology.h"
 #include "facts/text.h"
 #include "gpuforge/facts/ib_link.h"
 #include "gpuforge/model/gpu_catalog.h"
@@ -104,6 +105,31 @@ constexpr std::array kCodes = {
     DriftCode{"pcie.link_width", "a GPU or RDMA NIC links with fewer lanes than it supports",
               "reseat the card, check riser and BIOS bifurcation settings",
               "anchors.md, Acceptance thresholds: PCIe current gen and width == max (DCGM)"},
+    // Topology and NUMA (drift_topology.cc).
+    DriftCode{"topology.gpu_numa", "a GPU sits on another NUMA node than the inventory's gpus.numa",
+              "fix gpus.numa from `nvidia-smi topo -m` (or the facts), or check the riser/slot",
+              "sysfs numa_node of the GPU; inventory profile gpus[].numa"},
+    DriftCode{"topology.nic_numa",
+              "a GPU's closest RDMA NIC (by PCI path) is on another NUMA node, or a NIC is not "
+              "on the NUMA node the inventory gives it",
+              "move the NIC to the GPU's socket, or fix nics[].numa; cross-socket rails cost "
+              "bandwidth", "NCCL ncclTopoGetLocalNet: a GPU uses the NICs of its best PCI path"},
+    DriftCode{"topology.gdr_distance",
+              "a GPU reaches its closest RDMA NIC only through the host bridge or across "
+              "sockets (PHB/SYS), on a profile with RDMA NICs",
+              "put GPU and NIC under one PCIe switch; NCCL turns GPUDirect RDMA off beyond PXB",
+              "NCCL src/graph/paths.cc ncclTopoCheckGdr: netGdrLevel = PATH_PXB by default"},
+    DriftCode{"topology.mismatch",
+              "an inventory bus id names no GPU/NIC on the node's measured PCI tree",
+              "fix the bus ids in the inventory from the facts; no NCCL topology file is "
+              "rendered for the node until they agree", "issue #13: measured tree vs inventory"},
+    DriftCode{"topology.unreadable", "the node's pci-tree section was refused (hostile or garbled)",
+              "look at the message; the node's other facts are kept",
+              "style.md: every input is hostile"},
+    DriftCode{"pcie.hop_degraded",
+              "a PCIe bridge above a GPU or NIC trained below its maximum speed or width",
+              "reseat the switch board or riser; check BIOS bifurcation",
+              "anchors.md, Acceptance thresholds: PCIe current gen and width == max"},
     DriftCode{"version.driver", "the NVIDIA driver differs from software.driver_version/branch",
               "install the inventory's driver, or update the inventory",
               "guide 000, Software Stack; anchors.md, drift against a golden config"},
@@ -654,6 +680,7 @@ std::vector<Drift> FindDrift(const model::Cluster& cluster, std::span<const Gath
     CheckNics(cluster, p, f, ctx);
     CheckCpuMemory(cluster, *node, p, f, ctx);
     CheckPcie(p, f, ctx);
+    for (Drift& d : TopologyDrift(p, f)) ctx.out.push_back(std::move(d));
     CheckVersions(cluster, *node, p, f, ctx);
     CheckSystem(cluster, *node, p, f, ctx);
   }

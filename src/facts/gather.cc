@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 
+#include "facts/pci_tree.h"
 #include "facts/text.h"
 #include "gpuforge/facts/parse.h"
 
@@ -28,6 +29,7 @@ constexpr std::array kSections = {
     SectionSpec{"meminfo", "cat /proc/meminfo", true, 64 * KiB},
     SectionSpec{"numa", "/sys/devices/system/node", false, 1 * MiB},
     SectionSpec{"pci", "/sys/bus/pci/devices", false, 2 * MiB},
+    SectionSpec{"pci-tree", "readlink -f /sys/bus/pci/devices/*", false, 2 * MiB},
     SectionSpec{"nvidia-version", "cat /proc/driver/nvidia/version", false, 16 * KiB},
     SectionSpec{"nvidia-smi-query", "nvidia-smi --query-gpu=... --format=csv", false, 1 * MiB},
     SectionSpec{"nvidia-smi-xml", "nvidia-smi -q -x", false, 4 * MiB},
@@ -301,6 +303,13 @@ Status ParseSection(std::string_view name, std::string_view body, NodeFacts& f, 
     return Apply(ParseNumaSysfs(body), [&](std::vector<NumaNode> v) { f.numa = std::move(v); });
   if (name == "pci")
     return Apply(ParsePciSysfs(body), [&](std::vector<PciDevice> v) { f.pci = std::move(v); });
+  if (name == "pci-tree") {
+    // Refused on its own: a hostile tree must not cost the node its other facts.
+    Result<model::PciTree> t = ParsePciTree(body);
+    if (t) f.pci_tree = std::move(*t);
+    if (!t) f.pci_tree_refused = t.error().message;
+    return Status::Ok();
+  }
   if (name == "nvidia-version")
     return Apply(ParseDriverVersion(body), [&](DriverInfo v) { f.driver = std::move(v); });
   if (name == "nvidia-smi-query")
@@ -378,7 +387,7 @@ std::string GatherScript() {
   std::string query(kScriptQuery);
   const std::string_view begin = "printf '%s begin format=1@@\\n' \"$gf_m\"\n";
   head.insert(head.find(begin), query);
-  return fmt::format("{}gf_query {} {}\n{}", head, kQueryGpuFields, kQueryGpuFieldsPreR535, kScriptTail);
+  return fmt::format("{}{}gf_query {} {}\n{}", head, PciTreeScript(), kQueryGpuFields, kQueryGpuFieldsPreR535, kScriptTail);
 }
 
 Result<NodeFacts> ParseGather(std::string_view node, std::string_view output) {

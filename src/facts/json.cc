@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "facts/pci_tree.h"
+
 namespace gpuforge::facts {
 namespace {
 
@@ -126,12 +128,17 @@ J ToJson(const NodeFacts& f) {
       rows.push_back({{"device", r.device},
                       {"links", r.links},
                       {"cpu_affinity", r.cpu_affinity},
-                      {"numa_affinity", r.numa_affinity}});
+                      {"numa_affinity", r.numa_affinity},
+                      {"gpu_numa_id", r.gpu_numa_id}});
     }
-    j["topology"] = {{"devices", f.topology->devices}, {"rows", std::move(rows)}};
+    J legend = J::array();
+    for (const auto& [key, name] : f.topology->nic_legend) legend.push_back({{"nic", key}, {"device", name}});
+    j["topology"] = {{"devices", f.topology->devices}, {"rows", std::move(rows)}, {"nic_legend", std::move(legend)}};
   } else {
     j["topology"] = nullptr;
   }
+  j["pci_tree"] = f.pci_tree ? PciTreeToJson(*f.pci_tree) : J(nullptr);
+  if (!f.pci_tree_refused.empty()) j["pci_tree_refused"] = f.pci_tree_refused;
   J ib = J::array();
   for (const IbDevice& d : f.ib) {
     J ports = J::array();

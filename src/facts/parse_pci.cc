@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "facts/pci_tree.h"
 #include "facts/text.h"
 #include "gpuforge/facts/parse.h"
 
@@ -15,17 +16,6 @@ using text::LineError;
 using text::Quote;
 
 constexpr std::uint32_t kNvidiaVendor = 0x10de;
-
-// "32.0 GT/s PCIe", "8 GT/s", "Unknown speed" (link down or not PCIe).
-Result<std::optional<double>> LinkSpeed(std::string_view v) {
-  if (v.starts_with("Unknown")) return std::optional<double>();
-  auto [num, unit] = text::HeadTail(v);
-  std::optional<double> gts = text::ToDouble(num);
-  if (!gts || *gts < 0 || *gts > 1000 || !unit.starts_with("GT/s")) {
-    return Error{fmt::format("expected '<n> GT/s', got {}", Quote(v))};
-  }
-  return std::optional<double>(*gts);
-}
 
 bool IsName(std::string_view s) { return text::IsToken(s, 64); }
 
@@ -76,7 +66,7 @@ Result<std::vector<PciDevice>> ParsePciSysfs(std::string_view input) {
       if (!n || *n < -1 || *n > 4095) return bad("a NUMA node");
       if (*n >= 0) d.numa_node = static_cast<int>(*n);
     } else if (attr == "current_link_speed" || attr == "max_link_speed") {
-      Result<std::optional<double>> gts = LinkSpeed(value);
+      Result<std::optional<double>> gts = ParseLinkSpeed(value);
       if (!gts) return LineError(i, fmt::format("{} {}: {}", *bdf, attr, gts.error().message));
       (attr == "current_link_speed" ? d.link_speed_gts : d.max_link_speed_gts) = *gts;
     } else if (attr == "current_link_width" || attr == "max_link_width") {

@@ -20,12 +20,44 @@ constexpr std::size_t kMaxDevices = 512;
 constexpr std::array<std::string_view, 3> kAffinityColumns = {"CPU Affinity", "NUMA Affinity",
                                                               "GPU NUMA ID"};
 
-// Cells of a matrix line. nvidia-smi pads with extra tabs ("0\t\tN/A"), and NIC rows have no
-// affinity cells, so empty cells carry no meaning and are dropped.
-std::vector<std::string_view> Cells(std::string_view line) {
+// Cells of a matrix line, empty ones kept: on a cgroup-limited node the CPU Affinity cell is
+// empty, and dropping it would shift NUMA Affinity into its place. Tab-separated as nvidia-smi
+// prints it; a copy whose tabs became spaces (a paste) is split at runs of two or more spaces,
+// where empty cells cannot be seen.
+std::vector<std::string_view> RawCells(std::string_view line, bool tabs) {
   std::vector<std::string_view> out;
-  for (std::string_view c : text::Split(line, '\t')) {
-    c = text::Trim(c);
+  if (tabs) {
+    for (std::string_view c : text::Split(line, '\t')) out.push_back(text::Trim(c));
+    return out;
+  }
+  // Expanded tabs put every cell on a tab stop, so a single space before a column that is a
+  // multiple of 8 also ends a cell ("112-127,240-255 7"); the space inside "CPU Affinity" does
+  // not.
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i == line.size()) break;
+    std::size_t j = i;
+    while (j < line.size()) {
+      if (line[j] != ' ') {
+        ++j;
+        continue;
+      }
+      std::size_t k = j;
+      while (k < line.size() && line[k] == ' ') ++k;
+      if (k - j >= 2 || k == line.size() || k % 8 == 0) break;
+      j = k;
+    }
+    out.push_back(text::Trim(line.substr(i, j - i)));
+    i = j;
+  }
+  return out;
+}
+
+// Cells of a header line: nvidia-smi starts it with a tab, so empty cells carry no meaning.
+std::vector<std::string_view> HeaderCells(std::string_view line, bool tabs) {
+  std::vector<std::string_view> out;
+  for (std::string_view c : RawCells(line, tabs)) {
     if (!c.empty()) out.push_back(c);
   }
   return out;
@@ -48,7 +80,8 @@ Result<TopoMatrix> ParseTopo(std::string_view input) {
   if (i == lines.size()) return Error{"empty output, expected the topology matrix"};
 
   TopoMatrix m;
-  std::vector<std::string_view> header = Cells(lines[i]);
+  const bool tabs = lines[i].find('\t') != std::string_view::npos;
+  std::vector<std::string_view> header = HeaderCells(lines[i], tabs);
   std::vector<std::string> affinity;  // affinity column names, in order
   for (std::string_view h : header) {
     bool is_affinity =
@@ -76,7 +109,8 @@ Result<TopoMatrix> ParseTopo(std::string_view input) {
   for (++i; i < lines.size(); ++i) {
     std::string_view line = lines[i];
     if (text::Trim(line).empty() || text::Trim(line).starts_with("Legend:")) break;
-    std::vector<std::string_view> cells = Cells(line);
+    std::vector<std::string_view> cells = RawCells(line, tabs);
+    while (!cells.empty() && cells.front().empty()) cells.erase(cells.begin());
     std::string_view dev = cells[0];
     auto col = std::find(m.devices.begin(), m.devices.end(), dev);
     if (col == m.devices.end()) {
@@ -86,8 +120,26 @@ Result<TopoMatrix> ParseTopo(std::string_view input) {
                     [&](const TopoRow& r) { return r.device == dev; })) {
       return LineError(i, fmt::format("row {} appears twice", dev));
     }
-    std::size_t n = m.devices.size();
-    if (cells.size() - 1 < n || cells.size() - 1 > n + affinity.size()) {
+    const std::size_t n = m.devices.size();
+    std::vector<std::string_view> rest;  // the affinity cells, one per affinity column
+    if (cells.size() > n + 1) rest.assign(cells.begin() + static_cast<std::ptrdiff_t>(n + 1), cells.end());
+    if (!tabs) {
+      // Spaces hide empty cells; the one that can be empty is CPU Affinity (cgroup), the first
+      // column, so the cells that are there belong to the last columns.
+      while (!rest.empty() && rest.size() < affinity.size()) rest.insert(rest.begin(), "");
+    } else if (rest.size() > affinity.size()) {
+      // nvidia-smi follows NUMA Affinity with one empty cell ("0\t\tN/A"), and NIC rows end in
+      // empty cells: those are padding, the cells that matter keep their place.
+      auto numa = std::find(affinity.begin(), affinity.end(), "NUMA Affinity");
+      std::size_t pad = static_cast<std::size_t>(numa - affinity.begin()) + 1;
+      if (numa != affinity.end() && pad < rest.size() && rest[pad].empty()) {
+        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(pad));
+      }
+      while (rest.size() > affinity.size() && rest.back().empty()) rest.pop_back();
+    }
+    bool links_there = cells.size() > n;
+    for (std::size_t c = 1; links_there && c <= n; ++c) links_there = !cells[c].empty();
+    if (!links_there || rest.size() > affinity.size()) {
       return LineError(i, fmt::format("{}: expected {} link cells{}, got {} cells", dev, n,
                                       affinity.empty() ? ""
                                                        : fmt::format(" and up to {} affinity cells",
@@ -109,8 +161,12 @@ Result<TopoMatrix> ParseTopo(std::string_view input) {
       }
       row.links.emplace_back(cell);
     }
-    for (std::size_t a = 0; a + n + 1 < cells.size(); ++a) {
-      std::string value(cells[a + n + 1].substr(0, 256));
+    for (std::size_t a = 0; a < rest.size(); ++a) {
+      if (!rest[a].empty() && !text::IsToken(rest[a], 256)) {
+        return LineError(i, fmt::format("{} {}: expected a list or a number, got {}", dev,
+                                        affinity[a], Quote(rest[a])));
+      }
+      std::string value(rest[a]);
       if (affinity[a] == "CPU Affinity") row.cpu_affinity = value;
       if (affinity[a] == "NUMA Affinity") row.numa_affinity = value;
       if (affinity[a] == "GPU NUMA ID") row.gpu_numa_id = value;

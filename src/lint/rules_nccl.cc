@@ -254,18 +254,42 @@ void Algo(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   }
 }
 
+// A node is a VM when the inventory says so (vars.virtualized: true); gpuforge cannot tell
+// from the inventory alone, and facts come later.
+bool IsVm(const model::Node& n) {
+  auto it = n.vars.find("virtualized");
+  if (it == n.vars.end()) return false;
+  std::string v = Lower(it->second);
+  return v == "true" || v == "yes" || v == "1";
+}
+
+// Bare metal: NCCL reads the real PCI tree from sysfs, and a file can only make it worse (NCCL
+// keeps the parent a file gives a device, src/graph/xml.cc, so a flat or guessed file erases
+// the PCIe switches and GPUDirect RDMA goes off). VMs: the hypervisor's sysfs hides the
+// switches, and only a file shaped like the host's tree (the cloud vendor's) gives them back.
 void TopoFile(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
-  if (!c.software.nccl_topo_file.empty() || NcclEnv(c.software, "NCCL_TOPO_FILE")) return;
-  std::vector<std::string> multi;
+  std::optional<std::string> hand = NcclEnv(c.software, "NCCL_TOPO_FILE");
+  std::vector<std::string> bare, vms;
   for (const model::Node* n : GpuNodes(c)) {
-    if (c.ProfileOf(*n).gpu_count() > 1) multi.push_back(n->name);
+    if (c.ProfileOf(*n).gpu_count() < 2) continue;
+    (IsVm(*n) ? vms : bare).push_back(n->name);
   }
-  if (multi.empty()) return;
-  ctx.Report(fmt::format("NCCL_TOPO_FILE is unset for multi-GPU {}; NCCL's auto-detection "
-                         "misreads PCIe switch and NVLink layouts, so write the file (and check "
-                         "it against nvidia-smi topo -m)",
-                         NodeList(multi)),
-             multi, c.software.nccl_where);
+  if (hand && !bare.empty()) {
+    ctx.Report(fmt::format("NCCL_TOPO_FILE={} is set by hand for bare-metal {}; NCCL keeps every "
+                           "PCI parent the file gives, so a file that is not the measured tree "
+                           "moves GPUs and NICs off their PCIe switches and turns GPUDirect RDMA "
+                           "off: leave it unset and let NCCL read sysfs",
+                           *hand, NodeList(bare)),
+               bare, c.software.nccl_where);
+  }
+  if (!hand && !vms.empty()) {
+    ctx.Report(fmt::format("{} {} VMs (vars.virtualized) whose sysfs hides the host's PCIe "
+                           "switches; set NCCL_TOPO_FILE to the cloud vendor's topology file "
+                           "(e.g. Azure's ND v4/v5 files, which nest each GPU and its NIC under "
+                           "a bridge)",
+                           NodeList(vms), vms.size() == 1 ? "is a" : "are"),
+               vms, c.software.nccl_where);
+  }
 }
 
 void Debug(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
@@ -321,10 +345,12 @@ void AddNcclRules(std::vector<Rule>& rules) {
        &Algo});
   rules.push_back({"nccl.topo_file",
                    Severity::kWarning,
-                   "NCCL_TOPO_FILE unset on multi-GPU nodes",
-                   "004_910c09f65559b553.txt, NCCL Topology File (\"Write this file manually\") "
-                   "and The Software Stack: Pick Your Poison (\"Default topology detection is "
-                   "wrong 50% of the time\")",
+                   "NCCL_TOPO_FILE set by hand on bare-metal multi-GPU nodes, or missing on VMs "
+                   "(vars.virtualized) whose sysfs hides the PCIe switches",
+                   "NCCL src/graph/xml.cc ncclTopoGetXmlFromSys (a node that already has a "
+                   "parent keeps it) and src/graph/paths.cc ncclTopoCheckGdr (GPUDirect RDMA "
+                   "off beyond PXB); vendor VM files in shared/fixtures/nccl-topo (Azure ND "
+                   "v4/v5). Replaces guide 004's \"write this file manually\"",
                    {},
                    &TopoFile});
   rules.push_back({"nccl.debug",

@@ -47,9 +47,11 @@ std::string DefaultTemplatesDir() {
   return std::string(GPUFORGE_SOURCE_DIR) + "/templates";
 }
 
-Plan CollectJobs(const model::Cluster& c, const Options& o) {
+Plan CollectJobs(const model::Cluster& c, const Options& o) { return CollectJobs(c, o, {}); }
+
+Plan CollectJobs(const model::Cluster& c, const Options& o, const MeasuredPci& measured) {
   Plan plan;
-  AddNcclJobs(c, o, &plan);
+  AddNcclJobs(c, o, &plan, &measured);
   AddOsJobs(c, o, &plan);
   AddSlurmJobs(c, o, &plan);
   AddKubernetesJobs(c, o, &plan);
@@ -194,8 +196,10 @@ std::string DropStandaloneLines(const std::string& rendered) {
 
 }  // namespace
 
-Result<Output> Render(const model::Cluster& c, const Options& o) {
-  Plan plan = CollectJobs(c, o);
+Result<Output> Render(const model::Cluster& c, const Options& o) { return Render(c, o, {}); }
+
+Result<Output> Render(const model::Cluster& c, const Options& o, const MeasuredPci& measured) {
+  Plan plan = CollectJobs(c, o, measured);
   std::string dir = o.templates_dir.empty() ? DefaultTemplatesDir() : o.templates_dir;
   std::map<std::string, std::unique_ptr<mustache::mustache>> cache;
   Output out;

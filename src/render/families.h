@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "gpuforge/render/measured.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge::render {
@@ -15,7 +16,14 @@ std::vector<const model::Node*> SelectedNodes(const model::Cluster& c, const Opt
 // rhel, rocky, almalinux: dnf and yum.repos.d; anything else is apt's.
 bool IsRhelFamily(std::string_view distro);
 
-void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan);
+// `measured`: the nodes' measured PCI trees (measured.h); none, no topology file.
+void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan,
+                 const MeasuredPci* measured = nullptr);
+// NCCL_TOPO_FILE for one GPU node, from its tree in `measured`; a Skip with the reason when
+// there is no measured tree or it contradicts the inventory. True when the file is rendered.
+bool AddNcclTopologyJob(const model::Cluster& c, const MeasuredPci* measured, const model::Node& node,
+                        const model::Profile& p, const std::vector<const model::NicSpec*>& rdma,
+                        Plan* plan);
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan);

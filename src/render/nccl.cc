@@ -47,38 +47,6 @@ std::string SocketIfname(const model::Cluster& c, const model::Profile& p) {
   return "";
 }
 
-std::string LinkSpeed(double rate_bytes_per_s, const std::string& generation) {
-  // PCIe generation from the device: Hopper/Blackwell GPUs and 400G NICs sit on Gen5 x16,
-  // Ampere and 200G NICs on Gen4.
-  if (generation == "hopper" || generation == "blackwell" || rate_bytes_per_s >= 400e9 / 8) return "32.0 GT/s PCIe";
-  if (generation == "ampere" || generation == "ada" || rate_bytes_per_s >= 200e9 / 8) return "16.0 GT/s PCIe";
-  return "8.0 GT/s PCIe";
-}
-
-// CPU mask of NUMA node `numa` when NUMA nodes are the sockets: its cores, then their
-// hyperthread siblings numbered after all cores (Linux's usual enumeration).
-std::string Affinity(const model::CpuSpec& cpu, int numa) {
-  int cores = cpu.cores_per_socket;
-  int total_cores = cores * cpu.sockets;
-  int total_cpus = total_cores * cpu.threads_per_core;
-  std::vector<bool> bits(static_cast<std::size_t>(total_cpus), false);
-  for (int t = 0; t < cpu.threads_per_core; ++t) {
-    for (int i = 0; i < cores; ++i) bits[static_cast<std::size_t>(t * total_cores + numa * cores + i)] = true;
-  }
-  // Kernel cpumask format: 32-bit hex words, most significant first, comma-separated.
-  std::string out;
-  int words = (total_cpus + 31) / 32;
-  for (int w = words - 1; w >= 0; --w) {
-    unsigned v = 0;
-    for (int b = 0; b < 32; ++b) {
-      int i = w * 32 + b;
-      if (i < total_cpus && bits[static_cast<std::size_t>(i)]) v |= 1u << b;
-    }
-    out += fmt::format("{}{:08x}", out.empty() ? "" : ",", v);
-  }
-  return out;
-}
-
 // NCCL's matching of NCCL_IB_HCA (src/transport/net_ib.cc, ncclIbInit: a leading '^' is
 // searchNot, then a leading '=' is searchExact; src/misc/utils.cc matchIfList compares prefixes
 // unless exact): a list without '=' lets mlx5_1 select mlx5_10 as well. The prefix goes after a
@@ -113,15 +81,9 @@ std::optional<std::pair<int, int>> MajorMinor(std::string_view v) {
   return std::pair{major, minor};
 }
 
-std::string CpuVendor(const std::string& model) {
-  if (model.find("EPYC") != std::string::npos || model.find("AMD") != std::string::npos) return "AuthenticAMD";
-  if (model.find("Xeon") != std::string::npos || model.find("Intel") != std::string::npos) return "GenuineIntel";
-  return "";
-}
-
 }  // namespace
 
-void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredPci* measured) {
   const model::Software& sw = c.software;
   std::map<std::string, std::string> env_set;
   for (const auto& [k, v] : sw.nccl_env) env_set[k] = v;
@@ -131,60 +93,9 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     std::vector<const model::NicSpec*> rdma = ComputeRdmaNics(c, p);
     bool roce = std::any_of(rdma.begin(), rdma.end(), [](const model::NicSpec* x) { return x->kind == model::NetKind::kRoce; });
 
-    // Topology file: only with every GPU's and every compute NIC's bus id and NUMA node.
-    std::string topo_path = sw.nccl_topo_file;
-    bool topo = false;
-    if (!topo_path.empty()) {
-      std::string missing;
-      for (const model::GpuSpec& g : p.gpus) {
-        if (g.pci_bus_ids.empty() || g.numa_nodes.empty()) missing = fmt::format("GPU bus ids or NUMA nodes of {}", g.model);
-      }
-      for (const model::NicSpec* nic : rdma) {
-        if (nic->pci_bus_id.empty() || !nic->numa_node) missing = fmt::format("bus id or NUMA node of NIC {}", nic->name);
-      }
-      int numa_max = 0;
-      for (const model::GpuSpec& g : p.gpus) {
-        for (int x : g.numa_nodes) numa_max = std::max(numa_max, x);
-      }
-      if (missing.empty() && p.cpu.sockets > 0 && numa_max >= p.cpu.sockets) {
-        missing = "a CPU layout where NUMA nodes are sockets (NUMA node numbers exceed the socket count)";
-      }
-      if (!missing.empty()) {
-        plan->skipped.push_back({n->name, topo_path,
-                                 fmt::format("profile '{}' lacks the {}; a wrong topology file is worse than none "
-                                             "(anchors.md), so NCCL will detect the topology itself",
-                                             p.name, missing)});
-      } else {
-        topo = true;
-        std::map<int, nlohmann::json> by_numa;
-        for (const model::GpuSpec& g : p.gpus) {
-          for (std::size_t i = 0; i < g.pci_bus_ids.size(); ++i) {
-            by_numa[g.numa_nodes[i]]["devices"].push_back(
-                {{"busid", XmlAttr(g.pci_bus_ids[i])}, {"class", "0x030200"}, {"kind", XmlCommentText("GPU " + g.model)},
-                 {"link_speed", LinkSpeed(0, g.generation)}, {"link_width", "16"}});
-          }
-        }
-        for (const model::NicSpec* nic : rdma) {
-          by_numa[*nic->numa_node]["devices"].push_back(
-              {{"busid", XmlAttr(nic->pci_bus_id)},
-               {"class", nic->kind == model::NetKind::kInfiniband ? "0x020700" : "0x020000"},
-               // Names may hold "--", which would end an XML comment.
-               {"kind", XmlCommentText(fmt::format("NIC {} ({})", nic->name, model::ToString(nic->kind)))},
-               {"link_speed", LinkSpeed(nic->rate_bytes_per_s, "")},
-               {"link_width", "16"}});
-        }
-        nlohmann::json cpus = nlohmann::json::array();
-        for (auto& [numa, body] : by_numa) {
-          body["numaid"] = std::to_string(numa);
-          body["affinity"] = p.cpu.sockets > 0 ? Affinity(p.cpu, numa) : "";
-          body["has_affinity"] = p.cpu.sockets > 0;
-          body["vendor"] = CpuVendor(p.cpu.model);
-          body["has_vendor"] = !CpuVendor(p.cpu.model).empty();
-          cpus.push_back(body);
-        }
-        plan->jobs.push_back({n->name, topo_path, "nccl-topology.xml.mustache", {{"cpus", cpus}}, CommentStyle::kXml, "0644"});
-      }
-    }
+    // Topology file: only from the node's measured PCI tree (nccl_topology.cc).
+    const std::string& topo_path = sw.nccl_topo_file;
+    bool topo = AddNcclTopologyJob(c, measured, *n, p, rdma, plan);
 
     // nccl.conf: the inventory's own values win; gpuforge fills what the guides recommend.
     nlohmann::json lines = nlohmann::json::array();
@@ -244,7 +155,7 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     if (std::string ifname = SocketIfname(c, p); !ifname.empty()) {
       line("NCCL_SOCKET_IFNAME", "=" + ifname, "bootstrap over the control/storage network interface");
     }
-    if (topo) line("NCCL_TOPO_FILE", topo_path, "rendered beside this file from the inventory's bus ids and NUMA nodes");
+    if (topo) line("NCCL_TOPO_FILE", topo_path, "rendered beside this file from the node's measured PCI tree");
     int gpus = c.TotalGpus();
     std::string algo = gpus >= 128 ? "Tree" : "Ring";
     for (auto& l : lines) l["why"] = NcclComment(l["why"].get<std::string>());

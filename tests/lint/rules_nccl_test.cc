@@ -275,38 +275,48 @@ TEST(LintNccl, AlgoOverride) {
 
 // ---------------------------------------------------------------- topology file, debug
 
-TEST(LintNccl, TopoFileUnset) {
+// Bare metal: no file is the right answer (NCCL reads sysfs), and a rendered one comes from the
+// measured tree, so only a hand-set NCCL_TOPO_FILE is a finding.
+TEST(LintNccl, TopoFileQuietOnBareMetalWithoutOrWithARenderedFile) {
   model::Cluster c = CleanCluster();
   c.software.nccl_topo_file.clear();
+  EXPECT_TRUE(LintRule(c, "nccl.topo_file").empty());
+  c.software.nccl_topo_file = "/etc/nccl-topology.xml";
+  EXPECT_TRUE(LintRule(c, "nccl.topo_file").empty());
+}
+
+TEST(LintNccl, TopoFileHandWrittenOnBareMetalWarns) {
+  model::Cluster c = CleanCluster();
+  c.software.nccl_topo_file.clear();
+  SetEnv(c, "NCCL_TOPO_FILE", "/etc/nccl/topo.xml");
   std::vector<Finding> f = LintRule(c, "nccl.topo_file");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
-            "NCCL_TOPO_FILE is unset for multi-GPU nodes gpu[001-004]; NCCL's auto-detection "
-            "misreads PCIe switch and NVLink layouts, so write the file (and check it against "
-            "nvidia-smi topo -m)");
+            "NCCL_TOPO_FILE=/etc/nccl/topo.xml is set by hand for bare-metal nodes gpu[001-004]; "
+            "NCCL keeps every PCI parent the file gives, so a file that is not the measured tree "
+            "moves GPUs and NICs off their PCIe switches and turns GPUDirect RDMA off: leave it "
+            "unset and let NCCL read sysfs");
 }
 
-TEST(LintNccl, TopoFileNamesASingleNode) {
-  FixtureOptions o;
-  o.nodes = 1;
-  model::Cluster c = CleanCluster(o);
-  c.software.nccl_topo_file.clear();
-  std::vector<Finding> f = LintRule(c, "nccl.topo_file");
-  ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message.substr(0, 56), "NCCL_TOPO_FILE is unset for multi-GPU node gpu001; NCCL'");
-}
-
-TEST(LintNccl, TopoFileQuietWhenSetOrSingleGpu) {
+TEST(LintNccl, TopoFileRecommendedOnlyForVms) {
   model::Cluster c = CleanCluster();
   c.software.nccl_topo_file.clear();
-  SetEnv(c, "NCCL_TOPO_FILE", "/etc/nccl/topo.xml");
-  EXPECT_TRUE(LintRule(c, "nccl.topo_file").empty());
+  for (model::Node& n : c.nodes) n.vars["virtualized"] = "true";
+  std::vector<Finding> f = LintRule(c, "nccl.topo_file");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message.rfind("nodes gpu[001-004] are VMs (vars.virtualized) whose sysfs hides "
+                               "the host's PCIe switches; set NCCL_TOPO_FILE to the cloud vendor's",
+                               0),
+            0u)
+      << f[0].message;
+  SetEnv(c, "NCCL_TOPO_FILE", "/opt/azurehpc/topology/ndv5-topo.xml");
+  EXPECT_TRUE(LintRule(c, "nccl.topo_file").empty()) << "the vendor's file is what a VM needs";
   FixtureOptions o;
   o.gpus_per_node = 1;
   model::Cluster d = CleanCluster(o);
-  d.software.nccl_topo_file.clear();
-  EXPECT_TRUE(LintRule(d, "nccl.topo_file").empty());
+  for (model::Node& n : d.nodes) n.vars["virtualized"] = "true";
+  EXPECT_TRUE(LintRule(d, "nccl.topo_file").empty()) << "one GPU: no topology to describe";
 }
 
 TEST(LintNccl, DebugInfo) {

@@ -244,10 +244,9 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   EXPECT_EQ(ctr["resources"]["limits"].size(), 1u) << "no RDMA resource unless the inventory names one";
   EXPECT_EQ(Str(ctr["securityContext"]["capabilities"]["add"][0]), "IPC_LOCK");
 
-  // The inventory's NCCL environment in written order, then the topology file that the NCCL
-  // family renders on every node.
+  // The inventory's NCCL environment in written order; no topology file, which the NCCL family
+  // renders only from measured PCI trees (none in this render).
   std::vector<std::pair<std::string, std::string>> want = c().software.nccl_env;
-  want.emplace_back("NCCL_TOPO_FILE", c().software.nccl_topo_file);
   std::vector<std::pair<std::string, std::string>> got;
   for (const YAML::Node& e : ctr["env"]) got.emplace_back(Str(e["name"]), Str(e["value"]));
   EXPECT_EQ(got, want);
@@ -256,11 +255,10 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   for (const YAML::Node& v : pod["volumes"]) {
     if (v["hostPath"]) host_paths[Str(v["name"])] = Str(v["hostPath"]["path"]);
   }
-  EXPECT_EQ(host_paths, (std::map<std::string, std::string>{{"nccl-conf", "/etc/nccl.conf"},
-                                                            {"nccl-topology", c().software.nccl_topo_file}}));
+  EXPECT_EQ(host_paths, (std::map<std::string, std::string>{{"nccl-conf", "/etc/nccl.conf"}}));
   std::set<std::string> mounts;
   for (const YAML::Node& m : ctr["volumeMounts"]) mounts.insert(Str(m["mountPath"]));
-  EXPECT_EQ(mounts, (std::set<std::string>{"/dev/shm", "/etc/nccl.conf", c().software.nccl_topo_file}));
+  EXPECT_EQ(mounts, (std::set<std::string>{"/dev/shm", "/etc/nccl.conf"}));
 }
 
 TEST_F(RenderK8sExample, VolcanoQueueCapsTheClustersGpus) {

@@ -1,7 +1,7 @@
-// bench/gpu/nccl_topo_check.sh in its dry mode: the inventory it writes from the recorded
-// nvidia-smi and lscpu output of the H200 machine (tests/data/facts/nvidia-h200-1gpu) loads,
-// renders, and the topology file holds that machine's GPU. The NCCL step needs a GPU and is
-// not run here.
+// bench/gpu/nccl_topo_check.sh without a GPU: its comparison on recorded NCCL runs
+// (tests/data/nccl-topo-check: the same tree fed back, and a flat file that erases the PCIe
+// switches) must pass the first and fail the second on every count, and the real run must
+// SKIP (77) on a machine without a GPU, never pass.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,26 +10,21 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <pugixml.hpp>
-#include <sstream>
 #include <string>
 
 namespace gpuforge {
 namespace {
 
-namespace fs = std::filesystem;
-
 const std::string kScript = std::string(GPUFORGE_SOURCE_DIR) + "/bench/gpu/nccl_topo_check.sh";
+const std::string kRuns = std::string(GPUFORGE_TEST_DATA_DIR) + "/nccl-topo-check";
 
 struct ScriptRun {
   int rc = -1;
   std::string output;
 };
 
-ScriptRun RunScript(const std::string& env, const fs::path& keep) {
-  std::string cmd = fmt::format("{} bash '{}' --dry-run --keep '{}' '{}' 2>&1", env, kScript, keep.string(), GPUFORGE_BINARY);
+ScriptRun RunCheck(const std::string& args) {
+  std::string cmd = fmt::format("bash '{}' {} 2>&1", kScript, args);
   ScriptRun r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -40,89 +35,62 @@ ScriptRun RunScript(const std::string& env, const fs::path& keep) {
   return r;
 }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path Scratch(const std::string& tag) {
-  fs::path d = fs::temp_directory_path() / fmt::format("gpuforge-topo-check-{}-{}", tag, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-TEST(RenderNcclTopoCheck, DryRunRendersTheFixtureMachinesGpu) {
+TEST(NcclTopoCheck, DryRunPassesTheSameTree) {
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
-  fs::path work = Scratch("dry");
-  ScriptRun r = RunScript("", work / "out");
+  ScriptRun r = RunCheck("--dry-run");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("PASS (dry run"), std::string::npos) << r.output;
-
-  std::string inv = Slurp(work / "out/inventory.yaml");
-  EXPECT_NE(inv.find("gpus: {model: \"NVIDIA-H200\", count: 1, pci: [\"0000:00:06.0\"], numa: [0], memory: 143771MiB, tdp: 700W}"),
-            std::string::npos)
-      << inv;
-  EXPECT_NE(inv.find("cpu: {model: \"Intel(R) Xeon(R) Processor\", sockets: 1, cores_per_socket: 16, threads_per_core: 1}"),
-            std::string::npos)
-      << inv;
-
-  std::string xml = Slurp(work / "out/render/gpunode/etc/nccl-topology.xml");
-  pugi::xml_document doc;
-  ASSERT_TRUE(doc.load_string(xml.c_str())) << xml;
-  pugi::xml_node cpu = doc.child("system").child("cpu");
-  EXPECT_STREQ(cpu.attribute("numaid").value(), "0");
-  EXPECT_STREQ(cpu.attribute("affinity").value(), "0000ffff") << "16 CPUs on one socket";
-  EXPECT_STREQ(cpu.attribute("vendor").value(), "GenuineIntel");
-  pugi::xml_node gpu = cpu.child("pci");
-  // nvidia-smi's 00000000:00:06.0, in the form NCCL compares bus ids in.
-  EXPECT_STREQ(gpu.attribute("busid").value(), "0000:00:06.0") << xml;
-  EXPECT_STREQ(gpu.attribute("class").value(), "0x030200");
-  EXPECT_STREQ(gpu.attribute("link_speed").value(), "32.0 GT/s PCIe") << "Hopper sits on PCIe Gen5";
-  EXPECT_FALSE(gpu.next_sibling("pci")) << "the machine has no RDMA NIC";
-  fs::remove_all(work);
+  EXPECT_NE(r.output.find("GPU Direct RDMA Enabled lines: without 2, with 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("channels: without 24, with 24"), std::string::npos);
+  EXPECT_NE(r.output.find("without 362.118, with 360.501"), std::string::npos) << "within the 5% tolerance";
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
+    EXPECT_NE(r.output.find("topology dumps: 4 GPUs/NICs compared"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(r.output.find("PASS"), std::string::npos);
 }
 
-// The NIC half, on a fake sysfs with one InfiniBand HCA: /sys/class/infiniband/<dev>/device is
-// a link to the PCI function, which holds numa_node; ports/1 holds link_layer and rate.
-TEST(RenderNcclTopoCheck, DryRunTakesRdmaNicsFromSysfs) {
+TEST(NcclTopoCheck, FlatFileFailsOnEveryCount) {
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
-  fs::path work = Scratch("nic");
-  fs::path sys = work / "sys";
-  fs::path fn = sys / "devices/pci0000:00/0000:00:07.0";
-  fs::create_directories(fn);
-  std::ofstream(fn / "numa_node") << "0\n";
-  fs::create_directories(sys / "class/infiniband/mlx5_0/ports/1");
-  fs::create_symlink(fn, sys / "class/infiniband/mlx5_0/device");
-  std::ofstream(sys / "class/infiniband/mlx5_0/ports/1/link_layer") << "InfiniBand\n";
-  std::ofstream(sys / "class/infiniband/mlx5_0/ports/1/rate") << "400 Gb/sec (4X NDR)\n";
-
-  ScriptRun r = RunScript(fmt::format("SYSFS_ROOT='{}'", sys.string()), work / "out");
-  ASSERT_EQ(r.rc, 0) << r.output;
-  std::string xml = Slurp(work / "out/render/gpunode/etc/nccl-topology.xml");
-  EXPECT_NE(xml.find("<pci busid=\"0000:00:06.0\" class=\"0x030200\""), std::string::npos) << xml;
-  EXPECT_NE(xml.find("<pci busid=\"0000:00:07.0\" class=\"0x020700\" link_speed=\"32.0 GT/s PCIe\""), std::string::npos) << xml;
-  std::string conf = Slurp(work / "out/render/gpunode/etc/nccl.conf");
-  EXPECT_NE(conf.find("\nNCCL_IB_HCA==mlx5_0:1\n"), std::string::npos) << conf;
-  fs::remove_all(work);
+  ScriptRun r = RunCheck(fmt::format("--compare '{0}/without' '{0}/with-flat'", kRuns));
+  EXPECT_EQ(r.rc, 1) << r.output;
+  for (const char* want :
+       {"worse: GPUDirect RDMA enabled for fewer GPU/NIC pairs with the file (0 < 2)",
+        "worse: GPUDirect RDMA disabled for more GPU/NIC pairs with the file (2 > 0)",
+        "worse: fewer channels with the file (16 < 24)",
+        "worse: all-reduce bus bandwidth fell from 362.118 to 41.27 GB/s with the file",
+        "FAIL: the topology file makes NCCL worse on this machine"}) {
+    EXPECT_NE(r.output.find(want), std::string::npos) << want << "\n" << r.output;
+  }
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
+    EXPECT_NE(r.output.find("worse: 0000:18:00.0 moved in NCCL's topology: without the file "
+                            "'cpu=0 0000:16:00.0', with it 'cpu=0'"),
+              std::string::npos)
+        << r.output;
+  }
 }
 
-TEST(RenderNcclTopoCheck, WithoutAGpuTheRealRunSkips) {
+TEST(NcclTopoCheck, BandwidthAloneCanFail) {
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
-  if (std::system("command -v nvidia-smi >/dev/null 2>&1") == 0) GTEST_SKIP() << "this machine has nvidia-smi";
-  fs::path work = Scratch("skip");
-  std::string cmd = fmt::format("bash '{}' --keep '{}' '{}' 2>&1", kScript, (work / "out").string(), GPUFORGE_BINARY);
+  ScriptRun r = RunCheck(fmt::format("--compare '{0}/without' '{0}/with-same'", kRuns));
+  EXPECT_EQ(r.rc, 0) << r.output;
+  r = RunCheck(fmt::format("--compare '{0}/with-same' '{0}/without'", kRuns));
+  EXPECT_EQ(r.rc, 0) << "362 is above 360: no worse";
+  std::string cmd = fmt::format(
+      "NCCL_CHECK_BW_TOLERANCE=0.001 bash '{0}' --compare '{1}/without' '{1}/with-same' 2>&1", kScript, kRuns);
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
   char buf[1024];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int status = ::pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 77) << out;
-  EXPECT_NE(out.find("SKIP: no nvidia-smi on this machine"), std::string::npos) << out;
-  fs::remove_all(work);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 1) << out;
+  EXPECT_NE(out.find("all-reduce bus bandwidth fell from 362.118 to 360.501"), std::string::npos) << out;
+}
+
+TEST(NcclTopoCheck, WithoutAGpuTheRealRunSkips) {
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no bash";
+  if (std::system("command -v nvidia-smi >/dev/null 2>&1") == 0) GTEST_SKIP() << "this machine has nvidia-smi";
+  ScriptRun r = RunCheck("");
+  EXPECT_EQ(r.rc, 77) << r.output;
+  EXPECT_NE(r.output.find("SKIP: no nvidia-smi on this machine"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuforge/model/pci_tree.h"
+
 namespace gpuforge::facts {
 
 // How one command of the gather script ended.
@@ -241,6 +243,10 @@ struct NodeFacts {
   std::optional<std::vector<std::string>> modules;  // loaded kernel modules, sorted
   std::vector<Service> services;
   std::optional<Memlock> memlock;
+  // Where sysfs puts each GPU and NIC (pci-tree section); nullopt when absent, failed or
+  // refused. A refused section leaves the reason here and the node's other facts intact.
+  std::optional<model::PciTree> pci_tree;
+  std::string pci_tree_refused;
 
   const Section* FindSection(std::string_view name) const;
   // nvidia-smi ran and listed GPUs (the NVIDIA driver is loaded and answers).

@@ -29,6 +29,7 @@ struct ApplyFlags {
   bool yes = false;
   std::string only;
   std::string batch;
+  std::string facts;
   int max_fail = 0;
   Format format = Format::kText;
 };
@@ -128,7 +129,7 @@ std::optional<int> Prepare(Context& ctx, const ApplyFlags& f, ApplyInputs* in) {
   auto batch = BatchSize(ctx, f.batch, in->targets.size());
   if (!batch) return kExitUsage;
   in->batch = *batch;
-  auto desired = DesiredNodesFor(ctx, *in->cluster, in->targets, in->inventory, *parts);
+  auto desired = DesiredNodesFor(ctx, *in->cluster, in->targets, in->inventory, *parts, f.facts);
   if (!desired) return kExitUsage;
   in->desired = std::move(*desired);
   for (const remote::Target& t : in->targets) {
@@ -195,6 +196,7 @@ Command ApplyCommand() {
             AddRemoteOptions(app, &f->remote);
             app.add_flag("-y,--yes", f->yes, "Apply without asking (required when stdin is not a terminal)");
             app.add_option("--only", f->only, "Manage only these parts: files,packages,modules,sysctl,services,agent");
+            app.add_option("--facts", f->facts, kFactsDirHelp)->option_text("DIR");
             app.add_option("--batch", f->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
             app.add_option("--max-fail", f->max_fail,
                            "Start no new nodes once this many have failed (default 0: never stop)")

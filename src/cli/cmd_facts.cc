@@ -9,6 +9,7 @@
 #include "cli/remote_options.h"
 #include "gpuforge/report/junit.h"
 #include "gpuforge/facts/collect.h"
+#include "gpuforge/facts/saved.h"
 #include "gpuforge/report/facts_report.h"
 
 namespace gpuforge::cli {
@@ -21,6 +22,7 @@ Command FactsCommand() {
               RemoteFlags remote;
               double timeout_s = 180;
               bool check = false;
+              std::string save;
               Format format = Format::kText;
               OutputFlags outputs;
             };
@@ -32,6 +34,9 @@ Command FactsCommand() {
                 ->option_text("SECONDS");
             app.add_flag("--check", o->check,
                          "Compare the facts with the inventory and between nodes of one profile; exit 1 on drift");
+            app.add_option("--save", o->save,
+                           "Keep each node's facts as DIR/NODE.facts, for `render`, `plan` and `apply --facts DIR`")
+                ->option_text("DIR");
             AddFormatWithJunit(app, &o->format);
             AddJunitOption(app, &o->outputs);
             app.footer(
@@ -60,12 +65,23 @@ Command FactsCommand() {
               co.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
               co.fanout = fo;
               co.check = o->check;
+              co.keep_raw = !o->save.empty();
               report::RunInfo info{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, false};
               const auto t0 = std::chrono::steady_clock::now();
               const facts::Collected collected = facts::Collect(*ssh, *targets, *cluster, co);
               bar.Clear();
               info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+              if (!o->save.empty()) {
+                Result<std::size_t> saved = facts::SaveGathered(o->save, collected);
+                if (!saved.ok()) {
+                  ctx.Error(saved.error().message);
+                  return static_cast<int>(kExitFindings);
+                }
+                if (ctx.verbosity >= 0) {
+                  ctx.Err(fmt::format("facts: saved {} node{} in {}\n", *saved, *saved == 1 ? "" : "s", o->save));
+                }
+              }
               if (o->format == Format::kJson) {
                 ctx.OutJson(report::FactsJson(collected));
               } else if (o->format == Format::kJunit) {

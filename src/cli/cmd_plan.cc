@@ -24,6 +24,7 @@ struct PlanFlags {
   bool diff = false;
   std::string only;
   std::string out;
+  std::string facts;
 };
 
 // Reads every selected node's state and prints the plan. Returns the exit code.
@@ -33,7 +34,7 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
   if (!parts) return input_error;
   auto targets = SelectTargets(ctx, cluster, flags.remote);
   if (!targets) return input_error;
-  auto desired = DesiredNodesFor(ctx, cluster, *targets, inventory, *parts);
+  auto desired = DesiredNodesFor(ctx, cluster, *targets, inventory, *parts, flags.facts);
   if (!desired) return input_error;
   std::optional<std::string> inventory_sha;
   if (!flags.out.empty()) {
@@ -96,6 +97,7 @@ Command PlanCommand() {
             app.add_option("--out", o->flags.out,
                            "Online: save the plan with the state it was made from; `apply FILE` carries it out");
             app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services,agent");
+            app.add_option("--facts", o->flags.facts, kFactsDirHelp)->option_text("DIR");
             AddRemoteOptions(app, &o->flags.remote);
             AddFormatOption(app, &o->flags.format);
             app.footer(
@@ -118,7 +120,7 @@ Command PlanCommand() {
               }
               plan::Parts parts = plan::AllParts();
               parts.erase(plan::Part::kAgent);
-              auto desired = DesiredNodesFor(ctx, *cluster, every, o->inventory, parts);
+              auto desired = DesiredNodesFor(ctx, *cluster, every, o->inventory, parts, o->flags.facts);
               if (!desired) return static_cast<int>(kExitUsage);
               const std::vector<plan::NodeClass> classes = plan::FoldDesiredState(*cluster, *desired, true);
               if (o->flags.format == Format::kJson) {

@@ -17,6 +17,7 @@ Command RenderCommand() {
               std::string out;
               std::string nodes;
               std::string templates;
+              std::string facts;
             };
             auto o = std::make_shared<Opts>();
             app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
@@ -27,6 +28,7 @@ Command RenderCommand() {
                 ->option_text("EXPR");
             app.add_option("--templates", o->templates, "Use templates from this directory instead of the bundled ones")
                 ->option_text("DIR");
+            app.add_option("--facts", o->facts, kFactsDirHelp)->option_text("DIR");
             app.footer("Exit codes: 0 written, 2 invalid inventory, unknown node, bad template or write error.");
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);
@@ -51,7 +53,13 @@ Command RenderCommand() {
                 }
                 opts.nodes = std::move(*names);
               }
-              Result<render::Output> out = render::Render(*cluster, opts);
+              std::optional<render::MeasuredPci> measured;
+              if (!o->facts.empty()) {
+                measured = LoadMeasuredPci(ctx, *cluster, o->facts);
+                if (!measured) return static_cast<int>(kExitUsage);
+              }
+              Result<render::Output> out =
+                  measured ? render::Render(*cluster, opts, *measured) : render::Render(*cluster, opts);
               if (!out.ok()) {
                 ctx.Error(out.error().message);
                 return static_cast<int>(kExitUsage);

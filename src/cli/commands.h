@@ -10,6 +10,7 @@
 #include "gpuforge/plan/file_plan.h"
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/target.h"
+#include "gpuforge/render/measured.h"
 
 namespace gpuforge::cli {
 
@@ -35,7 +36,15 @@ Command ValidateCommand();
 std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context& ctx, const model::Cluster& cluster,
                                                                         std::span<const remote::Target> targets,
                                                                         const std::string& inventory,
-                                                                        const plan::Parts& parts);
+                                                                        const plan::Parts& parts,
+                                                                        const std::string& facts_dir = "");
+// --facts DIR (plan, apply, render): the measured PCI trees saved by `facts --save DIR`, from
+// which alone the NCCL topology file is rendered (#13). Prints the error and returns nullopt
+// when a saved file is damaged; notes nodes without a tree when the inventory asks for a file.
+std::optional<render::MeasuredPci> LoadMeasuredPci(Context& ctx, const model::Cluster& cluster,
+                                                   const std::string& facts_dir);
+inline constexpr const char* kFactsDirHelp =
+    "Facts saved by `gpuforge facts --save DIR`: the NCCL topology file is rendered from the PCI tree each node measured";
 // The agent binary to push (Part::kAgent): gpuforge-agent beside this binary, else itself.
 Result<plan::AgentBinary> LoadAgent();
 // --only: "" is everything; prints the error and returns nullopt for an unknown part.

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "gpuforge/base/sha256.h"
+#include "gpuforge/facts/saved.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/render/render.h"
 
@@ -53,11 +54,17 @@ std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& pat
 std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context& ctx, const model::Cluster& cluster,
                                                                         std::span<const remote::Target> targets,
                                                                         const std::string& inventory,
-                                                                        const plan::Parts& parts) {
+                                                                        const plan::Parts& parts,
+                                                                        const std::string& facts_dir) {
   render::Options ro;
   ro.inventory_label = std::filesystem::path(inventory).filename().string();
   for (const remote::Target& t : targets) ro.nodes.push_back(t.node);
-  Result<render::Output> out = render::Render(cluster, ro);
+  std::optional<render::MeasuredPci> measured;
+  if (!facts_dir.empty()) {
+    measured = LoadMeasuredPci(ctx, cluster, facts_dir);
+    if (!measured) return std::nullopt;
+  }
+  Result<render::Output> out = measured ? render::Render(cluster, ro, *measured) : render::Render(cluster, ro);
   if (!out.ok()) {
     ctx.Error(out.error().message);
     return std::nullopt;
@@ -77,6 +84,22 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
     m[t.node] = plan::DesiredNodeState(cluster, *n, plan::DesiredFiles(*out, t.node), parts, agent ? &*agent : nullptr);
   }
   return m;
+}
+
+std::optional<render::MeasuredPci> LoadMeasuredPci(Context& ctx, const model::Cluster& cluster,
+                                                   const std::string& facts_dir) {
+  Result<facts::SavedPci> saved = facts::LoadSavedPci(facts_dir, cluster);
+  if (!saved.ok()) {
+    ctx.Error(saved.error().message);
+    return std::nullopt;
+  }
+  if (!cluster.software.nccl_topo_file.empty() && ctx.verbosity >= 0) {
+    for (const auto& [node, why] : saved->missing) {
+      ctx.Err(fmt::format("gpuforge: {} {}: no measured PCI tree ({}); its NCCL topology file is not rendered\n",
+                          ctx.err_style.Yellow("note:"), node, why));
+    }
+  }
+  return std::move(saved->trees);
 }
 
 Result<plan::AgentBinary> LoadAgent() {

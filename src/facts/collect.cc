@@ -20,6 +20,7 @@ Collected Collect(remote::Connector& connector, std::span<const remote::Target> 
     out.gathered.push_back({t.node, Error{fmt::format("node {}: not gathered", t.node)}});
   }
   std::vector<Gathered>& gathered = out.gathered;
+  if (o.keep_raw) out.raw.resize(gathered.size());
   {
     remote::Fleet fleet(connector, std::vector<remote::Target>(targets.begin(), targets.end()), o.fanout);
     fleet.Each([&](std::size_t i, remote::Session& s) {
@@ -35,6 +36,7 @@ Collected Collect(remote::Connector& connector, std::span<const remote::Target> 
         return false;
       }
       gathered[i].facts = ParseGather(s.target().node, r->out);
+      if (o.keep_raw && gathered[i].facts.ok()) out.raw[i] = std::move(r->out);
       return gathered[i].facts.ok();
     });
     for (std::size_t i = 0; i < gathered.size(); ++i) {

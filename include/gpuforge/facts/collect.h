@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpuforge/facts/drift.h"
@@ -21,6 +22,7 @@ struct CollectOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(180)};  // for the script on each node
   remote::FanoutOptions fanout;  // its cancel (Ctrl-C) also stops a running script
   bool check = false;            // compare with the inventory (FindDrift)
+  bool keep_raw = false;         // keep each node's script output (facts --save)
 };
 
 struct Collected {
@@ -28,6 +30,9 @@ struct Collected {
   std::vector<Drift> drift;        // with CollectOptions::check
   bool checked = false;            // CollectOptions::check
   std::size_t failed = 0;          // nodes without facts
+  // With CollectOptions::keep_raw: the script output of each node whose facts parsed, beside
+  // `gathered` (empty for the others). facts/saved.h writes it; it parses back the same.
+  std::vector<std::string> raw;
 };
 
 Collected Collect(remote::Connector& connector, std::span<const remote::Target> targets, const model::Cluster& c,

@@ -254,14 +254,10 @@ void Algo(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   }
 }
 
-// A node is a VM when the inventory says so (vars.virtualized: true); gpuforge cannot tell
-// from the inventory alone, and facts come later.
-bool IsVm(const model::Node& n) {
-  auto it = n.vars.find("virtualized");
-  if (it == n.vars.end()) return false;
-  std::string v = Lower(it->second);
-  return v == "true" || v == "yes" || v == "1";
-}
+// A node is a VM when its profile says so (profiles.NAME.virtual, which also gives nccl.conf
+// NCCL_IB_PCI_RELAXED_ORDERING); gpuforge cannot tell from the inventory alone, and facts
+// come later.
+bool IsVm(const model::Cluster& c, const model::Node& n) { return c.ProfileOf(n).virtual_machine; }
 
 // Bare metal: NCCL reads the real PCI tree from sysfs, and a file can only make it worse (NCCL
 // keeps the parent a file gives a device, src/graph/xml.cc, so a flat or guessed file erases
@@ -272,7 +268,7 @@ void TopoFile(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   std::vector<std::string> bare, vms;
   for (const model::Node* n : GpuNodes(c)) {
     if (c.ProfileOf(*n).gpu_count() < 2) continue;
-    (IsVm(*n) ? vms : bare).push_back(n->name);
+    (IsVm(c, *n) ? vms : bare).push_back(n->name);
   }
   if (hand && !bare.empty()) {
     ctx.Report(fmt::format("NCCL_TOPO_FILE={} is set by hand for bare-metal {}; NCCL keeps every "
@@ -283,7 +279,7 @@ void TopoFile(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
                bare, c.software.nccl_where);
   }
   if (!hand && !vms.empty()) {
-    ctx.Report(fmt::format("{} {} VMs (vars.virtualized) whose sysfs hides the host's PCIe "
+    ctx.Report(fmt::format("{} {} VMs (profile virtual) whose sysfs hides the host's PCIe "
                            "switches; set NCCL_TOPO_FILE to the cloud vendor's topology file "
                            "(e.g. Azure's ND v4/v5 files, which nest each GPU and its NIC under "
                            "a bridge)",
@@ -346,11 +342,12 @@ void AddNcclRules(std::vector<Rule>& rules) {
   rules.push_back({"nccl.topo_file",
                    Severity::kWarning,
                    "NCCL_TOPO_FILE set by hand on bare-metal multi-GPU nodes, or missing on VMs "
-                   "(vars.virtualized) whose sysfs hides the PCIe switches",
-                   "NCCL src/graph/xml.cc ncclTopoGetXmlFromSys (a node that already has a "
+                   "(profiles.NAME.virtual) whose sysfs hides the PCIe switches",
+                   "004_910c09f65559b553.txt, NCCL Topology File (\"Write this file manually\"), "
+                   "reversed for bare metal by NCCL src/graph/xml.cc ncclTopoGetXmlFromSys (a node that already has a "
                    "parent keeps it) and src/graph/paths.cc ncclTopoCheckGdr (GPUDirect RDMA "
                    "off beyond PXB); vendor VM files in shared/fixtures/nccl-topo (Azure ND "
-                   "v4/v5). Replaces guide 004's \"write this file manually\"",
+                   "v4/v5)",
                    {},
                    &TopoFile});
   rules.push_back({"nccl.debug",

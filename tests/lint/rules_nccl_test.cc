@@ -302,10 +302,10 @@ TEST(LintNccl, TopoFileHandWrittenOnBareMetalWarns) {
 TEST(LintNccl, TopoFileRecommendedOnlyForVms) {
   model::Cluster c = CleanCluster();
   c.software.nccl_topo_file.clear();
-  for (model::Node& n : c.nodes) n.vars["virtualized"] = "true";
+  for (model::Profile& p : c.profiles) p.virtual_machine = true;
   std::vector<Finding> f = LintRule(c, "nccl.topo_file");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message.rfind("nodes gpu[001-004] are VMs (vars.virtualized) whose sysfs hides "
+  EXPECT_EQ(f[0].message.rfind("nodes gpu[001-004] are VMs (profile virtual) whose sysfs hides "
                                "the host's PCIe switches; set NCCL_TOPO_FILE to the cloud vendor's",
                                0),
             0u)
@@ -315,7 +315,7 @@ TEST(LintNccl, TopoFileRecommendedOnlyForVms) {
   FixtureOptions o;
   o.gpus_per_node = 1;
   model::Cluster d = CleanCluster(o);
-  for (model::Node& n : d.nodes) n.vars["virtualized"] = "true";
+  for (model::Profile& p : d.profiles) p.virtual_machine = true;
   EXPECT_TRUE(LintRule(d, "nccl.topo_file").empty()) << "one GPU: no topology to describe";
 }
 

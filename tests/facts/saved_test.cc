@@ -78,7 +78,7 @@ TEST_F(SavedDir, WhatFactsSavesRenderReadsBack) {
   Result<SavedPci> saved = LoadSavedPci(dir.string(), c);
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   ASSERT_EQ(saved->trees.count("n1"), 1u);
-  EXPECT_EQ(saved->trees.at("n1").endpoints.size(), col.gathered[0].facts->pci_tree->devices.size());
+  EXPECT_EQ(saved->trees.at("n1").endpoints.size(), col.gathered[0].facts->pci_tree->endpoints.size());
   ASSERT_EQ(saved->missing.size(), 1u);
   EXPECT_EQ(saved->missing[0].first, "n2");
   EXPECT_EQ(saved->missing[0].second, "no " + (dir / "n2.facts").string());

@@ -10,6 +10,7 @@
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/desired.h"
 #include "gpuforge/plan/file_plan.h"
+#include "gpuforge/render/render.h"
 
 namespace gpuforge::plan {
 namespace {
@@ -37,8 +38,12 @@ TEST(RocePlan, ImpactAndHandlers) {
 TEST(RocePlan, OfflinePlanListsTheScriptOnRoceNodes) {
   auto in = inventory::LoadFile(std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/a100-roce-k8s.yaml");
   ASSERT_TRUE(in.ok()) << in.FormatDiagnostics();
+  Result<render::Output> out = render::Render(*in.cluster, render::Options{});
+  ASSERT_TRUE(out.ok()) << out.error().message;
   auto has_script = [&](const char* node) {
-    std::vector<Resource> r = DesiredState(*in.cluster, *in.cluster->FindNode(node));
+    const model::Node& n = *in.cluster->FindNode(node);
+    DesiredNode d = DesiredNodeState(*in.cluster, n, DesiredFiles(*out, node), AllParts());
+    std::vector<Resource> r = DesiredState(*in.cluster, n, d, false);
     return std::any_of(r.begin(), r.end(), [](const Resource& x) { return x.id == "/usr/local/sbin/gpuforge-roce-setup"; });
   };
   EXPECT_TRUE(has_script("gpu01"));

@@ -87,7 +87,7 @@ TEST(LoadRoce, DefaultsWithoutARoceBlock) {
 
 TEST(LoadRoce, BadSettingsAreErrors) {
   EXPECT_EQ(Errors(Edit("dscp: 24", "dscp: 64")),
-            std::vector<std::string>{"4:87: 'dscp' in 'roce' of network 'r' must be between 0 and 63, got 64"});
+            std::vector<std::string>{"4:73: 'dscp' in 'roce' of network 'r' is 64; it must be between 0 and 63"});
   std::vector<std::string> e = Errors(Edit("s: {role: storage, kind: ethernet, rate: 100Gb/s}",
                                            "s: {role: storage, kind: ethernet, rate: 100Gb/s, roce: {mtu: 9000}}"));
   ASSERT_EQ(e.size(), 1u);
@@ -105,16 +105,16 @@ TEST(LoadRoce, BadPortAddressesAreErrors) {
     return e.empty() ? std::string() : e[0];
   };
   EXPECT_EQ(one(Edit("\"198.18.8.[1-2]/24\"", "\"198.18.8.[1-3]/24\"")),
-            "15:29: node entry 'gpu[1-2]' names 2 nodes but the port address of NIC 'mlx5_0' expands to 3; they are "
+            "16:30: node entry 'gpu[1-2]' names 2 nodes but the port address of NIC 'mlx5_0' expands to 3; they are "
             "paired in order, so the counts must match");
   EXPECT_EQ(one(Edit("\"198.18.8.[1-2]/24\"", "\"198.18.8.[1-2]\"")),
-            "15:29: port address '198.18.8.1' of node gpu1 NIC 'mlx5_0' is not an IPv4 ADDRESS/PREFIX such as "
+            "16:30: port address '198.18.8.1' of node gpu1 NIC 'mlx5_0' is not an IPv4 ADDRESS/PREFIX such as "
             "198.18.8.1/24");
   EXPECT_EQ(one(Edit("\"198.18.8.[1-2]/24\"", "\"198.18.8.[300-301]/24\"")),
-            "15:29: port address '198.18.8.300/24' of node gpu1 NIC 'mlx5_0' is not an IPv4 ADDRESS/PREFIX such as "
+            "16:30: port address '198.18.8.300/24' of node gpu1 NIC 'mlx5_0' is not an IPv4 ADDRESS/PREFIX such as "
             "198.18.8.1/24");
   EXPECT_EQ(one(Edit("\"198.18.8.[11-12]/24\"", "\"198.18.8.[2-3]/24\"")),
-            "15:57: port address 198.18.8.2 of node gpu1 NIC 'mlx5_1' is already used at inv.yaml:15:29");
+            "16:59: port address 198.18.8.2 of node gpu1 NIC 'mlx5_1' is already used at inv.yaml:16:30");
   std::string e = one(Edit("mlx5_1: \"198", "mlx5_9: \"198"));
   EXPECT_NE(e.find("profile 'p' has no NIC 'mlx5_9'"), std::string::npos) << e;
   e = one(Edit("mlx5_1: \"198", "eth0: \"198"));

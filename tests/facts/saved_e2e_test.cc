@@ -1,0 +1,79 @@
+// facts --save and render --facts over a real sshd (tests/testbed): the gather script runs on a
+// test host, its output lands in DIR/NODE.facts byte for byte, and render reads the measured
+// PCI tree back from there. A test host is a clone of this machine, whose sysfs has no NVIDIA
+// GPU (the stand-in is nvidia-smi only), so the measured tree contradicts the inventory's one
+// H200: render must say so and write no topology file, rather than invent one from the
+// inventory. A damaged save is exit 2 naming the file.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "report/consumers.h"
+#include "testbed/testbed.h"
+
+namespace gpuforge::facts {
+namespace {
+
+using gpuforge::testing::Ran;
+using gpuforge::testing::Sh;
+
+TEST(FactsSavedE2e, FactsSaveThenRenderFactsUsesWhatTheNodeMeasured) {
+  std::string why;
+  if (!testbed::Available(&why)) GTEST_SKIP() << why;
+  testbed::Options o;
+  o.hosts = 1;
+  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
+  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
+  ASSERT_TRUE(tb.ok()) << tb.error().message;
+  std::ifstream in(tb->paths().inventory);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string inv = ss.str();
+  const std::string nccl = "nccl: {version: \"2.28.9\"}";
+  ASSERT_NE(inv.find(nccl), std::string::npos) << inv;
+  inv.replace(inv.find(nccl), nccl.size(), "nccl: {version: \"2.28.9\", topo_file: /etc/nccl-topology.xml}");
+  const std::string dir = tb->paths().dir;
+  const std::string path = dir + "/saved.yaml";
+  std::ofstream(path, std::ios::trunc) << inv;
+  const std::string saved = dir + "/facts";
+
+  Ran facts = Sh(fmt::format("{} facts {} --known-hosts {} --ssh-config none --color never --save {} </dev/null",
+                             GPUFORGE_BINARY, path, tb->paths().known_hosts, saved));
+  ASSERT_EQ(facts.code, 0) << facts.out;
+  EXPECT_NE(facts.out.find("facts: saved 1 node in " + saved), std::string::npos) << facts.out;
+  const std::string file = saved + "/tb01.facts";
+  ASSERT_TRUE(std::filesystem::is_regular_file(file)) << facts.out;
+  std::ifstream fin(file);
+  std::stringstream fs;
+  fs << fin.rdbuf();
+  EXPECT_NE(fs.str().find("@@gpuforge-facts section=pci-tree rc="), std::string::npos);
+  EXPECT_TRUE(fs.str().ends_with("@@gpuforge-facts end@@\n")) << "the whole gather output is kept";
+
+  const std::string out = dir + "/rendered";
+  Ran render = Sh(fmt::format("{} render {} --out {} --facts {} --color never </dev/null", GPUFORGE_BINARY, path, out, saved));
+  ASSERT_EQ(render.code, 0) << render.out;
+  EXPECT_NE(render.out.find("tb01:/etc/nccl-topology.xml not rendered: "), std::string::npos) << render.out;
+  EXPECT_EQ(render.out.find("no measured PCI tree"), std::string::npos) << "the tree was measured: " << render.out;
+  EXPECT_NE(render.out.find("measured PCI tree"), std::string::npos) << render.out;
+  EXPECT_FALSE(std::filesystem::exists(out + "/tb01/etc/nccl-topology.xml"));
+  std::ifstream conf(out + "/tb01/etc/nccl.conf");
+  std::stringstream cs;
+  cs << conf.rdbuf();
+  EXPECT_EQ(cs.str().find("NCCL_TOPO_FILE"), std::string::npos) << cs.str();
+
+  // plan --offline takes the same flag and shows the same reason.
+  Ran plan = Sh(fmt::format("{} plan --offline {} --facts {} --color never </dev/null", GPUFORGE_BINARY, path, saved));
+  EXPECT_NE(plan.code, 2) << plan.out;
+
+  std::ofstream(file, std::ios::trunc) << "@@gpuforge-facts begin format=1@@\nhalf a file";
+  Ran damaged = Sh(fmt::format("{} render {} --out {} --facts {} --color never </dev/null", GPUFORGE_BINARY, path, out, saved));
+  EXPECT_EQ(damaged.code, 2) << damaged.out;
+  EXPECT_NE(damaged.out.find(file), std::string::npos) << damaged.out;
+}
+
+}  // namespace
+}  // namespace gpuforge::facts

@@ -84,7 +84,7 @@ constexpr std::array kCodes = {
               "fix the inventory's memory; jobs are scheduled on what it says",
               "slurm.conf(5) NodeName: RealMemory"},
     DriftCode{"nic.missing", "a NIC the profile names is not on the node",
-              "check the card, its driver (mlx5_core) and the inventory name",
+              "check the card is seated, its driver is loaded (lspci -k names it) and the inventory name",
               "inventory profile nics[]"},
     DriftCode{"ib.port_down", "an inventory NIC's port is not ACTIVE",
               "check the cable and the switch port; run ibstatus",

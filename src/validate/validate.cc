@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -15,6 +16,45 @@ namespace gpuforge::validate {
 namespace {
 
 using namespace internal;  // NOLINT: the verdict helpers and planners shared with judge_fabric.cc, plan_checks.cc
+
+// The sum of a "code:n,code:n" list (probe/gpu/health.cc Codes); "none" is 0.
+double XidTotal(const probe::Measurement* m, const char* key) {
+  auto it = m->info.find(key);
+  if (it == m->info.end()) return m->value;  // an agent that does not split them: all count
+  double total = 0;
+  std::string_view list = it->second;
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    if (std::size_t colon = item.find(':'); colon != std::string_view::npos) {
+      int n = 0;
+      std::from_chars(item.data() + colon + 1, item.data() + item.size(), n);
+      total += n;
+    }
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return total;
+}
+
+struct ExpectedNvLinks {
+  double links;
+  std::string why;
+};
+
+// NVLinks that must be up on a GPU of this profile: none when the profile states no NVLink
+// (nvlink_bandwidth 0 or a PCIe card) or has one GPU and no NVSwitch (no peer to train
+// with); otherwise every link NVML lists.
+ExpectedNvLinks ExpectNvLinks(const model::Profile* prof, double listed) {
+  if (prof == nullptr || prof->gpus.empty()) return {listed, "every link NVML lists"};
+  const model::GpuSpec& g = prof->gpus.front();
+  if (g.nvlink_bytes_per_s <= 0 || g.form_factor == model::FormFactor::kPcie) {
+    return {0, fmt::format("profiles.{} has no NVLink", prof->name)};
+  }
+  if (prof->gpu_count() == 1 && !g.nvswitch) {
+    return {0, fmt::format("profiles.{} has one GPU and no NVSwitch: no NVLink peer", prof->name)};
+  }
+  return {listed, "every link NVML lists"};
+}
 
 // One verdict per GPU entity the probe reported: the first problem found, or PASS.
 std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -35,14 +75,19 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
     }
     out.push_back(std::move(v));
   }
-  if (const probe::Measurement* m = Find(r, "xid_count", "node"); m != nullptr && m->value > 0) {
+  // The node's count holds every Xid of the kernel log; only hardware ones fail it (#15 item
+  // 17): application Xids (13, 31, 43, 45, unlisted) warn per GPU below.
+  const probe::Measurement* node_xid = Find(r, "xid_count", "node");
+  const double node_hardware = node_xid != nullptr ? XidTotal(node_xid, "hardware_codes") : 0;
+  if (node_hardware > 0) {
+    const probe::Measurement* m = node_xid;
     Verdict v = Base(run, "node");
     Mark(v, "gpu.xid");
-    v.measured = m->value;
+    v.measured = node_hardware;
     v.unit = "events";
-    v.threshold = "== 0";
-    auto codes = m->info.find("codes");
-    v.detail = fmt::format("{} Xid event(s) in the kernel log{}", m->value,
+    v.threshold = "== 0 hardware Xids";
+    auto codes = m->info.find("hardware_codes");
+    v.detail = fmt::format("{} hardware Xid event(s) in the kernel log{}", node_hardware,
                            codes != m->info.end() ? " (codes " + codes->second + ")" : std::string());
     v.next_step = "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link";
     out.push_back(std::move(v));
@@ -117,9 +162,15 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
                           *cur, *max),
               "run gpu.h2d: if it passes, the link rises under load");
     }
-    if (auto up = value("nvlink_up"), total = value("nvlink_total"); up && total && *up < *total) {
-      problem("gpu.nvlink_down", *up, "links", fmt::format("== {:.0f}", *total),
-              fmt::format("{:.0f} of {:.0f} NVLinks are up", *up, *total), "reseat the GPU tray; check fabric manager's log");
+    if (auto up = value("nvlink_up"), total = value("nvlink_total"); up && total) {
+      // Against the links the inventory expects up (#15 item 13): a GPU with no NVLink peer by
+      // design (an SXM GPU passed through alone, a profile without NVLink) lists its links
+      // down, and that is not a fault.
+      const ExpectedNvLinks want = ExpectNvLinks(prof, *total);
+      if (*up < want.links) {
+        problem("gpu.nvlink_down", *up, "links", fmt::format(">= {:.0f} ({})", want.links, want.why),
+                fmt::format("{:.0f} of {:.0f} NVLinks are up", *up, *total), "reseat the GPU tray; check fabric manager's log");
+      }
     }
     if (auto v = value("xid_count"); v && *v > 0) {
       const probe::Measurement* m = Find(r, "xid_count", gpu);
@@ -127,6 +178,14 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
       problem("gpu.xid", *v, "events", "== 0",
               "Xid events for this GPU: " + (codes != m->info.end() ? codes->second : std::string("?")),
               "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link");
+    }
+    if (auto v = value("xid_app_count"); v && *v > 0) {
+      const probe::Measurement* m = Find(r, "xid_app_count", gpu);
+      auto codes = m->info.find("codes");
+      problem("gpu.xid_app", *v, "events", "== 0 application Xids (a warning)",
+              "application Xids for this GPU: " + (codes != m->info.end() ? codes->second : std::string("?")),
+              "see which job faulted (dmesg, pid and name in the Xid line); the GPU is not at fault unless they repeat "
+              "across jobs");
     }
     if (auto v = value("persistence"); v && *v == 0) {
       problem("gpu.persistence_off", 0, "", "on (anchors.md)", "persistence mode is off: every job pays the "

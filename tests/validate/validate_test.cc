@@ -399,6 +399,61 @@ TEST(ValidateJudge, GpuHealthNamesEachProblemPerGpu) {
   EXPECT_EQ(v[1].measured, 41);
 }
 
+// #15 item 17: hardware Xids fail, application Xids (13, 31, 43, 45, unlisted) warn; the
+// node's own count fails on its hardware codes only.
+TEST(ValidateJudge, HardwareXidsFailApplicationXidsWarn) {
+  model::Cluster c = Load(kInventory);
+  Thresholds t = *Thresholds::For(c, Table());
+  PlannedRun run;
+  run.check = "gpu.health";
+  run.probe = "gpu.health";
+  run.node = "n01";
+  auto judge = [&](bool hardware) {
+    probe::ProbeResult r;
+    r.probe = "gpu.health";
+    auto add = [&](std::string entity, std::string metric, double v, std::map<std::string, std::string> info = {}) {
+      r.measurements.push_back({std::move(entity), std::move(metric), v, "x", {v}, std::move(info)});
+    };
+    add("node", "xid_count", hardware ? 3 : 2,
+        {{"codes", hardware ? "31:2,79:1" : "31:2"}, {"hardware_codes", hardware ? "79:1" : "none"}});
+    add("gpu0", "xid_count", hardware ? 1 : 0, {{"codes", hardware ? "79:1" : "none"}});
+    add("gpu0", "xid_app_count", 2, {{"codes", "31:2"}});
+    std::vector<std::string> got;
+    for (const Verdict& x : Judge(c, t, run, r)) {
+      got.push_back(fmt::format("{} {} {} {}", x.entity, ToString(x.state), x.code, x.measured.value_or(-1)));
+    }
+    return got;
+  };
+  EXPECT_EQ(judge(false), (std::vector<std::string>{"gpu0 WARN gpu.xid_app 2"}));
+  EXPECT_EQ(judge(true), (std::vector<std::string>{"node FAIL gpu.xid 1", "gpu0 FAIL gpu.xid 1", "gpu0 WARN gpu.xid_app 2"}));
+}
+
+// #15 item 13: NVLinks are judged against what the profile expects up.
+TEST(ValidateJudge, NvLinksAgainstWhatTheProfileExpects) {
+  PlannedRun run;
+  run.check = "gpu.health";
+  run.probe = "gpu.health";
+  run.node = "n01";
+  probe::ProbeResult r;
+  r.probe = "gpu.health";
+  r.measurements.push_back({"gpu0", "nvlink_up", 0, "count", {0}, {}});
+  r.measurements.push_back({"gpu0", "nvlink_total", 18, "count", {18}, {}});
+  auto state = [&](const std::string& gpus) {
+    std::string inv = kInventory;
+    inv.replace(inv.find("{model: H200, count: 8}"), 23, gpus);
+    model::Cluster c = Load(inv);
+    Thresholds t = *Thresholds::For(c, Table());
+    std::vector<Verdict> v = Judge(c, t, run, r);
+    return v.empty() ? std::string("none") : std::string(ToString(v[0].state)) + " " + v[0].code + " " + v[0].threshold;
+  };
+  // Eight SXM GPUs on NVSwitch: every listed link must be up.
+  EXPECT_EQ(state("{model: H200, count: 8}").rfind("FAIL gpu.nvlink_down >= 18", 0), 0u) << state("{model: H200, count: 8}");
+  // One SXM GPU passed through alone (the H200 this project was measured on): no peer, no fault.
+  EXPECT_EQ(state("{model: H200, count: 1}"), "PASS  ");
+  // A profile that states no NVLink.
+  EXPECT_EQ(state("{model: H200, count: 8, nvlink_bandwidth: 0}"), "PASS  ");
+}
+
 TEST(ValidateJudge, GpuRatesAgainstTheModelFigureOrWarnWithout) {
   model::Cluster c = Load(kInventory);  // H200
   Thresholds t = *Thresholds::For(c, Table());

@@ -3,6 +3,8 @@
 // Each family of generated files adds its jobs (and its deliberate skips) for the selected
 // nodes. One file per family: nccl.cc, os.cc, slurm.cc, kubernetes.cc, monitoring.cc.
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuforge/render/measured.h"
@@ -17,6 +19,12 @@ std::vector<const model::Node*> SelectedNodes(const model::Cluster& c, const Opt
 bool IsRhelFamily(std::string_view distro);
 
 // `measured`: the nodes' measured PCI trees (measured.h); none, no topology file.
+// The value NCCL should see for an inventory NCCL variable, wherever it is written (nccl.conf,
+// a job script's export, a Volcano env): NCCL_IB_HCA becomes an exact match ('=' prefix;
+// NCCL src/transport/net_ib.cc ncclIbInit), everything else as written. The environment wins
+// over nccl.conf, so a job that exported the raw value would undo the fix (#13 part 4).
+std::string NcclEnvValue(std::string_view key, std::string_view value);
+
 void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan,
                  const MeasuredPci* measured = nullptr);
 // NCCL_TOPO_FILE for one GPU node, from its tree in `measured`; a Skip with the reason when

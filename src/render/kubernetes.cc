@@ -138,7 +138,7 @@ std::string Var(const Training& t, const std::string& key) {
 std::vector<std::pair<std::string, std::string>> NcclEnv(const model::Cluster& c, const HostNcclFiles& files) {
   std::vector<std::pair<std::string, std::string>> env;
   for (const auto& [k, v] : c.software.nccl_env) {
-    if (k != "NCCL_TOPO_FILE") env.emplace_back(k, v);
+    if (k != "NCCL_TOPO_FILE") env.emplace_back(k, NcclEnvValue(k, v));
   }
   if (!files.topo_path.empty()) env.emplace_back("NCCL_TOPO_FILE", files.topo_path);
   return env;

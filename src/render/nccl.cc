@@ -83,6 +83,10 @@ std::optional<std::pair<int, int>> MajorMinor(std::string_view v) {
 
 }  // namespace
 
+std::string NcclEnvValue(std::string_view key, std::string_view value) {
+  return key == "NCCL_IB_HCA" ? ExactHca(value) : std::string(value);
+}
+
 void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredPci* measured) {
   const model::Software& sw = c.software;
   std::map<std::string, std::string> env_set;

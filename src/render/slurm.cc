@@ -391,7 +391,7 @@ void AddJobScript(const model::Cluster& c, const SlurmView& v, Plan* plan) {
   for (const auto& [k, val] : c.software.nccl_env) {
     // nccl.conf sets NCCL_TOPO_FILE only where the file is rendered (render/nccl.cc).
     if (k == "NCCL_TOPO_FILE") continue;
-    env.push_back({{"key", k}, {"value", ShellQuote(val)}});
+    env.push_back({{"key", k}, {"value", ShellQuote(NcclEnvValue(k, val))}});
   }
   nlohmann::json ctx = {{"partition", part.name},
                         {"nodes", std::to_string(nodes)},

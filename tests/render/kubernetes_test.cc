@@ -246,7 +246,9 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
 
   // The inventory's NCCL environment in written order; no topology file, which the NCCL family
   // renders only from measured PCI trees (none in this render).
-  std::vector<std::pair<std::string, std::string>> want = c().software.nccl_env;
+  // NCCL_IB_HCA as an exact match: the job's environment wins over nccl.conf (#13 part 4).
+  std::vector<std::pair<std::string, std::string>> want;
+  for (const auto& [k, v] : c().software.nccl_env) want.emplace_back(k, k == "NCCL_IB_HCA" ? "=" + v : v);
   std::vector<std::pair<std::string, std::string>> got;
   for (const YAML::Node& e : ctr["env"]) got.emplace_back(Str(e["name"]), Str(e["value"]));
   EXPECT_EQ(got, want);
@@ -314,7 +316,7 @@ TEST_F(RenderK8sExample, LaunchScriptRunsTorchrunWithTheInventorysValues) {
       "arg=--gradient_accumulation_steps\narg=8\narg=--sharding_strategy\narg=FULL_SHARD\narg=--mixed_precision\n"
       "arg=bf16\narg=--activation_checkpointing\narg=--sequence_parallel\narg=--extra\n"
       // No NCCL_TOPO_FILE: the topology file comes only from a measured PCI tree (#13).
-      "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA=mlx5_0:1,mlx5_1:1\nNCCL_IB_RETRY_CNT=7\nNCCL_IB_TIMEOUT=22\n",
+      "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_RETRY_CNT=7\nNCCL_IB_TIMEOUT=22\n",
       nodes.front()->address);
   EXPECT_EQ(RunLaunchScript(*f, "example"), want);
 }

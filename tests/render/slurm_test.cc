@@ -164,7 +164,7 @@ TEST(RenderSlurm, ExampleJobScript) {
                                       "#SBATCH --time=7-00:00:00", "#SBATCH --exclusive"}));
   EXPECT_EQ(LinesStartingWith(f->content, "export "),
             (std::vector<std::string>{
-                "export NCCL_IB_HCA='mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'",
+                "export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'",
                 "export NCCL_IB_TIMEOUT='22'", "export NCCL_IB_RETRY_CNT='7'", "export NCCL_SOCKET_IFNAME='ens9f0'"}));
   for (const std::string& line : Settings(f->content)) {
     EXPECT_EQ(line.find("NCCL_DEBUG"), std::string::npos) << "the inventory does not set NCCL_DEBUG: " << line;
@@ -541,7 +541,8 @@ TEST(RenderSlurm, JobScriptKeepsTheWorstAllowedValuesAsData) {
             "arg=--config\n"
             "arg=config.yaml\n"
             "env=NCCL_DEBUG=INFO\n"
-            "env=NCCL_IB_HCA=~root%^=+,-./:@_\n"
+            "env=NCCL_IB_HCA==~root%^=+,-./:@_\n"  // exact match (#13 part 4)
+
             "env=NCCL_SOCKET_IFNAME==eth0\n"
             "env=NCCL_X_=%s%n~-\n");
   result.clear();

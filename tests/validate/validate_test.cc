@@ -451,7 +451,7 @@ TEST(ValidateJudge, NvLinksAgainstWhatTheProfileExpects) {
   // One SXM GPU passed through alone (the H200 this project was measured on): no peer, no fault.
   EXPECT_EQ(state("{model: H200, count: 1}"), "PASS  ");
   // A profile that states no NVLink.
-  EXPECT_EQ(state("{model: H200, count: 8, nvlink_bandwidth: 0}"), "PASS  ");
+  EXPECT_EQ(state("{model: H200, count: 8, nvlink_bandwidth: 0GB/s}"), "PASS  ");
 }
 
 TEST(ValidateJudge, GpuRatesAgainstTheModelFigureOrWarnWithout) {

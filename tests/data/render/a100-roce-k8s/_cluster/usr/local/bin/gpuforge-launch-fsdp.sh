@@ -14,7 +14,7 @@ MASTER_PORT='29400'
 export NCCL_IB_TIMEOUT='22'
 export NCCL_IB_RETRY_CNT='7'
 export NCCL_IB_GID_INDEX='3'
-export NCCL_IB_HCA='mlx5_0:1,mlx5_1:1'
+export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'
 
 exec torchrun --nnodes="$NUM_NODES" --nproc_per_node="$NUM_GPUS_PER_NODE" \
   --rdzv_backend=c10d --rdzv_endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv_id='sivaro-a100-roce-fsdp' \

@@ -479,6 +479,10 @@ host_init() {
   mkdir "$H/rw/upper" "$H/rw/work"
   cp -a "$TB/template/." "$H/extra/." "$H/rw/upper/"
   mount -t overlay -o "lowerdir=/,upperdir=$H/rw/upper,workdir=$H/rw/work" "testbed-$NAME" "$R"
+  # A test host starts as a node gpuforge has never touched: state a run on this machine left
+  # (validate --local's /var/lib/gpuforge) is hidden by a whiteout in this host's upper layer,
+  # never removed from the machine. Tests that count what apply created depended on its absence.
+  rm -rf "$R/var/lib/gpuforge"
   mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
   echo "$NAME" >"$R/proc/sys/kernel/hostname"
   # The kernel is the machine's: sysctl writes would reach it, so /proc/sys and /sys are

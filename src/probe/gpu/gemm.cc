@@ -40,11 +40,12 @@ std::uint16_t InputValue(std::uint64_t e, std::uint64_t seed) {
 std::uint64_t Sample(int i, std::uint64_t n, std::uint64_t stride) {
   return (static_cast<std::uint64_t>(i) * stride + 13) % n;
 }
-#endif
 
-// What CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK allows (see Measure).
+// What CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK allows (see Measure). Inside the cuBLASLt
+// block: a build without its headers (the fuzz build) has no such names.
 constexpr std::uint32_t kReductionSchemes =
     CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+#endif
 
 const ParamSpec kDim{"dim", ParamKind::kWhole, "8192", 256, 16384,
                      "M = N = K of the multiply, a multiple of 64 from 256 to 16384"};

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -24,7 +25,14 @@ std::string DirProblem(const fs::path& dir) {
   while (!fs::exists(d, ec) && d.has_parent_path() && d.parent_path() != d) d = d.parent_path();
   if (!fs::is_directory(d, ec)) return fmt::format("{} is not a directory", d.string());
   if (d != (dir.empty() ? fs::path(".") : dir)) {
-    return ::access(d.c_str(), W_OK | X_OK) == 0 ? "" : fmt::format("cannot create a directory in {}: {}", d.string(), std::strerror(EACCES));
+    // Try it: access(2) says yes to root everywhere, but /proc or a read-only mount still
+    // refuses the mkdir the write will need.
+    std::string tmpl = (d / ".gpuforge-mkdir-check-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return fmt::format("cannot create a directory in {}: {}", d.string(), std::strerror(errno));
+    }
+    ::rmdir(tmpl.c_str());
+    return "";
   }
   // Where it exists, try: permissions are not the only reason a file cannot be made (a
   // read-only mount, root on an NFS export).
@@ -69,6 +77,9 @@ void AddResultOptions(CLI::App& app, OutputFlags* f) {
   app.add_option("--prometheus", f->prometheus,
                  "Also write the results for node_exporter's textfile collector to FILE (NAME.prom)")
       ->option_text("FILE");
+  app.add_option("--report", f->report,
+                 "Also write a self-contained HTML acceptance report to FILE (verdict, plots, every node's checks)")
+      ->option_text("FILE");
   app.add_option("--save-results", f->save_results, "Keep this run's results in DIR/CLUSTER-TIME.json (a baseline)")
       ->option_text("DIR");
   app.add_option("--baseline", f->baseline,
@@ -80,7 +91,10 @@ void AddResultOptions(CLI::App& app, OutputFlags* f) {
 }
 
 bool CheckOutputs(Context& ctx, const OutputFlags& f) {
-  if (!CheckFile(ctx, "--junit", f.junit) || !CheckFile(ctx, "--prometheus", f.prometheus)) return false;
+  if (!CheckFile(ctx, "--junit", f.junit) || !CheckFile(ctx, "--prometheus", f.prometheus) ||
+      !CheckFile(ctx, "--report", f.report)) {
+    return false;
+  }
   if (!f.save_results.empty()) {
     std::error_code ec;
     if (fs::exists(f.save_results, ec) && !fs::is_directory(f.save_results, ec)) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // The report files a command writes beside what it prints (--junit, --prometheus,
-// --save-results) and the baseline it compares with (--baseline): their flags, the checks that
+// --report, --save-results) and the baseline it compares with (--baseline): their flags, the checks that
 // make a bad path a usage error before any node is touched, and the atomic writes.
 
 #include <optional>
@@ -15,6 +15,7 @@ namespace gpuforge::cli {
 struct OutputFlags {
   std::string junit;         // --junit FILE
   std::string prometheus;    // --prometheus FILE
+  std::string report;        // --report FILE.html (validate's acceptance report)
   std::string save_results;  // --save-results DIR
   std::string baseline;      // --baseline FILE
   double tolerance_pct = 10; // --baseline-tolerance PCT
@@ -23,7 +24,7 @@ struct OutputFlags {
 // --format text|json|junit.
 void AddFormatWithJunit(CLI::App& app, Format* format);
 void AddJunitOption(CLI::App& app, OutputFlags* flags);
-// --prometheus, --save-results, --baseline and --baseline-tolerance (validate).
+// --prometheus, --report, --save-results, --baseline and --baseline-tolerance (validate).
 void AddResultOptions(CLI::App& app, OutputFlags* flags);
 
 // Whether every file and directory the flags name can be written: the file is not a

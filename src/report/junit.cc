@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "report/xml.h"
 
@@ -23,6 +24,7 @@ struct Case {
   std::string message;  // one line
   std::string body;     // detail, next step
   std::string out;      // <system-out>: what a passing case still has to say (a warning)
+  std::optional<double> seconds;  // the run that gave it (validate); absent for lint and facts
 };
 
 struct Suite {
@@ -45,6 +47,7 @@ std::string Document(std::string_view title, const RunInfo& run, const std::vect
     std::string cases;
     for (const Case& c : s.cases) {
       cases += fmt::format("    <testcase name=\"{}\" classname=\"{}\"", Escape(c.name, true), Escape(c.classname, true));
+      if (c.seconds) cases += fmt::format(" time=\"{}\"", Seconds(*c.seconds));
       std::string inner;
       switch (c.outcome) {
         case Outcome::kPass: break;
@@ -91,6 +94,7 @@ Case CaseOf(const validate::Verdict& v, bool strict, bool name_node) {
   c.name = (name_node ? v.node + ": " : "") + v.check + " " + v.entity;
   c.classname = "gpuforge.validate." + v.check;
   c.type = v.code;
+  c.seconds = v.seconds;
   std::string value = Value(v);
   std::string line = v.code.empty() ? std::string(validate::ToString(v.state)) : v.code;
   if (!value.empty()) line += ": " + value;
@@ -217,7 +221,7 @@ std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const l
     const std::string classname = "gpuforge.lint." + id;
     if (std::find(disabled.begin(), disabled.end(), id) != disabled.end()) {
       suite.cases.push_back({id, classname, Outcome::kSkip, "lint.disabled",
-                             "disabled by the inventory's lint.disabled", "", ""});
+                             "disabled by the inventory's lint.disabled", "", "", std::nullopt});
       continue;
     }
     bool any = false;
@@ -226,7 +230,7 @@ std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const l
       any = true;
       std::string objects;
       for (const std::string& o : f.objects) objects += (objects.empty() ? "" : ",") + o;
-      Case c{id + (objects.empty() ? "" : ": " + objects), classname, Outcome::kPass, id, f.message, "", ""};
+      Case c{id + (objects.empty() ? "" : ": " + objects), classname, Outcome::kPass, id, f.message, "", "", std::nullopt};
       std::string body = f.message + "\n";
       if (f.where.line > 0) body += "where: " + f.where.ToString() + "\n";
       if (!f.source.empty()) body += "source: " + f.source + "\n";
@@ -240,7 +244,7 @@ std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const l
     }
     if (!any) {
       suite.cases.push_back({id, classname, Outcome::kPass, "", "", "",
-                             rule == nullptr ? "" : std::string(rule->summary) + "\n"});
+                             rule == nullptr ? "" : std::string(rule->summary) + "\n", std::nullopt});
     }
   }
   return Document("gpuforge lint " + cluster.name, run, {suite});

@@ -33,17 +33,40 @@ std::string StateText(validate::State st, const Style& s) {
   return t;
 }
 
-// The line for a verdict without its node, so identical lines fold.
-std::string Line(const validate::Verdict& v, const Style& s) {
+// The line for a verdict without its node or detail, so that lines fold across nodes on the
+// reason (check, entity, value, threshold, code), the way clush folds identical output.
+std::string Head(const validate::Verdict& v, const Style& s) {
   std::string line = fmt::format("{} {:<19} {:<24}", StateText(v.state, s), v.check, v.entity);
   std::string value = Value(v);
   if (!value.empty()) line += " " + value;
   if (!v.threshold.empty()) line += " (" + v.threshold + ")";
   if (!v.code.empty()) line += " [" + v.code + "]";
   if (v.attempts > 1) line += fmt::format(" after {} attempts", v.attempts);
-  std::string out = line + "\n";
-  if (v.state != validate::State::kPass && !v.detail.empty()) out += "        " + v.detail + "\n";
-  if (v.state != validate::State::kPass && !v.next_step.empty()) out += "        next: " + v.next_step + "\n";
+  return line + "\n";
+}
+
+// One folded line: the nodes that gave it, and under it each distinct detail with the nodes
+// that said it (an unreachable node's message names its own address, which must not keep
+// thirty unreachable nodes on thirty lines), then the next step once.
+struct Folded {
+  validate::State state = validate::State::kPass;
+  std::string next_step;
+  std::vector<std::string> nodes;
+  std::vector<std::string> details;  // in order first seen
+  std::map<std::string, std::vector<std::string>> nodes_of;  // detail -> nodes
+};
+
+std::string Render(const std::string& head, const Folded& f) {
+  std::string out = fmt::format("{:<16} {}", hostlist::Fold(f.nodes), head);
+  if (f.state == validate::State::kPass) return out;
+  if (f.details.size() == 1) {
+    if (!f.details.front().empty()) out += "        " + f.details.front() + "\n";
+  } else {
+    for (const std::string& d : f.details) {
+      out += fmt::format("        {}: {}\n", hostlist::Fold(f.nodes_of.at(d)), d.empty() ? "(no detail)" : d);
+    }
+  }
+  if (!f.next_step.empty()) out += "        next: " + f.next_step + "\n";
   return out;
 }
 
@@ -103,19 +126,24 @@ std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool st
 std::string ValidateText(std::span<const validate::Verdict> verdicts, const Style& s, bool strict) {
   // Lines in the order first seen; each with the nodes that gave it.
   std::vector<std::string> order;
-  std::map<std::string, std::vector<std::string>> nodes;
+  std::map<std::string, Folded> lines;
   for (const validate::Verdict& v : verdicts) {
     if (v.left_out) continue;
-    std::string line = Line(v, s);
-    auto [it, fresh] = nodes.try_emplace(line);
-    if (fresh) order.push_back(line);
-    it->second.push_back(v.node);
+    const std::string head = Head(v, s);
+    auto [it, fresh] = lines.try_emplace(head + '\n' + v.next_step);
+    if (fresh) {
+      order.push_back(it->first);
+      it->second.state = v.state;
+      it->second.next_step = v.next_step;
+    }
+    Folded& f = it->second;
+    f.nodes.push_back(v.node);
+    auto [d, new_detail] = f.nodes_of.try_emplace(v.detail);
+    if (new_detail) f.details.push_back(v.detail);
+    d->second.push_back(v.node);
   }
   std::string out;
-  for (const std::string& line : order) {
-    const std::vector<std::string>& ns = nodes[line];
-    out += fmt::format("{:<16} {}", hostlist::Fold(ns), line);
-  }
+  for (const std::string& key : order) out += Render(key.substr(0, key.find('\n') + 1), lines.at(key));
   // Checks that do not apply are not results: one line per reason says what was left out where.
   if (const std::size_t n = LeftOutCount(verdicts); n > 0) {
     out += fmt::format("\nLeft out: {} check{} that do not apply to these nodes (not run, not counted):\n", n,
@@ -159,6 +187,27 @@ nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const va
           {"results", list},
           // Additive to v1: checks that do not apply by role or profile, not among the results.
           {"left_out", {{"count", LeftOutCount(verdicts)}, {"reasons", reasons}}}};
+}
+
+std::string HealthLine(std::string_view node, std::span<const validate::Verdict> verdicts, bool strict) {
+  std::vector<const validate::Verdict*> bad;
+  std::size_t ran = 0;
+  for (const validate::Verdict& v : verdicts) {
+    if (v.left_out) continue;
+    ++ran;
+    const bool fails = v.state == validate::State::kFail || v.state == validate::State::kError ||
+                       (strict && v.state == validate::State::kWarn);
+    if (fails) bad.push_back(&v);
+  }
+  if (bad.empty()) {
+    return fmt::format("gpuforge health {}: OK, {} check{} passed\n", node, ran, ran == 1 ? "" : "s");
+  }
+  const validate::Verdict& v = *bad.front();
+  std::string detail = v.detail.substr(0, v.detail.find('\n'));
+  if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
+  return fmt::format("gpuforge health {}: {} {} {} {}{}{}\n", node, validate::ToString(v.state), v.code, v.check,
+                     v.entity, detail.empty() ? "" : ": " + detail,
+                     bad.size() > 1 ? fmt::format(" (+{} more)", bad.size() - 1) : "");
 }
 
 }  // namespace gpuforge::report

@@ -31,6 +31,17 @@ constexpr auto kCodes = std::to_array<CodeInfo>({
      "report it: a check without a judge is a bug", "no_judge"},
     {"check.timeout", State::kError, "the agent did not answer within the check's timeout + 30 s",
      "run `gpuforge agent run PROBE` on the node by hand; raise --timeout if it is slow, not hung", "timeout"},
+    // Not a verdict of its own: the baseline comparison (report/baseline.h) tags a regressed
+    // value with it in the text report, and the run exits 1 for it.
+    {"baseline.regression", State::kFail,
+     "a measured value is worse than the --baseline run's by more than --baseline-tolerance, even if it still "
+     "clears its pass mark",
+     "compare the node with the baseline run: a cable, clock, firmware or setting changed since (gpuforge facts "
+     "INVENTORY --check shows drift)"},
+    {"slurm.no_controller", State::kError, "--drain-failed or --resume-passed could not reach the Slurm controller, so a node that needed a step did not get it",
+     "reach the controller (gpuforge run INVENTORY --nodes CONTROLLER -- scontrol ping), or drain by hand"},
+    {"slurm.drain_failed", State::kError, "sinfo or scontrol on the controller failed, so a node that needed draining or resuming did not get it",
+     "run the command on the controller by hand; the user needs Slurm operator rights"},
     {"node.unreachable", State::kError, "the node could not be reached over SSH, or its session died",
      "check the node's SSH (gpuforge run INVENTORY --nodes NODE -- true)", "unreachable"},
     {"agent.missing", State::kError, "the node has no matching agent and this build cannot run there",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "gpuforge/base/hostlist.h"
@@ -264,6 +265,22 @@ std::vector<Verdict> JudgeNccl(const model::Cluster& c, const Thresholds& t, con
   return out;
 }
 
+// The sweep's out-of-place busbw per message size (the rows nccl-tests prints), kept on the
+// busbw verdicts for the acceptance report's plot.
+void AttachBusbwCurve(const probe::ProbeResult& r, std::vector<Verdict>& verdicts) {
+  std::vector<std::pair<double, double>> curve;
+  for (const probe::Measurement& m : r.measurements) {
+    if (m.metric != "busbw" || !m.entity.starts_with("out-of-place ")) continue;
+    auto size = m.info.find("size");
+    if (size == m.info.end()) continue;
+    curve.emplace_back(std::strtod(size->second.c_str(), nullptr), m.value);
+  }
+  std::sort(curve.begin(), curve.end());
+  for (Verdict& v : verdicts) {
+    if (v.measured && v.unit == "GB/s") v.curve = curve;
+  }
+}
+
 }  // namespace
 
 std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
@@ -274,7 +291,9 @@ std::vector<Verdict> JudgeIbCounters(const model::Cluster& c, const Thresholds& 
 
 std::vector<Verdict> JudgeNcclNode(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                    const probe::ProbeResult& r) {
-  return JudgeNccl(c, t, run, r, run.entity, 0);
+  std::vector<Verdict> out = JudgeNccl(c, t, run, r, run.entity, 0);
+  AttachBusbwCurve(r, out);
+  return out;
 }
 
 std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p) {
@@ -330,6 +349,7 @@ std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t
     slowest = slowest < 0 ? total : std::min(slowest, total);
   }
   std::vector<Verdict> v = JudgeNccl(c, t, whole, *judged, entity, slowest > 0 ? slowest : -1);
+  AttachBusbwCurve(*judged, v);
   out.insert(out.end(), v.begin(), v.end());
   return out;
 }

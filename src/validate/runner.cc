@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <variant>
 #include <thread>
@@ -81,6 +82,11 @@ std::variant<probe::ProbeResult, Verdict> Attempt(remote::Session& s, const Agen
   return *parsed;
 }
 
+void StampSeconds(std::chrono::steady_clock::time_point started, std::vector<Verdict>& verdicts) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (Verdict& v : verdicts) v.seconds = seconds;
+}
+
 }  // namespace
 
 std::vector<std::variant<probe::ProbeResult, Verdict>> RunGroup(std::span<const GroupMember> members, int timeout_s,
@@ -107,6 +113,7 @@ std::vector<Verdict> RunCheck(remote::Session& s, const AgentOnNode& agent, cons
                               const Thresholds& t, const PlannedRun& run, const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
   const int attempts = run.performance ? std::max(1, o.retries) : 1;
+  const auto started = std::chrono::steady_clock::now();
   std::vector<Verdict> last;
   for (int i = 1; i <= attempts; ++i) {
     auto got = Attempt(s, agent, run, run, timeout, o.cancel);
@@ -119,6 +126,7 @@ std::vector<Verdict> RunCheck(remote::Session& s, const AgentOnNode& agent, cons
     // Only a measurement below the mark is worth another try; an error or a skip will not improve.
     if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
+  StampSeconds(started, last);
   return last;
 }
 
@@ -127,6 +135,7 @@ std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_
                              const PlannedRun& run, const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
   const int attempts = run.performance ? std::max(1, o.retries) : 1;
+  const auto started = std::chrono::steady_clock::now();
   std::vector<Verdict> last;
   for (int i = 1; i <= attempts; ++i) {
     PlannedRun serve = run;
@@ -158,6 +167,7 @@ std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_
     for (Verdict& v : last) v.attempts = i;
     if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
+  StampSeconds(started, last);
   return last;
 }
 
@@ -166,6 +176,7 @@ std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, s
                                    const RunOptions& o) {
   const int timeout = o.timeout_s > 0 ? o.timeout_s : run.timeout_s;
   const int attempts = run.performance ? std::max(1, o.retries) : 1;
+  const auto started = std::chrono::steady_clock::now();
   std::vector<Verdict> last;
   for (int i = 1; i <= attempts; ++i) {
     std::vector<GroupMember> members;
@@ -193,6 +204,7 @@ std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, s
     for (Verdict& v : last) v.attempts = i;
     if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
+  StampSeconds(started, last);
   return last;
 }
 

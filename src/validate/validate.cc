@@ -490,12 +490,14 @@ std::span<const CheckInfo> Checks() {
       CheckInfo{.key = "facts",
                 .description = "hardware and software facts against the inventory (drift codes, docs/facts.md)",
                 .timeout_s = 120,
+                .health = true,
                 .plan = &PlanEveryNode},
       CheckInfo{.key = "gpu.health",
                 .probe = "gpu.health",
                 .description = "NVML: GPU count, ECC, retired pages, row remapping, clock throttling, PCIe link, "
                                "NVLink, persistence, Xid events",
                 .timeout_s = 120,
+                .health = true,
                 .plan = &PlanNvidiaNode,
                 .judge = &JudgeGpuHealthResult},
       CheckInfo{.key = "gpu.copy",
@@ -538,6 +540,7 @@ std::span<const CheckInfo> Checks() {
                 .description = "InfiniBand/RoCE ports of the compute HCAs: state, rate and width against the "
                                "inventory, link-down and error counters",
                 .timeout_s = 60,
+                .health = true,
                 .plan = &PlanIbCounters,
                 .judge = &JudgeIbCounters},
       CheckInfo{.key = "nccl.quick",

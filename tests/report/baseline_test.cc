@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuforge/validate/codes.h"
+
 namespace gpuforge::report {
 namespace {
 
@@ -114,6 +116,19 @@ TEST(ReportBaseline, RefusesAnotherClusterSchemaOrBrokenFile) {
   // The plain `validate --format json` report is a baseline too.
   EXPECT_EQ(err(j["validate"].dump()), "old.json: results[1]: state 'MAYBE' is not PASS, WARN, FAIL, SKIP or ERROR");
   EXPECT_EQ(err(nlohmann::ordered_json::parse(saved)["validate"].dump()), "accepted");
+}
+
+}  // namespace
+}  // namespace gpuforge::report
+
+namespace gpuforge::report {
+namespace {
+
+TEST(ReportBaseline, TheRegressionTagIsACatalogueCode) {
+  const validate::CodeInfo* code = validate::FindCode("baseline.regression");
+  ASSERT_NE(code, nullptr) << "src/validate/codes.cc lacks baseline.regression";
+  EXPECT_EQ(code->severity, validate::State::kFail);  // a regression fails the run (exit 1)
+  EXPECT_FALSE(code->next_step.empty());
 }
 
 }  // namespace

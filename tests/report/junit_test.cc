@@ -45,6 +45,8 @@ std::vector<Verdict> Sample() {
   v[2].detail = "no CUDA driver on gpu02";
   v[3].detail = "connect to 10.0.0.3:22: Connection refused";
   v[4].detail = "2X of 4X";
+  v[0].seconds = 4.25;   // the storage.read run on gpu01
+  v[1].seconds = 31.5;   // three attempts on gpu02
   return v;
 }
 
@@ -77,6 +79,29 @@ TEST(ReportJunit, ValidatesAgainstJenkinsSchemaAndReadsInJunitparser) {
             "pairs and groups | gpu01: tcp.bandwidth peer gpu02 (data) | pass | \n"
             "== pairs and groups: 1 tests, 0 failures, 0 errors, 0 skipped\n"
             "total: 6 tests, 1 failures, 1 errors, 1 skipped\n");
+}
+
+TEST(ReportJunit, EachValidateCaseHasTheTimeOfTheRunThatGaveIt) {
+  const std::string xml = ValidateJunit(Info(), Sample());
+  EXPECT_NE(xml.find("<testcase name=\"storage.read /mnt/data\" classname=\"gpuforge.validate.storage.read\" "
+                     "time=\"4.250\">"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("classname=\"gpuforge.validate.storage.read\" time=\"31.500\">"), std::string::npos) << xml;
+  // Nothing ran for the unreachable node: no time rather than a made-up 0.
+  EXPECT_NE(xml.find("<testcase name=\"ssh node\" classname=\"gpuforge.validate.ssh\">"), std::string::npos) << xml;
+  if (Sh(std::string(kPython) + " -c 'import junitparser'").code != 0) GTEST_SKIP() << "python3-junitparser missing";
+  ScratchDir dir("junit-time");
+  const std::string file = dir.Write("validate.xml", xml);
+  const std::string py = dir.Write("time.py",
+                                   "import sys\nfrom junitparser import JUnitXml\n"
+                                   "for suite in JUnitXml.fromfile(sys.argv[1]):\n"
+                                   "    for case in suite:\n"
+                                   "        print(f'{case.name}={case.time}')\n");
+  gpuforge::testing::Ran read = Sh(fmt::format("{} '{}' '{}'", kPython, py, file));
+  ASSERT_EQ(read.code, 0) << read.out;
+  EXPECT_NE(read.out.find("storage.read /mnt/data=4.25\n"), std::string::npos) << read.out;
+  EXPECT_NE(read.out.find("storage.read /mnt/data=31.5\n"), std::string::npos) << read.out;
 }
 
 TEST(ReportJunit, FailureCarriesCodeValueThresholdAndNextStep) {

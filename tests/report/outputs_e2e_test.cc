@@ -1,7 +1,7 @@
 // The report files of issue #16 from a validate run over real test hosts (tests/testbed: sshd
 // on loopback addresses, so the TCP pair really runs between them): JUnit with the pair's
 // suite, checked by xmllint against Jenkins' schema and by junitparser; the textfile checked
-// by promtool; the saved results compared as a baseline.
+// by promtool; the HTML acceptance report; the saved results compared as a baseline.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -54,8 +54,29 @@ TEST(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
                           GPUFORGE_BINARY, path, tb->paths().known_hosts, args));
   };
   const std::string junit = dir + "/validate.xml", prom = dir + "/textfile/gpuforge.prom", saved = dir + "/results";
-  Ran run = validate(fmt::format("--junit {} --prometheus {} --save-results {}", junit, prom, saved));
+  const std::string html = dir + "/acceptance.html";
+  // An unwritable report path is a usage error before any node is touched.
+  Ran refused = validate("--report /proc/gpuforge/acceptance.html");
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("--report /proc/gpuforge/acceptance.html"), std::string::npos) << refused.out;
+  Ran run = validate(fmt::format("--junit {} --prometheus {} --save-results {} --report {}", junit, prom, saved, html));
   ASSERT_EQ(run.code, 0) << run.out;
+  {
+    // The acceptance report of a real run: both nodes, the storage bars, the TCP pair's cell
+    // and each test case's own time in the JUnit.
+    std::ifstream hin(html);
+    std::stringstream hs;
+    hs << hin.rdbuf();
+    for (const char* want : {"id=\"verdict\">PASS</span>", "data-node=\"tb01\"", "data-node=\"tb02\"",
+                             "<figure class=\"bars\" data-check=\"storage.read\">",
+                             "<figure class=\"heatmap\" data-check=\"tcp.bandwidth\">", "<rect class=\"cell\""}) {
+      EXPECT_NE(hs.str().find(want), std::string::npos) << want;
+    }
+    std::ifstream jin(junit);
+    std::stringstream js;
+    js << jin.rdbuf();
+    EXPECT_NE(js.str().find("classname=\"gpuforge.validate.tcp.bandwidth\" time=\""), std::string::npos) << js.str();
+  }
   EXPECT_NE(run.out.find("PASS  tcp.bandwidth"), std::string::npos) << run.out;
   if (Have("xmllint")) {
     Ran ok = Sh(fmt::format("xmllint --noout --schema '{}/report/junit-10.xsd' '{}'", GPUFORGE_TEST_DATA_DIR, junit));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -173,6 +174,16 @@ TEST_F(ValidateE2e, LocalRunsTheChecksOnThisMachineWithoutSsh) {
   ASSERT_EQ(j["results"].size(), 1u) << out.output;
   EXPECT_EQ(j["results"][0]["node"], "tb01");
   EXPECT_EQ(j["results"][0]["state"], "PASS") << out.output;
+  // --health: the fast checks only (facts, gpu.health, ib.counters), one line, NHC's exit code.
+  // This machine has no GPU and is not the inventory's tb01, so facts finds drift.
+  testbed::CommandOutput health = Validate("", "--local --nodes tb01 --health");
+  EXPECT_EQ(health.exit_code, 1) << health.output;
+  EXPECT_EQ(health.output.find("gpuforge health tb01: FAIL "), 0u) << health.output;
+  EXPECT_EQ(std::count(health.output.begin(), health.output.end(), '\n'), 1) << health.output;
+  testbed::CommandOutput remote_health = Validate("", "--nodes tb01 --health");
+  EXPECT_EQ(remote_health.exit_code, 2) << remote_health.output;
+  EXPECT_NE(remote_health.output.find("--health runs on the node it checks: give --local"), std::string::npos)
+      << remote_health.output;
   testbed::CommandOutput two = Validate("", "--local --checks storage.metadata");
   EXPECT_EQ(two.exit_code, 2) << two.output;
   EXPECT_NE(two.output.find("--local: this machine stands for one node, and 2 are selected"), std::string::npos)

@@ -546,6 +546,41 @@ TEST(ValidateReport, ExitCodesFoldingAndJson) {
   EXPECT_TRUE(j["results"][0]["value"].is_null());
 }
 
+TEST(ValidateReport, UnreachableNodesFoldOnTheReasonWithTheirOwnDetailsFoldedOut) {
+  // Thirty nodes down with messages that each name the node's own address fold like clush:
+  // one line for the reason, the details under it, the next step once.
+  std::vector<Verdict> v;
+  for (int i = 1; i <= 30; ++i) {
+    Verdict d;
+    d.check = "ssh";
+    d.node = fmt::format("gpu{:03}", i);
+    d.entity = "node";
+    d.state = State::kError;
+    d.code = "node.unreachable";
+    d.detail = i <= 29 ? fmt::format("ssh: connect to host 198.18.0.{} port 22: No route to host", 10 + i)
+                       : "ssh: handshake failed: Connection reset by peer";
+    d.next_step = "check the node's SSH";
+    v.push_back(d);
+  }
+  Verdict same = v[0];
+  same.node = "login01";
+  same.detail = v[0].detail;  // the identical message folds with gpu001
+  v.push_back(same);
+  const std::string text = report::ValidateText(v, report::Style{}, false);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 30 + 1 + 2) << text;
+  EXPECT_NE(text.find("gpu[001-030],login01 ERROR ssh"), std::string::npos) << text;
+  EXPECT_NE(text.find("        gpu001,login01: ssh: connect to host 198.18.0.11 port 22: No route to host\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("        gpu030: ssh: handshake failed: Connection reset by peer\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("next: check the node's SSH"), text.rfind("next: check the node's SSH")) << text;
+  // One detail shared by all: printed once, without a node list, as before.
+  std::vector<Verdict> shared(v.begin(), v.begin() + 1);
+  shared.push_back(same);
+  const std::string one = report::ValidateText(shared, report::Style{}, false);
+  EXPECT_NE(one.find("\n        ssh: connect to host 198.18.0.11 port 22: No route to host\n"), std::string::npos) << one;
+}
+
 using remote::testing::FakeConnector;
 
 remote::ExecResult Exited(int status, std::string out = "") {

@@ -9,7 +9,8 @@
 //   FAIL -> <failure type=CODE message="CODE: VALUE (THRESHOLD)"> with detail and next step;
 //   ERROR -> <error>; SKIP -> <skipped message=REASON> (never a pass); WARN passes with the
 //   warning in <system-out>, and fails like FAIL with --strict.
-// Verdicts carry no duration of their own, so `time` is the whole run's, on <testsuites>.
+// `time` on <testsuites> is the whole run's; on a validate <testcase>, the run that gave the
+// verdict (every attempt), where one ran on a node.
 
 #include <span>
 #include <string>

@@ -8,6 +8,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,5 +21,10 @@ std::string ValidateText(std::span<const validate::Verdict> verdicts, const Styl
 nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const validate::Verdict> verdicts, bool strict);
 // "FAIL (12 passed, 0 warned, 1 failed, 3 skipped, 0 errors)", "; 39 left out" added when some were.
 std::string ValidateSummary(std::span<const validate::Verdict> verdicts, bool strict);
+
+// `validate --local --health`: one line for the log of a Slurm HealthCheckProgram or prolog,
+// like NHC's: "gpuforge health gpu01: OK, 14 checks passed" or "gpuforge health gpu01: FAIL
+// gpu.xid gpu.health gpu3: Xid 79 ... (+2 more)" naming the first failure.
+std::string HealthLine(std::string_view node, std::span<const validate::Verdict> verdicts, bool strict);
 
 }  // namespace gpuforge::report

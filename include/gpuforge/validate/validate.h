@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuforge/facts/drift.h"
@@ -32,6 +33,12 @@ struct Verdict {
   std::string next_step;
   std::string detail;     // what happened, for people
   int attempts = 1;
+  // Wall time of the run that gave it, every attempt together (JUnit's testcase time); absent
+  // where nothing ran on a node (planned out, unreachable, facts).
+  std::optional<double> seconds;
+  // NCCL busbw verdicts: the sweep's out-of-place (message bytes, busbw GB/s) rows, for plots;
+  // empty for every other check.
+  std::vector<std::pair<double, double>> curve;
   // Planned out: the check does not apply to this node by its role or profile (GPU checks on a
   // login node). State SKIP with the reason's code, but not a result: reports do not list it,
   // they count it in one line, and exit codes ignore it. A SKIP without it should have run.
@@ -112,6 +119,9 @@ struct CheckInfo {
   Shape shape = Shape::kNode;
   RetryPolicy retry = {};
   int timeout_s = 600;           // default per-check timeout
+  // Fast (seconds, no load on the GPUs): part of `validate --local --health`, the check a Slurm
+  // HealthCheckProgram or prolog runs.
+  bool health = false;
   Planner plan = nullptr;
   JudgeFn judge = nullptr;             // node and pair checks
   GroupJudgeFn judge_group = nullptr;  // group checks

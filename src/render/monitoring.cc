@@ -1,14 +1,17 @@
 // Monitoring, for every cluster (guide 000: "Prometheus + Grafana + DCGM exporter"; guide 004,
 // "Monitoring: The Unsung Hero"): Prometheus scrape targets for the DCGM exporter and the node
-// exporter of every node, alert rules holding the guides' thresholds, and the DCGM exporter
-// field list those rules read. docs/render.md says where every value comes from.
+// exporter of every node, alert rules, the DCGM exporter field list those rules read, and on
+// Slurm GPU nodes the prolog/epilog pair that tells the exporter which job holds which GPU.
+// docs/render.md says where every value comes from.
+
+#include "gpuforge/render/monitoring.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,18 +26,22 @@ namespace {
 
 constexpr int kDcgmExporterPort = 9400;  // dcgm-exporter's default listen port
 constexpr int kNodeExporterPort = 9100;  // node_exporter's default listen port
-constexpr std::string_view kCountersPath = "/etc/dcgm-exporter/gpuforge-counters.csv";
+constexpr std::string_view kDcgmJob = "dcgm-exporter";
 
-// A DCGM field the exporter publishes: its name is the metric name the rules use.
+// A field for the exporter's counters file: its name is the metric name the rules use.
 struct DcgmField {
   std::string_view name;
-  std::string_view type;
-  std::string_view help;  // no commas: the exporter reads the file as CSV
+  std::string_view type;  // a Prometheus type the exporter knows, or "label"
+  std::string_view help;  // no commas or quotes: the exporter reads the file with Go's encoding/csv
 };
 
-// dcgm-exporter's own default list (etc/default-counters.csv), less the PCIe throughput fields
-// newer DCGM releases dropped, plus the throttle reasons and NVLink CRC counters the rules
-// below read, which that list leaves commented out.
+// dcgm-exporter 4.5.3-4.8.2's etc/default-counters.csv, whose uncommented lines are also its
+// profiling list etc/dcp-metrics-included.csv (tests/data/dcgm-exporter/), in its order; then
+// what the rules read that it leaves commented out. The exporter's own counter
+// DCGM_EXP_XID_ERRORS_COUNT is not a DCGM field: its ExtractCounters
+// (internal/pkg/counters/counter_config.go) falls back to IdentifyMetricType
+// (exporter_counters.go) for it, and xid_collector.go publishes it with an `xid` label,
+// counting each Xid over --xid-count-window-size (5 minutes by default).
 constexpr std::array kDcgmFields = {
     DcgmField{"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."},
     DcgmField{"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."},
@@ -45,24 +52,53 @@ constexpr std::array kDcgmFields = {
     DcgmField{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."},
     DcgmField{"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."},
     DcgmField{"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."},
+    DcgmField{"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %)."},
+    DcgmField{"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %)."},
     DcgmField{"DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."},
-    DcgmField{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Current clock throttle reasons (NVML bitmask)."},
     DcgmField{"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."},
     DcgmField{"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."},
+    DcgmField{"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB)."},
+    DcgmField{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."},
+    DcgmField{"DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status"},
+    DcgmField{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors"},
+    DcgmField{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors"},
+    DcgmField{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"},
+    DcgmField{"DCGM_FI_DRIVER_VERSION", "label", "Driver Version"},
+    DcgmField{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."},
+    DcgmField{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."},
+    DcgmField{"DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+              "Ratio of cycles the device memory interface is active sending or receiving data."},
+    DcgmField{"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+              "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - "
+              "in bytes per second."},
+    DcgmField{"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+              "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in "
+              "bytes per second."},
+    // Read by the rules below.
+    DcgmField{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (NVML bitmask)."},
+    DcgmField{"DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether a row remap is pending (a GPU reset applies it)."},
     DcgmField{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."},
     DcgmField{"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."},
-    DcgmField{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."},
-    DcgmField{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."},
-    DcgmField{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."},
-    DcgmField{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."},
+    DcgmField{"DCGM_EXP_XID_ERRORS_COUNT", "gauge", "Count of each XID within the exporter's xid-count window."},
 };
 
-// NVML clock throttle reason bits (nvmlClocksThrottleReasons); PromQL has no bitwise and, so
-// a bit is tested as floor(x / bit) % 2 == 1.
+// NVML's clock event reason bits (nvml.h, nvmlClocksEventReason*; the throttle-reason names
+// are their old aliases). PromQL has no bitwise and, so a bit is tested as
+// floor(x / bit) % 2 == 1.
 constexpr int kHwSlowdown = 0x8;
 constexpr int kSwThermalSlowdown = 0x20;
 constexpr int kHwThermalSlowdown = 0x40;
 constexpr int kHwPowerBrakeSlowdown = 0x80;
+
+// Hardware Xids: the same list as probe::internal::IsHardwareXid (src/probe/gpu/xid.h), which
+// render cannot include; a test holds the two equal. From NVIDIA's Xid catalog
+// (docs.nvidia.com/deploy/xid-errors): the codes whose resolution is a GPU reset, a reboot or
+// a support case. Application Xids (13, 31, 43, 45, ...) are left out: they page for a bug in
+// a user's program.
+constexpr std::array kHardwareXids = {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140};
+
+// node_exporter's infiniband collector (collector/infiniband_linux.go): state_id 4 is ACTIVE.
+constexpr int kIbStateActive = 4;
 
 std::string AddressOf(const model::Node& n) { return n.address.empty() ? n.name : n.address; }
 
@@ -80,6 +116,36 @@ const model::GpuSpec* DcgmGpu(const model::Profile& p) {
   return nullptr;
 }
 
+// How many GPUs the node's DCGM exporter should report: every NVIDIA (or unknown-vendor) GPU.
+int DcgmGpuCount(const model::Profile& p) {
+  int n = 0;
+  for (const model::GpuSpec& g : p.gpus) {
+    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
+    if (info == nullptr || info->vendor == "nvidia") n += g.count;
+  }
+  return n;
+}
+
+// A PromQL double-quoted string literal's contents.
+std::string PromString(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// A regular expression (RE2) that matches exactly `s`.
+std::string RegexLiteral(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    if (std::string_view(R"(\.^$|?*+()[]{})").find(ch) != std::string_view::npos) out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
 // A threshold: its default, unless validation.thresholds sets "monitoring.<alert>.<param>".
 struct Threshold {
   double value;
@@ -90,22 +156,6 @@ Threshold Lookup(const model::Cluster& c, const std::string& key, double def, st
   auto it = c.validation.thresholds.values.find(key);
   if (it != c.validation.thresholds.values.end()) return {it->second, fmt::format("inventory validation.thresholds {}", key)};
   return {def, std::move(why)};
-}
-
-// Guide 004's 350 W is an A100 SXM figure ("GPUs run at 400W each"); for other models the
-// mark scales with TDP.
-std::optional<Threshold> PowerMark(const model::Cluster& c, const model::GpuSpec& g) {
-  auto it = c.validation.thresholds.values.find("monitoring.gpu_power_low.watts");
-  if (it != c.validation.thresholds.values.end()) {
-    return Threshold{it->second, "inventory validation.thresholds monitoring.gpu_power_low.watts"};
-  }
-  const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-  bool a100_sxm = info != nullptr && (info->name == "A100" || info->name == "A100-40GB") &&
-                  g.form_factor == model::FormFactor::kSxm && g.tdp_w > 350;
-  if (a100_sxm) return Threshold{350, "guide 004's 350 W for A100-class GPUs"};
-  if (g.tdp_w <= 0) return std::nullopt;
-  Threshold f = Lookup(c, "monitoring.gpu_power_low.fraction_of_tdp", 0.5, "gpuforge's 0.5");
-  return Threshold{f.value * g.tdp_w, fmt::format("{} x the {} W TDP of {} ({})", f.value, g.tdp_w, g.model, f.why)};
 }
 
 struct Alert {
@@ -131,59 +181,109 @@ nlohmann::json ToJson(const Alert& a) {
           {"source", YamlQuote(a.source)}};
 }
 
-std::string Bit(int bit) { return fmt::format("floor(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS / {}) % 2 == 1", bit); }
+std::string Bit(int bit) { return fmt::format("floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / {}) % 2 == 1", bit); }
 
 constexpr std::string_view kMonitoringSection = "guide 004, \"Monitoring: The Unsung Hero\"";
+constexpr std::string_view kCrashSection = "guide 004, \"Why Your Cluster Will Crash (and How to Prevent It)\"";
+constexpr std::string_view kFailureModes = "guide 000, \"Common Failure Modes I've Seen\"";
 constexpr std::string_view kWhere = "GPU {{ $labels.gpu }} on {{ $labels.node }}";
 
-std::vector<Alert> GpuAlerts(const model::Cluster& c, const std::vector<const model::Node*>& dcgm_nodes,
+// The label the exporter puts on the metrics of a GPU a job holds, by scheduler; "" = none.
+struct JobLabel {
+  std::string_view label;
+  std::string_view source;
+};
+JobLabel JobLabelOf(model::SchedulerKind kind) {
+  switch (kind) {
+    case model::SchedulerKind::kSlurm:
+      // hpcMapper.Process (internal/pkg/transformation/hpc.go, l. 94-110 at 1f7abdb) copies each
+      // metric of GPU N once per line of <mapping dir>/N with hpc_job=<line> (const.go).
+      return {"hpc_job",
+              "dcgm-exporter's HPC job mapping (internal/pkg/transformation/hpc.go: hpc_job label from "
+              "--hpc-job-mapping-dir), written by the rendered Slurm prolog"};
+    case model::SchedulerKind::kKubernetes:
+      // The exporter's pod mapper (internal/pkg/transformation/kubernetes.go) labels a GPU
+      // with the pod the kubelet's pod-resources API assigned it to.
+      return {"pod",
+              "dcgm-exporter's Kubernetes mapping (internal/pkg/transformation/kubernetes.go: pod label from the "
+              "kubelet pod-resources API)"};
+    case model::SchedulerKind::kNone: break;
+  }
+  return {"", ""};
+}
+
+std::vector<Alert> GpuAlerts(const model::Cluster& c, const std::map<int, std::vector<std::string>>& by_count,
                              std::vector<std::string>* notes) {
   std::vector<Alert> out;
-  Threshold util = Lookup(c, "monitoring.gpu_utilization_low.percent", 90, "guide 004");
-  out.push_back({"gpu_utilization_low", "GpuUtilizationLow", fmt::format("DCGM_FI_DEV_GPU_UTIL < {}", util.value), "15m",
-                 "warning", fmt::format("{} below {}% utilisation for 15 minutes", kWhere, util.value),
-                 "Utilisation is {{ $value }}%. Below the mark something is bottlenecked: data loading, the network or "
-                 "a straggler. An idle GPU fires this too.",
-                 fmt::format("{}: GPU utilization, \"if it's below 90%, something's bottlenecked\" (threshold: {}; "
-                             "15 minutes sustained: gpuforge)",
-                             kMonitoringSection, util.why)});
+  out.push_back({"dcgm_exporter_down", "DcgmExporterDown", fmt::format("up{{job=\"{}\"}} == 0", kDcgmJob), "5m",
+                 "critical", "DCGM exporter on {{ $labels.node }} unreachable for 5 minutes",
+                 "Prometheus cannot scrape {{ $labels.instance }}: none of the GPU rules can fire for this node.",
+                 fmt::format("{}: \"The DCGM exporter for Prometheus gives you all of these\"; without it no GPU rule "
+                             "sees the node",
+                             kMonitoringSection)});
 
-  // One power rule per GPU model, on the gpu_model label the scrape config sets; gated on a
-  // busy GPU, since an idle one draws far less than any mark.
-  std::map<std::string, const model::GpuSpec*> models;
-  for (const model::Node* n : dcgm_nodes) {
-    const model::GpuSpec* g = DcgmGpu(c.ProfileOf(*n));
-    models.emplace(g->model, g);
+  for (const auto& [count, models] : by_count) {
+    std::string sel = fmt::format("{{job=\"{}\", gpu_count=\"{}\"}}", kDcgmJob, count);
+    out.push_back(
+        {"gpu_count_low", "GpuCountLow",
+         fmt::format("(count by (node) (group by (node, gpu) (DCGM_FI_DEV_GPU_UTIL{0})) < {1}) or ((max by (node) "
+                     "(up{0}) == 1) * 0 unless on(node) count by (node) (DCGM_FI_DEV_GPU_UTIL{0}))",
+                     sel, count),
+         "5m", "critical", fmt::format("{{{{ $labels.node }}}} reports {{{{ $value }}}} of its {} GPUs", count),
+         "DCGM sees fewer GPUs than the inventory gives the node: a GPU fell off the bus (Xid 79) or was not "
+         "enumerated at boot. Jobs that ask for every GPU of the node cannot start there.",
+         fmt::format("{}: \"NCCL timeout during training: Usually means a GPU crashed\"; the count is the inventory's "
+                     "(gpu_count target label, {} {})",
+                     kFailureModes, models.size() == 1 ? "profile" : "profiles", fmt::join(models, ", "))});
   }
-  for (const auto& [model, g] : models) {
-    std::optional<Threshold> mark = PowerMark(c, *g);
-    if (!mark) {
-      notes->push_back(fmt::format("No GpuPowerLow rule for {}: its TDP is unknown (set gpus.tdp in the profile).", model));
-      continue;
-    }
-    std::string sel = fmt::format("{{gpu_model=\"{}\"}}", model);
-    out.push_back({"gpu_power_low", "GpuPowerLow",
-                   fmt::format("DCGM_FI_DEV_POWER_USAGE{} < {} and on(instance, gpu) DCGM_FI_DEV_GPU_UTIL{} >= {}", sel,
-                               mark->value, sel, util.value),
-                   "5m", "warning", fmt::format("{} ({}) busy but drawing under {} W", kWhere, model, mark->value),
-                   "Power draw is {{ $value }} W at high utilisation: thermal or power throttling.",
-                   fmt::format("{}: power draw per GPU, \"drop below 350W indicates thermal or power throttling\" "
-                               "(mark: {})",
-                               kMonitoringSection, mark->why)});
+
+  JobLabel job = JobLabelOf(c.software.scheduler.kind);
+  Threshold util = Lookup(c, "monitoring.gpu_utilization_low.percent", 90, "guide 004");
+  if (job.label.empty()) {
+    notes->push_back("No GpuUtilizationLow rule: without a scheduler nothing tells the exporter which GPUs a job "
+                     "holds, and an idle GPU is not a problem.");
+  } else {
+    out.push_back(
+        {"gpu_utilization_low", "GpuUtilizationLow",
+         fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}!=\"\"}} < {}", job.label, util.value), "15m", "warning",
+         fmt::format("{} below {}% utilisation for 15 minutes in job {{{{ $labels.{} }}}}", kWhere, util.value,
+                     job.label),
+         "Utilisation is {{ $value }}% on a GPU a job holds: data loading, the network or a straggler holds it "
+         "back. GPUs no job holds carry no job label and never fire this.",
+         fmt::format("{}: GPU utilization, \"if it's below 90%, something's bottlenecked\" (threshold: {}; 15 minutes "
+                     "sustained: gpuforge); held GPUs only, through {}",
+                     kMonitoringSection, util.why, job.source)});
   }
 
   out.push_back({"gpu_hw_slowdown", "GpuHardwareSlowdown",
                  fmt::format("({}) or ({}) or ({})", Bit(kHwSlowdown), Bit(kHwThermalSlowdown), Bit(kHwPowerBrakeSlowdown)),
                  "1m", "critical", fmt::format("{} in hardware slowdown (thermal or power brake)", kWhere),
-                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS has HW_SLOWDOWN (0x8), HW_THERMAL_SLOWDOWN (0x40) or "
+                 "DCGM_FI_DEV_CLOCKS_EVENT_REASONS has HW_SLOWDOWN (0x8), HW_THERMAL_SLOWDOWN (0x40) or "
                  "HW_POWER_BRAKE_SLOWDOWN (0x80) set: check inlet temperature, airflow and power feeds.",
-                 "guide 004, \"Why Your Cluster Will Crash (and How to Prevent It)\": thermal throttling; anchors.md, "
-                 "clock throttling: HW slowdown, thermal or power brake active is a failure"});
+                 fmt::format("{}: thermal throttling and power distribution; bits from NVML nvml.h "
+                             "nvmlClocksEventReasonHwSlowdown/HwThermalSlowdown/HwPowerBrakeSlowdown",
+                             kCrashSection)});
   out.push_back({"gpu_sw_thermal_slowdown", "GpuThermalSlowdown", Bit(kSwThermalSlowdown), "5m", "warning",
                  fmt::format("{} slowed by the driver for temperature", kWhere),
-                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS has SW_THERMAL_SLOWDOWN (0x20) set: the GPU is above its "
+                 "DCGM_FI_DEV_CLOCKS_EVENT_REASONS has SW_THERMAL_SLOWDOWN (0x20) set: the GPU is above its "
                  "maximum operating temperature.",
-                 "guide 004, \"Why Your Cluster Will Crash (and How to Prevent It)\": thermal throttling"});
+                 fmt::format("{}: thermal throttling; bit from NVML nvml.h nvmlClocksEventReasonSwThermalSlowdown",
+                             kCrashSection)});
+
+  out.push_back({"gpu_row_remap_failed", "GpuRowRemapFailed", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "", "critical",
+                 fmt::format("{}: row remapping failed", kWhere),
+                 "The GPU ran out of spare memory rows for an uncorrectable error: NVIDIA's memory error "
+                 "management says to replace the GPU (Xid 64).",
+                 fmt::format("{}: \"track health of the system\"; NVIDIA GPU Memory Error Management, Row Remapping "
+                             "(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt)",
+                             kMonitoringSection)});
+  out.push_back({"gpu_row_remap_pending", "GpuRowRemapPending", "DCGM_FI_DEV_ROW_REMAP_PENDING > 0", "15m", "warning",
+                 fmt::format("{}: a row remap waits for a GPU reset", kWhere),
+                 "A memory row was remapped after an error; the remap takes effect at the next GPU reset. Drain "
+                 "the node and reset the GPU.",
+                 fmt::format("{}: \"track health of the system\"; NVIDIA GPU Memory Error Management, Row Remapping "
+                             "(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt)",
+                             kMonitoringSection)});
   return out;
 }
 
@@ -194,11 +294,18 @@ std::vector<Alert> InterconnectAlerts(bool nvidia, bool nvlink, bool rdma) {
       "the GPU, NVLink, PCIe and RDMA port error counters NCCL failures show up in stand in for it");
   std::vector<Alert> out;
   if (nvidia) {
-    out.push_back({"gpu_xid_error", "GpuXidError", "DCGM_FI_DEV_XID_ERRORS > 0", "", "critical",
-                   fmt::format("{} reported XID {{{{ $value }}}}", kWhere),
-                   "The driver logged an XID error (the value is its number: 79 fallen off the bus, 48 double-bit "
-                   "ECC, 94/95 contained/uncontained ECC, 74 NVLink). NCCL jobs on this GPU hang or fail.",
-                   source});
+    std::string codes;
+    for (int x : kHardwareXids) codes += (codes.empty() ? "" : "|") + std::to_string(x);
+    out.push_back({"gpu_xid_hardware", "GpuXidHardware",
+                   fmt::format("max_over_time(DCGM_EXP_XID_ERRORS_COUNT{{xid=~\"{}\"}}[10m]) > 0", codes), "",
+                   "critical", fmt::format("{} reported hardware Xid {{{{ $labels.xid }}}}", kWhere),
+                   "The driver logged a hardware Xid (79 fallen off the bus, 48 double-bit ECC, 94/95 "
+                   "contained/uncontained ECC, 74 NVLink, 119/120 GSP): drain the node. Application Xids (13, 31, "
+                   "43, 45) are a program's fault and do not fire this.",
+                   fmt::format("{}; {}: \"Usually means a GPU crashed\"; hardware Xids from NVIDIA's Xid catalog "
+                               "(docs.nvidia.com/deploy/xid-errors), counted per Xid by dcgm-exporter "
+                               "(internal/pkg/collector/xid_collector.go)",
+                               source, kFailureModes)});
   }
   if (nvidia && nvlink) {
     out.push_back({"nvlink_crc_errors", "NvlinkCrcErrorsRising",
@@ -222,6 +329,55 @@ std::vector<Alert> InterconnectAlerts(bool nvidia, bool nvlink, bool rdma) {
                    "Receive errors or link-down events on an InfiniBand/RoCE port in the last 10 minutes (node "
                    "exporter's infiniband collector): NCCL over this port retries or times out.",
                    source});
+  }
+  return out;
+}
+
+// Port state and rate, per profile: the inventory names each RDMA port, its rate and the
+// network it is cabled to, so a port it does not name or attaches to no network (a spare, an
+// unused second port) never fires.
+std::vector<Alert> RdmaPortAlerts(const std::map<std::string, const model::Profile*>& profiles) {
+  const std::string source = fmt::format(
+      "{}: \"InfiniBand link is up but at 2x instead of 4x. Bandwidth halved\"; node_exporter "
+      "collector/infiniband_linux.go (state_id 4 = active, rate_bytes_per_second)",
+      kFailureModes);
+  std::vector<Alert> out;
+  for (const auto& [name, p] : profiles) {
+    // (port, rate) -> devices; a port's state does not depend on its rate.
+    std::map<std::pair<int, double>, std::vector<std::string>> groups;
+    std::map<int, std::vector<std::string>> by_port;
+    for (const model::NicSpec& nic : p->nics) {
+      if (nic.kind == model::NetKind::kEthernet || nic.network.empty()) continue;
+      std::string dev = RegexLiteral(nic.name);
+      by_port[nic.port].push_back(dev);
+      if (nic.rate_bytes_per_s > 0) groups[{nic.port, nic.rate_bytes_per_s}].push_back(dev);
+    }
+    auto selector = [&](int port, const std::vector<std::string>& devs) {
+      std::string alt;
+      for (const std::string& d : devs) alt += (alt.empty() ? "" : "|") + d;
+      return fmt::format("{{profile=\"{}\", device=~\"{}\", port=\"{}\"}}", PromString(name), PromString(alt), port);
+    };
+    std::vector<std::string> state, rate;
+    for (const auto& [port, devs] : by_port) {
+      state.push_back(fmt::format("node_infiniband_state_id{} != {}", selector(port, devs), kIbStateActive));
+    }
+    for (const auto& [key, devs] : groups) {
+      rate.push_back(fmt::format("node_infiniband_rate_bytes_per_second{} < {:.0f}", selector(key.first, devs), key.second));
+    }
+    if (state.empty()) continue;
+    out.push_back({"rdma_port_down", "RdmaPortNotActive", fmt::format("{}", fmt::join(state, " or ")), "2m", "critical",
+                   "RDMA port {{ $labels.device }}:{{ $labels.port }} on {{ $labels.node }} is not ACTIVE",
+                   "The port's state is {{ $value }} (1 down, 2 init, 3 armed; 4 is active): NCCL loses this rail, "
+                   "and a job that binds it fails or falls back to the slower path.",
+                   source});
+    if (!rate.empty()) {
+      out.push_back({"rdma_port_rate_low", "RdmaPortRateLow", fmt::format("{}", fmt::join(rate, " or ")), "2m",
+                     "warning",
+                     "RDMA port {{ $labels.device }}:{{ $labels.port }} on {{ $labels.node }} below the inventory's rate",
+                     "The port negotiated {{ $value }} bytes/s, less than the rate the inventory gives it: a cable, "
+                     "transceiver or switch port trained at fewer lanes or a lower speed.",
+                     source});
+    }
   }
   return out;
 }
@@ -253,16 +409,27 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   std::vector<const model::Node*> dcgm_nodes;
   nlohmann::json dcgm_targets = nlohmann::json::array();
   nlohmann::json node_targets = nlohmann::json::array();
-  bool nvlink = false, rdma = false;
+  std::map<int, std::vector<std::string>> by_count;  // GPU count -> profiles
+  std::map<std::string, const model::Profile*> rdma_profiles;
+  bool nvlink = false;
   for (const model::Node& n : c.nodes) {
     const model::Profile& p = c.ProfileOf(n);
-    node_targets.push_back({{"target", YamlQuote(HostPort(AddressOf(n), kNodeExporterPort))}, {"node", YamlQuote(n.name)}});
-    rdma = rdma || std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
+    node_targets.push_back({{"target", YamlQuote(HostPort(AddressOf(n), kNodeExporterPort))},
+                            {"node", YamlQuote(n.name)},
+                            {"profile", YamlQuote(p.name)}});
+    if (std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; })) {
+      rdma_profiles.emplace(p.name, &p);
+    }
     if (const model::GpuSpec* g = DcgmGpu(p)) {
       dcgm_nodes.push_back(&n);
       nvlink = nvlink || g->nvlink_bytes_per_s > 0;
-      dcgm_targets.push_back(
-          {{"target", YamlQuote(HostPort(AddressOf(n), kDcgmExporterPort))}, {"node", YamlQuote(n.name)}, {"gpu_model", YamlQuote(g->model)}});
+      const int count = DcgmGpuCount(p);
+      std::vector<std::string>& names = by_count[count];
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+      dcgm_targets.push_back({{"target", YamlQuote(HostPort(AddressOf(n), kDcgmExporterPort))},
+                              {"node", YamlQuote(n.name)},
+                              {"gpu_model", YamlQuote(g->model)},
+                              {"gpu_count", YamlQuote(std::to_string(count))}});
     }
   }
   plan->jobs.push_back({"", "/etc/prometheus/gpuforge-scrape.yml", "prometheus-scrape.yml.mustache",
@@ -277,22 +444,38 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     for (const Alert& a : alerts) rules.push_back(ToJson(a));
     groups.push_back({{"name", YamlQuote(name)}, {"rules", rules}});
   };
-  if (!dcgm_nodes.empty()) group("gpuforge-gpu", GpuAlerts(c, dcgm_nodes, &notes));
-  group("gpuforge-interconnect", InterconnectAlerts(!dcgm_nodes.empty(), nvlink, rdma));
+  if (!dcgm_nodes.empty()) group("gpuforge-gpu", GpuAlerts(c, by_count, &notes));
+  std::vector<Alert> interconnect = InterconnectAlerts(!dcgm_nodes.empty(), nvlink, !rdma_profiles.empty());
+  for (Alert& a : RdmaPortAlerts(rdma_profiles)) interconnect.push_back(std::move(a));
+  group("gpuforge-interconnect", interconnect);
   group("gpuforge-storage", StorageAlerts(c));
   nlohmann::json note_lines = nlohmann::json::array();
   for (const std::string& n : notes) note_lines.push_back({{"text", n}});
+  const bool slurm = c.software.scheduler.kind == model::SchedulerKind::kSlurm;
   plan->jobs.push_back({"", "/etc/prometheus/gpuforge-alerts.yml", "prometheus-alerts.yml.mustache",
-                        {{"groups", groups}, {"notes", note_lines}}, CommentStyle::kHash, "0644"});
+                        {{"groups", groups}, {"notes", note_lines}, {"version", std::string(kDcgmExporterVersion)}},
+                        CommentStyle::kHash, "0644"});
 
   nlohmann::json fields = nlohmann::json::array();
   for (const DcgmField& f : kDcgmFields) {
     fields.push_back({{"name", std::string(f.name)}, {"type", std::string(f.type)}, {"help", std::string(f.help)}});
   }
+  const nlohmann::json exporter = {{"version", std::string(kDcgmExporterVersion)},
+                                   {"image", std::string(kDcgmExporterImage)},
+                                   {"counters", std::string(kDcgmCountersPath)},
+                                   {"job_map_dir", std::string(kDcgmJobMapDir)},
+                                   {"slurm", slurm}};
   for (const model::Node* n : SelectedNodes(c, o)) {
     if (DcgmGpu(c.ProfileOf(*n)) == nullptr) continue;
-    plan->jobs.push_back({n->name, std::string(kCountersPath), "prometheus-dcgm-counters.csv.mustache", {{"fields", fields}},
+    nlohmann::json ctx = exporter;
+    ctx["fields"] = fields;
+    plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache", ctx,
                           CommentStyle::kHash, "0644"});
+    if (!slurm) continue;
+    plan->jobs.push_back({n->name, std::string(kDcgmJobMapProlog), "dcgm-job-map-prolog.sh.mustache", exporter,
+                          CommentStyle::kHash, "0755"});
+    plan->jobs.push_back({n->name, std::string(kDcgmJobMapEpilog), "dcgm-job-map-epilog.sh.mustache", exporter,
+                          CommentStyle::kHash, "0755"});
   }
 }
 

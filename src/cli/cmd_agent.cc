@@ -136,7 +136,7 @@ Command AgentCommand() {
                 for (const std::unique_ptr<probe::Probe>& p : probe::AllProbes()) {
                   ctx.Out(fmt::format("{:<20} {}\n", p->key(), p->description()));
                   for (const probe::Param& param : p->params()) {
-                    ctx.Out(fmt::format("    {:<24} {}\n", param.name + "=" + param.default_value, param.help));
+                    ctx.Out(fmt::format("    {:<24} {}\n", param.name + "=" + param.default_value, param.doc));
                   }
                 }
                 return static_cast<int>(kExitOk);

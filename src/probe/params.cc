@@ -29,9 +29,9 @@ ParamSpec ParamSpec::Within(std::int64_t lo, std::int64_t hi) const {
   return s;
 }
 
-ParamSpec ParamSpec::Helped(std::string text) const {
+ParamSpec ParamSpec::Documented(std::string text) const {
   ParamSpec s = *this;
-  s.help = std::move(text);
+  s.doc = std::move(text);
   return s;
 }
 

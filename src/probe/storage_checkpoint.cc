@@ -39,9 +39,9 @@ class StorageCheckpointProbe : public Probe {
     return {
         {"path", ParamKind::kText, "", 0, 0, "directory checkpoints are written to; without it the probe is skipped"},
         kSize,
-        kThreadsParam.Helped("threads writing disjoint ranges of the file at once"),
-        kBlockParam.Helped("bytes per write call, a multiple of 4KiB"),
-        kRepeatsParam.Helped("checkpoints written; the values are their medians"),
+        kThreadsParam.Documented("threads writing disjoint ranges of the file at once"),
+        kBlockParam.Documented("bytes per write call, a multiple of 4KiB"),
+        kRepeatsParam.Documented("checkpoints written; the values are their medians"),
     };
   }
 

@@ -116,10 +116,10 @@ class StorageReadProbe : public Probe {
         {"path", ParamKind::kText, "", 0, 0, "directory on the storage to measure; without it the probe is skipped"},
         kSize,
         kMinSize,
-        kThreadsParam.Helped("threads reading disjoint ranges of the file at once"),
-        kBlockParam.Helped("bytes per read call, a multiple of 4KiB"),
+        kThreadsParam.Documented("threads reading disjoint ranges of the file at once"),
+        kBlockParam.Documented("bytes per read call, a multiple of 4KiB"),
         kDirect,
-        kRepeatsParam.Helped("timed passes over the file; the value is their median"),
+        kRepeatsParam.Documented("timed passes over the file; the value is their median"),
     };
   }
 

@@ -35,9 +35,9 @@ TEST(ProbeParams, WholeNamesTheRangeAndTheValueItRefuses) {
 
 TEST(ProbeParams, WithinNarrowsTheRangeOfOneRead) {
   EXPECT_EQ(ErrorOf(Whole(With("iters", "3"), kIters.Within(0, 2))), "parameter iters must be a whole number from 0 to 2, not '3'");
-  EXPECT_EQ(kIters.Within(0, 2).help, "operations");
-  EXPECT_EQ(kIters.Helped("rounds").help, "rounds");
-  EXPECT_EQ(kIters.Helped("rounds").max, 10000);
+  EXPECT_EQ(kIters.Within(0, 2).doc, "operations");
+  EXPECT_EQ(kIters.Documented("rounds").doc, "rounds");
+  EXPECT_EQ(kIters.Documented("rounds").max, 10000);
 }
 
 TEST(ProbeParams, BytesWantAUnitAndAWholeCount) {

@@ -86,7 +86,7 @@ TEST(StorageProbes, KeysDescriptionsAndParams) {
     std::set<std::string> names;
     for (const Param& p : probes[i]->params()) {
       EXPECT_TRUE(names.insert(p.name).second) << "duplicate " << p.name;
-      EXPECT_FALSE(p.help.empty()) << p.name;
+      EXPECT_FALSE(p.doc.empty()) << p.name;
     }
     EXPECT_TRUE(names.count("path")) << keys[i];
     // Without a path there is nothing to measure: SKIP with the reason code, no fake figure.

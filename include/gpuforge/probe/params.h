@@ -1,6 +1,6 @@
 #pragma once
 
-// A probe's parameters: one row each, what `gpuforge agent list` shows (name, default, help)
+// A probe's parameters: one row each, what `gpuforge agent list` shows (name, default, doc)
 // and what a read checks (kind, range). Every probe reads its parameters through the readers
 // below, so a bad value is refused the same way, in the same words, whichever probe it is.
 
@@ -28,12 +28,12 @@ struct ParamSpec {
   std::string default_value;
   std::int64_t min = 0;
   std::int64_t max = 0;
-  std::string help;  // one line for `agent list`
+  std::string doc;  // one line for `agent list`
 
   // The same parameter with a range that depends on another one (a size of at least `block`).
   ParamSpec Within(std::int64_t lo, std::int64_t hi) const;
-  // A row several probes share, with the help one of them gives it.
-  ParamSpec Helped(std::string text) const;
+  // A row several probes share, with the doc one of them gives it.
+  ParamSpec Documented(std::string text) const;
 };
 
 // The readers. Each takes the value from ctx.params, checks it against the row and names the

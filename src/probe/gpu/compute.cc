@@ -51,9 +51,9 @@ class ComputeProbe : public Probe {
   std::vector<Param> params() const override {
     return {
         kLoops,
-        kWarmupParam.Helped("untimed launches before timing"),
-        kItersParam.Helped("launches per timed round"),
-        kRepeatsParam.Helped("timed rounds; the result is their median"),
+        kWarmupParam.Documented("untimed launches before timing"),
+        kItersParam.Documented("launches per timed round"),
+        kRepeatsParam.Documented("timed rounds; the result is their median"),
     };
   }
 

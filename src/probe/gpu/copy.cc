@@ -51,9 +51,9 @@ class CopyProbe : public Probe {
   std::vector<Param> params() const override {
     return {
         SizeRow(),
-        kWarmupParam.Helped("untimed copies before timing"),
-        kItersParam.Helped("copies per timed round"),
-        kRepeatsParam.Helped("timed rounds; the result is their median"),
+        kWarmupParam.Documented("untimed copies before timing"),
+        kItersParam.Documented("copies per timed round"),
+        kRepeatsParam.Documented("timed rounds; the result is their median"),
     };
   }
 

@@ -62,9 +62,9 @@ class GemmProbe : public Probe {
   std::vector<Param> params() const override {
     return {
         kDim,
-        kWarmupParam.Helped("untimed multiplies before timing"),
-        kItersParam.Helped("multiplies per timed round"),
-        kRepeatsParam.Helped("timed rounds; the result is their median"),
+        kWarmupParam.Documented("untimed multiplies before timing"),
+        kItersParam.Documented("multiplies per timed round"),
+        kRepeatsParam.Documented("timed rounds; the result is their median"),
     };
   }
 

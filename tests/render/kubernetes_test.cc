@@ -354,6 +354,39 @@ TEST_F(RenderK8sExample, KubeletUnitDropInAddsConfigDir) {
   EXPECT_EQ(Find(out(), "k8s-cp01", kKubeletUnit), nullptr) << "no GPUs";
 }
 
+// systemd itself reads the unit drop-in over a kubeadm-shaped kubelet.service (the kubelet
+// path swapped for /bin/true, which exists here): `systemd-analyze verify` accepts it, and
+// refuses it without the ExecStart= reset, which would leave two commands.
+TEST_F(RenderK8sExample, SystemdAcceptsTheKubeletUnitDropIn) {
+  if (!fs::exists("/usr/bin/systemd-analyze")) GTEST_SKIP() << "no systemd-analyze";
+  const render::RenderedFile* f = Find(out(), "gpu01", kKubeletUnit);
+  ASSERT_NE(f, nullptr);
+  std::string dropin = f->content;
+  for (std::size_t at; (at = dropin.find("/usr/bin/kubelet")) != std::string::npos;) dropin.replace(at, 16, "/bin/true");
+  auto verify = [&](const std::string& text, const std::string& name) {
+    fs::path dir = ScratchDir(name);
+    WriteFile(dir / "kubelet.service", "[Unit]\nDescription=kubelet\n[Service]\nExecStart=/bin/true\nRestart=always\n");
+    // The shape of kubeadm's 10-kubeadm.conf (kubernetes/release cmd/krel/templates/latest/kubeadm).
+    WriteFile(dir / "kubelet.service.d" / "10-kubeadm.conf",
+              "[Service]\nEnvironment=\"KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml\"\n"
+              "EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\nEnvironmentFile=-/etc/default/kubelet\nExecStart=\n"
+              "ExecStart=/bin/true $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS\n");
+    WriteFile(dir / "kubelet.service.d" / "20-gpuforge.conf", text);
+    auto result = RunShell(fmt::format("SYSTEMD_UNIT_PATH='{}': timeout 30 systemd-analyze verify '{}'", dir.string(),
+                                       (dir / "kubelet.service").string()),
+                           dir);
+    fs::remove_all(dir);
+    return result;
+  };
+  auto [rc, output] = verify(dropin, "unit-ok");
+  EXPECT_EQ(rc, 0) << output;
+  std::string no_reset = dropin;
+  no_reset.erase(no_reset.find("ExecStart=\n"), 11);
+  auto [bad_rc, bad_output] = verify(no_reset, "unit-bad");
+  EXPECT_NE(bad_rc, 0) << bad_output;
+  EXPECT_NE(bad_output.find("more than one ExecStart="), std::string::npos) << bad_output;
+}
+
 // Both kubelet files take one handler, once, that restarts the kubelet; it clears the CPU and
 // memory manager state files, which a kubelet refuses after a policy change.
 TEST(RenderK8s, KubeletFilesShareOneRestartHandler) {

@@ -31,6 +31,7 @@ const std::vector<Rule>& Registry() {
     AddSoftwareRules(r);
     AddNcclRules(r);
     AddRoceRules(r);
+    AddK8sRules(r);
     AddSchedulerRules(r);
     AddWorkloadRules(r);
     return r;

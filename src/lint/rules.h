@@ -24,6 +24,7 @@ void AddStorageRules(std::vector<Rule>& rules);    // storage.*
 void AddSoftwareRules(std::vector<Rule>& rules);   // software.*
 void AddNcclRules(std::vector<Rule>& rules);       // nccl.*
 void AddRoceRules(std::vector<Rule>& rules);       // roce.* (rules_roce.cc, #13)
+void AddK8sRules(std::vector<Rule>& rules);        // k8s.* of the kubelet and device plugins (rules_k8s.cc, #14)
 void AddSchedulerRules(std::vector<Rule>& rules);  // k8s.*, slurm.*
 void AddWorkloadRules(std::vector<Rule>& rules);   // workload.*
 

@@ -45,6 +45,14 @@ const char* ToString(Action a) {
   return "?";
 }
 
+// Kubernetes (render/kubernetes.cc, #14): the kubelet reads its unit and config drop-ins only
+// at start. A changed CPU or memory manager policy makes it refuse its old state files
+// ("configured policy ... differs from state checkpoint"), so they go while it is stopped;
+// on a drained node it writes them afresh.
+constexpr std::string_view kKubeletHandler =
+    "systemctl daemon-reload && systemctl stop kubelet && rm -f /var/lib/kubelet/cpu_manager_state "
+    "/var/lib/kubelet/memory_manager_state && systemctl start kubelet";
+
 constexpr std::string_view kRoceHandler =
     "systemctl daemon-reload && systemctl enable gpuforge-roce.service && systemctl restart gpuforge-roce.service";
 
@@ -64,6 +72,9 @@ std::span<const ImpactRule> ImpactTable() {
                  "drain first, restart slurmd"},
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
+      ImpactRule{"/etc/systemd/system/kubelet.service.d/", Impact::kRestart, kKubeletHandler,
+                 "drain first, restart kubelet"},
+      ImpactRule{"/etc/kubernetes/kubelet.conf.d/", Impact::kRestart, kKubeletHandler, "drain first, restart kubelet"},
       ImpactRule{"/usr/local/lib/gpuforge/", Impact::kLive, "", "validate runs it"},
       // RoCE ports (render/roce.cc): re-running the script changes MTU and addresses under jobs.
       ImpactRule{"/usr/local/sbin/gpuforge-roce-setup", Impact::kRestart, kRoceHandler,

@@ -22,9 +22,21 @@ namespace gpuforge::render {
 namespace {
 
 constexpr int kRendezvousPort = 29400;  // guide 004's MASTER_PORT
+// Whole-job restarts before Volcano gives the Job up (spec.maxRetry; the CRD's default is 3,
+// written out so the file says what happens).
+constexpr int kMaxRetry = 3;
 constexpr std::string_view kJobPath = "/etc/gpuforge/k8s/volcano-job.yaml";
 constexpr std::string_view kQueuePath = "/etc/gpuforge/k8s/volcano-queue.yaml";
 constexpr std::string_view kKubeletPath = "/etc/kubernetes/kubelet.conf.d/90-gpuforge.conf";
+// kubeadm's packages start the kubelet from /usr/lib/systemd/system/kubelet.service.d/
+// 10-kubeadm.conf (kubernetes/release cmd/krel/templates/latest/kubeadm/10-kubeadm.conf),
+// whose ExecStart has no --config-dir; systemd applies drop-ins in file-name order, so this
+// one's ExecStart replaces it.
+constexpr std::string_view kKubeletUnitPath = "/etc/systemd/system/kubelet.service.d/20-gpuforge.conf";
+constexpr std::string_view kKubeletDropinDir = "/etc/kubernetes/kubelet.conf.d";
+// The kubelet's default hard eviction threshold, memory.available<100Mi (pkg/kubelet/apis/
+// config/v1beta1/defaults.go DefaultEvictionHard); gpuforge does not change it.
+constexpr double kEvictionHardBytes = 100.0 * 1024 * 1024;
 constexpr std::string_view kLaunchPath = "/usr/local/bin/gpuforge-launch-fsdp.sh";
 // RFC 2606 reserves .invalid: the placeholder can never pull a real image by accident.
 constexpr std::string_view kPlaceholderImage = "registry.invalid/gpuforge/set-defaults-vars-train-image:unset";
@@ -171,7 +183,80 @@ bool RdmaCompute(const model::Cluster& c, const Training& t) {
   return std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& n) { return n.kind != model::NetKind::kEthernet; });
 }
 
-nlohmann::json JobContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const std::string& name) {
+// The device plugin's RDMA resource, defaults.vars.k8s_rdma_resource.
+std::string RdmaResource(const Training& t) { return Var(t, "k8s_rdma_resource"); }
+
+// Why `r` is not an extended resource name the API server accepts in a container's resources
+// (k8s.io/apimachinery validation IsQualifiedName; pkg/apis/core/v1/helper
+// IsExtendedResourceName: a domain prefix outside kubernetes.io), or "".
+std::string ExtendedResourceWhyNot(std::string_view r) {
+  std::size_t slash = r.find('/');
+  if (slash == std::string_view::npos) return "it needs a domain prefix, DOMAIN/NAME (rdma/ib, nvidia.com/hostdev)";
+  std::string_view domain = r.substr(0, slash);
+  std::string_view name = r.substr(slash + 1);
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  auto dns = [&](char c) { return (std::islower(static_cast<unsigned char>(c)) != 0) || std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.'; };
+  if (domain.empty() || domain.size() > 253 || !alnum(domain.front()) || !alnum(domain.back()) ||
+      !std::all_of(domain.begin(), domain.end(), dns)) {
+    return fmt::format("the prefix '{}' is not a lower-case DNS subdomain", domain);
+  }
+  if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) return "the kubernetes.io domain is reserved for native resources";
+  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back()) ||
+      !std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; })) {
+    return fmt::format("the name '{}' must be 1-63 characters of [A-Za-z0-9._-], alphanumeric at both ends", name);
+  }
+  return "";
+}
+
+// Headroom left on a node beside the training pod: DaemonSets the GPU and Network Operators,
+// the CNI and kube-proxy run on every node request CPU and memory of their own, and the
+// kubelet's memory capacity is MemTotal (installed memory less what firmware and the kernel
+// keep), with the default hard eviction threshold (memory.available<100Mi) taken off too. A
+// pod that asks for all of allocatable stays Pending forever.
+constexpr int kDaemonSetCpus = 2;
+constexpr double kMemoryHeadroom = 0.05;  // of installed memory
+constexpr double kGi = 1024.0 * 1024 * 1024;
+
+// What one training pod asks for and is limited to: equal requests and limits for every
+// resource of its one container give it the Guaranteed QoS class (Kubernetes
+// pkg/apis/core/v1/helper/qos/qos.go, GetPodQOS), so it is evicted and OOM-killed last, and with the
+// static CPU manager its CPUs are exclusive.
+struct PodSize {
+  int cpus = 0;
+  double memory_bytes = 0;  // whole Gi
+  double shm_bytes = 0;     // whole Gi
+  std::string why_not;
+};
+
+PodSize SizePod(const model::Cluster& c, const Training& t) {
+  const model::Profile& p = c.ProfileOf(*t.nodes.front());
+  const model::Scheduler& s = c.software.scheduler;
+  PodSize out;
+  int logical = p.cpu.sockets * p.cpu.cores_per_socket * std::max(1, p.cpu.threads_per_core);
+  if (logical == 0 || p.memory_bytes <= 0) {
+    out.why_not = fmt::format(
+        "profile '{}' of {} states no {}; the Job's Guaranteed CPU and memory requests are sized from the node (set "
+        "profiles.{}.cpu sockets and cores_per_socket, and profiles.{}.memory)",
+        p.name, t.nodes.front()->name, logical == 0 ? "CPU count" : "memory", p.name, p.name);
+    return out;
+  }
+  out.cpus = logical - s.reserved_cpus.value_or(0) - kDaemonSetCpus;
+  double memory = p.memory_bytes * (1 - kMemoryHeadroom) - s.reserved_memory_bytes.value_or(0);
+  out.memory_bytes = std::floor(memory / kGi) * kGi;
+  if (out.cpus < 1 || out.memory_bytes < kGi) {
+    out.why_not = fmt::format("profile '{}' leaves the training pod {} CPUs and {} GiB after software.scheduler.reserved and "
+                              "the DaemonSet headroom ({} CPUs, {}% of memory)",
+                              p.name, out.cpus, out.memory_bytes / kGi, kDaemonSetCpus, kMemoryHeadroom * 100);
+    return out;
+  }
+  // /dev/shm is a tmpfs whose pages count against the container's memory limit: a quarter
+  // of it for DataLoader workers' batches and NCCL's shared-memory segments.
+  out.shm_bytes = std::max(kGi, std::floor(out.memory_bytes / 4 / kGi) * kGi);
+  return out;
+}
+
+nlohmann::json JobContext(const model::Cluster& c, const Training& t, const HostNcclFiles& files, const PodSize& size,
+                          const std::string& name) {
   const model::Node& master = *t.nodes.front();
   std::vector<std::string> command = {"torchrun",
                                       fmt::format("--nnodes={}", t.nodes.size()),
@@ -182,12 +267,20 @@ nlohmann::json JobContext(const model::Cluster& c, const Training& t, const Host
   for (std::string& a : TrainCommand(c, t)) command.push_back(std::move(a));
   nlohmann::json cmd = nlohmann::json::array();
   for (const std::string& a : command) cmd.push_back({{"arg", YamlQuote(a)}});
+  bool rdma = RdmaCompute(c, t);
+  std::vector<std::pair<std::string, std::string>> env_vars = NcclEnv(c, files);
+  // NCCL_NET picks the transport by name and fails the communicator when that one cannot
+  // start, instead of falling back to sockets in silence (NCCL src/init.cc parseCommConfig
+  // reads NCCL_NET; src/net.cc ncclNetInit matches it against each transport's name, "IB" in
+  // src/transport/net_ib.cc). The inventory's own NCCL_NET stands.
+  bool has_net = std::any_of(env_vars.begin(), env_vars.end(), [](const auto& kv) { return kv.first == "NCCL_NET"; });
+  if (rdma && !has_net) env_vars.emplace_back("NCCL_NET", "IB");
   nlohmann::json env = nlohmann::json::array();
-  for (const auto& [k, v] : NcclEnv(c, files)) env.push_back({{"name", YamlQuote(k)}, {"value", YamlQuote(v)}});
+  for (const auto& [k, v] : env_vars) env.push_back({{"name", YamlQuote(k)}, {"value", YamlQuote(v)}});
   nlohmann::json nodes = nlohmann::json::array();
   for (const model::Node* n : t.nodes) nodes.push_back({{"name", YamlQuote(n->name)}});
   std::string image = Var(t, "train_image");
-  std::string rdma_resource = Var(t, "k8s_rdma_resource");
+  std::string rdma_resource = RdmaResource(t);
   return {{"name", YamlQuote(name)},
           {"queue", YamlQuote(K8sName(c.name))},
           {"replicas", t.nodes.size()},
@@ -200,7 +293,11 @@ nlohmann::json JobContext(const model::Cluster& c, const Training& t, const Host
           {"has_env", !env.empty()},
           {"image", YamlQuote(image.empty() ? std::string(kPlaceholderImage) : image)},
           {"placeholder_image", image.empty()},
-          {"rdma", RdmaCompute(c, t)},
+          {"rdma", rdma},
+          {"cpus", YamlQuote(std::to_string(size.cpus))},
+          {"memory", YamlQuote(K8sBytes(size.memory_bytes))},
+          {"shm", YamlQuote(K8sBytes(size.shm_bytes))},
+          {"max_retry", kMaxRetry},
           {"has_rdma_resource", !rdma_resource.empty()},
           {"rdma_resource", YamlQuote(rdma_resource)},
           {"nccl_conf", files.conf},
@@ -208,17 +305,70 @@ nlohmann::json JobContext(const model::Cluster& c, const Training& t, const Host
           {"topo_path", YamlQuote(files.topo_path)}};
 }
 
+// Topology alignment is asked for when the inventory pins CPUs (cpu_manager_policy: static) or
+// picks a topology manager policy that refuses unaligned pods (restricted, single-numa-node)
+// and leaves the CPU manager unset; an explicit cpu_manager_policy: none stands.
+bool AlignmentAsked(const model::Scheduler& s) {
+  if (s.cpu_manager_policy == "static") return true;
+  return s.cpu_manager_policy.empty() &&
+         (s.topology_manager_policy == "restricted" || s.topology_manager_policy == "single-numa-node");
+}
+
+// The reserved CPUs as a Linux CPU list: whole cores when the count fills them, with their SMT
+// siblings, which Linux on x86 numbers one core count apart (cpu0's sibling on a 192-core
+// node is cpu192); the first `count` logical CPUs otherwise.
+std::string ReservedCpuList(const model::Profile& p, int count) {
+  int cores = p.cpu.sockets * p.cpu.cores_per_socket;
+  int threads = std::max(1, p.cpu.threads_per_core);
+  auto range = [](int from, int n) { return n == 1 ? std::to_string(from) : fmt::format("{}-{}", from, from + n - 1); };
+  if (cores == 0 || threads == 1 || count % threads != 0 || count / threads > cores) return range(0, count);
+  std::string out;
+  for (int t = 0; t < threads; ++t) out += (out.empty() ? "" : ",") + range(t * cores, count / threads);
+  return out;
+}
+
+// Why the kubelet would refuse this node's settings, or "".
+std::string KubeletWhyNot(const model::Cluster& c, const model::Node& n) {
+  const model::Scheduler& s = c.software.scheduler;
+  if (!AlignmentAsked(s)) return "";
+  // The static CPU manager needs CPUs held back for the shared pool (pkg/kubelet/cm/cpumanager/
+  // cpu_manager.go NewManager: "the static policy requires systemreserved.cpu + kubereserved.cpu
+  // to be greater than zero").
+  if (s.reserved_cpus.value_or(0) == 0) {
+    return fmt::format("the static CPU manager (topology alignment for {}) needs CPUs reserved for the system, and "
+                       "software.scheduler.reserved.cpus is {}; the kubelet would not start",
+                       s.cpu_manager_policy == "static" ? "cpu_manager_policy: static"
+                                                        : "topology_manager_policy: " + s.topology_manager_policy,
+                       s.reserved_cpus ? "0" : "unset");
+  }
+  const model::Profile& p = c.ProfileOf(n);
+  int logical = p.cpu.sockets * p.cpu.cores_per_socket * std::max(1, p.cpu.threads_per_core);
+  if (logical > 0 && *s.reserved_cpus >= logical) {
+    return fmt::format("software.scheduler.reserved.cpus ({}) leaves none of {}'s {} CPUs to pods", *s.reserved_cpus, n.name,
+                       logical);
+  }
+  return "";
+}
+
 nlohmann::json KubeletContext(const model::Cluster& c, const model::Node& n) {
   const model::Scheduler& s = c.software.scheduler;
   bool from_inventory = !s.topology_manager_policy.empty();
+  bool align = AlignmentAsked(s);
+  std::string cpu_policy = align ? "static" : s.cpu_manager_policy;
+  double reserved_memory = s.reserved_memory_bytes.value_or(0) + kEvictionHardBytes;
   nlohmann::json ctx = {
       {"node", n.name},
+      {"dropin_dir", std::string(kKubeletDropinDir)},
       {"policy", YamlQuote(from_inventory ? s.topology_manager_policy : "best-effort")},
       {"policy_why", from_inventory ? "inventory software.scheduler.topology_manager_policy"
                                     : "guide 004's best-effort; the inventory sets no topology_manager_policy"},
-      {"has_cpu_manager", !s.cpu_manager_policy.empty()},
-      {"cpu_manager", YamlQuote(s.cpu_manager_policy)},
-      {"cpu_static", s.cpu_manager_policy == "static"},
+      {"has_cpu_manager", !cpu_policy.empty()},
+      {"cpu_manager", YamlQuote(cpu_policy)},
+      {"cpu_static", cpu_policy == "static"},
+      {"cpu_static_implied", align && s.cpu_manager_policy.empty()},
+      {"align", align},
+      {"reserved_cpu_list", YamlQuote(align ? ReservedCpuList(c.ProfileOf(n), s.reserved_cpus.value_or(0)) : "")},
+      {"reserved_memory_total", YamlQuote(K8sBytes(reserved_memory))},
       {"has_reserved_cpus", s.reserved_cpus.has_value()},
       {"reserved_cpus", YamlQuote(s.reserved_cpus ? std::to_string(*s.reserved_cpus) : "")},
       {"has_reserved_memory", s.reserved_memory_bytes.has_value()},
@@ -252,11 +402,20 @@ void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   const model::Scheduler& s = c.software.scheduler;
   if (s.kind != model::SchedulerKind::kKubernetes) return;
 
-  // Kubelet settings belong to every GPU node, whatever runs on it.
+  // Kubelet settings belong to every GPU node, whatever runs on it, with the unit drop-in
+  // that makes the kubelet read them: it merges --config-dir's *.conf files over its
+  // --config file only when the flag is given (cmd/kubelet/app/server.go, NewKubeletCommand:
+  // "Merge the kubelet configurations if --config-dir is set", mergeKubeletConfigurations).
   for (const model::Node* n : SelectedNodes(c, o)) {
     if (c.ProfileOf(*n).gpu_count() == 0) continue;
+    if (std::string why = KubeletWhyNot(c, *n); !why.empty()) {
+      for (std::string_view path : {kKubeletPath, kKubeletUnitPath}) plan->skipped.push_back({n->name, std::string(path), why});
+      continue;
+    }
     plan->jobs.push_back({n->name, std::string(kKubeletPath), "k8s-kubelet-config.yaml.mustache", KubeletContext(c, *n),
                           CommentStyle::kHash, "0644"});
+    plan->jobs.push_back({n->name, std::string(kKubeletUnitPath), "k8s-kubelet-service.conf.mustache",
+                          {{"dropin_dir", std::string(kKubeletDropinDir)}}, CommentStyle::kHash, "0644"});
   }
 
   // The rest is cluster-wide: the same whichever nodes were selected.
@@ -273,8 +432,27 @@ void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     plan->jobs.push_back({"", std::string(kQueuePath), "k8s-volcano-queue.yaml.mustache",
                           {{"name", YamlQuote(K8sName(c.name))}, {"gpu_resource", YamlQuote(GpuResource(c, t))}, {"gpus", c.TotalGpus()}},
                           CommentStyle::kHash, "0644"});
-    plan->jobs.push_back({"", std::string(kJobPath), "k8s-volcano-job.yaml.mustache", JobContext(c, t, files, name),
-                          CommentStyle::kHash, "0644"});
+    PodSize size = SizePod(c, t);
+    std::string rdma_resource = RdmaResource(t);
+    if (RdmaCompute(c, t) && rdma_resource.empty()) {
+      // Without the device plugin's resource the pod gets no /dev/infiniband and NCCL runs
+      // over TCP on whatever interface it finds: refused rather than written to run slow.
+      plan->skipped.push_back(
+          {"", std::string(kJobPath),
+           "the training nodes have InfiniBand/RoCE NICs but defaults.vars.k8s_rdma_resource is unset; name the "
+           "resource the RDMA device plugin registers (rdma/ib, rdma/rdma_shared_device_a, nvidia.com/hostdev), or the "
+           "pods get no RDMA device and NCCL falls back to TCP sockets"});
+    } else if (std::string why = rdma_resource.empty() ? "" : ExtendedResourceWhyNot(rdma_resource); !why.empty()) {
+      plan->skipped.push_back({"", std::string(kJobPath),
+                               fmt::format("defaults.vars.k8s_rdma_resource '{}' is not a Kubernetes extended resource "
+                                           "name: {}; the API server would refuse the Job",
+                                           rdma_resource, why)});
+    } else if (!size.why_not.empty()) {
+      plan->skipped.push_back({"", std::string(kJobPath), size.why_not});
+    } else {
+      plan->jobs.push_back({"", std::string(kJobPath), "k8s-volcano-job.yaml.mustache", JobContext(c, t, files, size, name),
+                            CommentStyle::kHash, "0644"});
+    }
   } else {
     for (std::string_view path : {kQueuePath, kJobPath}) {
       plan->skipped.push_back({"", std::string(path),

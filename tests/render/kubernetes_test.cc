@@ -21,6 +21,7 @@
 
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/plan/file_plan.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge {
@@ -31,6 +32,7 @@ namespace fs = std::filesystem;
 constexpr const char* kJob = "/etc/gpuforge/k8s/volcano-job.yaml";
 constexpr const char* kQueue = "/etc/gpuforge/k8s/volcano-queue.yaml";
 constexpr const char* kKubelet = "/etc/kubernetes/kubelet.conf.d/90-gpuforge.conf";
+constexpr const char* kKubeletUnit = "/etc/systemd/system/kubelet.service.d/20-gpuforge.conf";
 constexpr const char* kLaunch = "/usr/local/bin/gpuforge-launch-fsdp.sh";
 constexpr const char* kExample = "a100-roce-k8s";
 
@@ -186,7 +188,7 @@ TEST_F(RenderK8sExample, ExampleIsKubernetesWithVolcano) {
 
 TEST_F(RenderK8sExample, EveryYamlFileHoldsOnlyQuotedStrings) {
   for (const render::RenderedFile& f : out().files) {
-    if (!IsMine(f) || f.path == kLaunch) continue;
+    if (!IsMine(f) || f.path == kLaunch || f.path == kKubeletUnit) continue;
     ExpectOnlyQuotedStrings(Parse(out(), f.node, f.path), f.node + ":" + f.path);
   }
 }
@@ -210,8 +212,17 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   EXPECT_EQ(Str(task["name"]), "worker");
   EXPECT_EQ(Int(task["replicas"]), static_cast<int>(nodes.size()));
 
+  // One failed pod leaves its peers hung in a collective: any pod or task failure restarts
+  // the whole Job, and the kubelet restarts nothing by itself (#14). Event and action names
+  // are Volcano's (pkg/apis/bus/v1alpha1 events.go, actions.go; the CRD's event enum).
+  EXPECT_EQ(Int(job["spec"]["maxRetry"]), 3);
+  std::vector<std::pair<std::string, std::string>> policies;
+  for (const YAML::Node& p : job["spec"]["policies"]) policies.emplace_back(Str(p["event"]), Str(p["action"]));
+  EXPECT_EQ(policies, (std::vector<std::pair<std::string, std::string>>{
+                          {"PodEvicted", "RestartJob"}, {"PodFailed", "RestartJob"}, {"TaskFailed", "RestartJob"}}));
+
   YAML::Node pod = task["template"]["spec"];
-  EXPECT_EQ(Str(pod["restartPolicy"]), "OnFailure");
+  EXPECT_EQ(Str(pod["restartPolicy"]), "Never");
   EXPECT_TRUE(pod["hostNetwork"].as<bool>());
   YAML::Node hosts = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
                         ["matchExpressions"][0];
@@ -240,8 +251,19 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   EXPECT_EQ(arg_after("--mixed_precision"), c().workload.precision);
   EXPECT_EQ(arg_after("--sharding_strategy"), "FULL_SHARD");
 
-  EXPECT_EQ(Int(ctr["resources"]["limits"]["nvidia.com/gpu"]), gpus);
-  EXPECT_EQ(ctr["resources"]["limits"].size(), 1u) << "no RDMA resource unless the inventory names one";
+  // Guaranteed QoS: requests == limits for every resource. 2 x 96 cores x 2 threads less 4
+  // reserved and 2 for DaemonSets; 1 TB less 5% headroom less 16Gi reserved, in whole Gi.
+  YAML::Node limits = ctr["resources"]["limits"];
+  YAML::Node requests = ctr["resources"]["requests"];
+  EXPECT_EQ(Int(limits["nvidia.com/gpu"]), gpus);
+  EXPECT_EQ(Int(limits["rdma/rdma_shared_device_a"]), 1) << "defaults.vars.k8s_rdma_resource";
+  EXPECT_EQ(Str(limits["cpu"]), "378");
+  EXPECT_EQ(Str(limits["memory"]), "868Gi");
+  EXPECT_EQ(limits.size(), 4u);
+  ASSERT_EQ(requests.size(), limits.size());
+  for (auto it = limits.begin(); it != limits.end(); ++it) {
+    EXPECT_EQ(requests[it->first.Scalar()].Scalar(), it->second.Scalar()) << it->first.Scalar();
+  }
   EXPECT_EQ(Str(ctr["securityContext"]["capabilities"]["add"][0]), "IPC_LOCK");
 
   // The inventory's NCCL environment in written order; no topology file, which the NCCL family
@@ -249,6 +271,7 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   // NCCL_IB_HCA as an exact match: the job's environment wins over nccl.conf (#13 part 4).
   std::vector<std::pair<std::string, std::string>> want;
   for (const auto& [k, v] : c().software.nccl_env) want.emplace_back(k, k == "NCCL_IB_HCA" ? "=" + v : v);
+  want.emplace_back("NCCL_NET", "IB");  // RoCE: IB verbs or fail, never a silent fall back to sockets
   std::vector<std::pair<std::string, std::string>> got;
   for (const YAML::Node& e : ctr["env"]) got.emplace_back(Str(e["name"]), Str(e["value"]));
   EXPECT_EQ(got, want);
@@ -261,6 +284,15 @@ TEST_F(RenderK8sExample, VolcanoJobMatchesInventory) {
   std::set<std::string> mounts;
   for (const YAML::Node& m : ctr["volumeMounts"]) mounts.insert(Str(m["mountPath"]));
   EXPECT_EQ(mounts, (std::set<std::string>{"/dev/shm", "/etc/nccl.conf"}));
+  // /dev/shm is a memory-backed emptyDir of a quarter of the pod's memory.
+  bool shm = false;
+  for (const YAML::Node& v : pod["volumes"]) {
+    if (Str(v["name"]) != "dshm") continue;
+    shm = true;
+    EXPECT_EQ(Str(v["emptyDir"]["medium"]), "Memory");
+    EXPECT_EQ(Str(v["emptyDir"]["sizeLimit"]), "217Gi");
+  }
+  EXPECT_TRUE(shm);
 }
 
 TEST_F(RenderK8sExample, VolcanoQueueCapsTheClustersGpus) {
@@ -290,8 +322,89 @@ TEST_F(RenderK8sExample, KubeletConfigOnEveryGpuNodeOnly) {
     EXPECT_EQ(Str(k["systemReserved"]["cpu"]), std::to_string(*c().software.scheduler.reserved_cpus));
     EXPECT_EQ(Str(k["systemReserved"]["memory"]), "16Gi");
     EXPECT_EQ(*c().software.scheduler.reserved_memory_bytes, 16.0 * 1024 * 1024 * 1024);
+    EXPECT_FALSE(k["memoryManagerPolicy"]) << "best-effort without static CPUs asks for no alignment";
+    EXPECT_FALSE(k["reservedSystemCPUs"]);
   }
   EXPECT_EQ(c().software.scheduler.topology_manager_policy, "best-effort");
+}
+
+// The kubelet reads the drop-in only with --config-dir naming its directory, and only files
+// ending in .conf there (cmd/kubelet/app/server.go mergeKubeletConfigurations); kubeadm's
+// unit does not pass the flag, so the systemd drop-in restates its ExecStart with it.
+TEST_F(RenderK8sExample, KubeletUnitDropInAddsConfigDir) {
+  for (const model::Node* n : GpuComputeNodes(c())) {
+    const render::RenderedFile* f = Find(out(), n->name, kKubeletUnit);
+    ASSERT_NE(f, nullptr) << n->name;
+    EXPECT_EQ(f->mode, "0644");
+    std::vector<std::string> exec;
+    std::istringstream lines(f->content);
+    bool service = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "[Service]") service = true;
+      if (line.starts_with("ExecStart=")) exec.push_back(line);
+    }
+    EXPECT_TRUE(service);
+    ASSERT_EQ(exec.size(), 2u) << f->content;
+    EXPECT_EQ(exec[0], "ExecStart=") << "an empty ExecStart= first, or systemd refuses a second command";
+    EXPECT_EQ(exec[1],
+              "ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS "
+              "$KUBELET_EXTRA_ARGS --config-dir=" + fs::path(kKubelet).parent_path().string());
+    EXPECT_EQ(fs::path(kKubelet).extension(), ".conf");
+  }
+  EXPECT_EQ(Find(out(), "k8s-cp01", kKubeletUnit), nullptr) << "no GPUs";
+}
+
+// systemd itself reads the unit drop-in over a kubeadm-shaped kubelet.service (the kubelet
+// path swapped for /bin/true, which exists here): `systemd-analyze verify` accepts it, and
+// refuses it without the ExecStart= reset, which would leave two commands.
+TEST_F(RenderK8sExample, SystemdAcceptsTheKubeletUnitDropIn) {
+  if (!fs::exists("/usr/bin/systemd-analyze")) GTEST_SKIP() << "no systemd-analyze";
+  const render::RenderedFile* f = Find(out(), "gpu01", kKubeletUnit);
+  ASSERT_NE(f, nullptr);
+  std::string dropin = f->content;
+  for (std::size_t at; (at = dropin.find("/usr/bin/kubelet")) != std::string::npos;) dropin.replace(at, 16, "/bin/true");
+  auto verify = [&](const std::string& text, const std::string& name) {
+    fs::path dir = ScratchDir(name);
+    WriteFile(dir / "kubelet.service", "[Unit]\nDescription=kubelet\n[Service]\nExecStart=/bin/true\nRestart=always\n");
+    // The shape of kubeadm's 10-kubeadm.conf (kubernetes/release cmd/krel/templates/latest/kubeadm).
+    WriteFile(dir / "kubelet.service.d" / "10-kubeadm.conf",
+              "[Service]\nEnvironment=\"KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml\"\n"
+              "EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\nEnvironmentFile=-/etc/default/kubelet\nExecStart=\n"
+              "ExecStart=/bin/true $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS\n");
+    WriteFile(dir / "kubelet.service.d" / "20-gpuforge.conf", text);
+    auto result = RunShell(fmt::format("SYSTEMD_UNIT_PATH='{}': timeout 30 systemd-analyze verify '{}'", dir.string(),
+                                       (dir / "kubelet.service").string()),
+                           dir);
+    fs::remove_all(dir);
+    return result;
+  };
+  auto [rc, output] = verify(dropin, "unit-ok");
+  EXPECT_EQ(rc, 0) << output;
+  std::string no_reset = dropin;
+  no_reset.erase(no_reset.find("ExecStart=\n"), 11);
+  auto [bad_rc, bad_output] = verify(no_reset, "unit-bad");
+  EXPECT_NE(bad_rc, 0) << bad_output;
+  EXPECT_NE(bad_output.find("more than one ExecStart="), std::string::npos) << bad_output;
+}
+
+// Both kubelet files take one handler, once, that restarts the kubelet; it clears the CPU and
+// memory manager state files, which a kubelet refuses after a policy change.
+TEST(RenderK8s, KubeletFilesShareOneRestartHandler) {
+  const plan::ImpactRule& config = plan::ImpactFor(kKubelet);
+  const plan::ImpactRule& unit = plan::ImpactFor(kKubeletUnit);
+  EXPECT_EQ(config.impact, plan::Impact::kRestart);
+  EXPECT_EQ(unit.impact, plan::Impact::kRestart);
+  EXPECT_EQ(config.handler, unit.handler);
+  EXPECT_TRUE(plan::IsHandler(config.handler));
+  EXPECT_EQ(config.handler,
+            "systemctl daemon-reload && systemctl stop kubelet && rm -f /var/lib/kubelet/cpu_manager_state "
+            "/var/lib/kubelet/memory_manager_state && systemctl start kubelet");
+  plan::NodePlan p;
+  p.files.push_back({kKubelet, plan::Action::kChange, true, false, false, 0644, 0644, "", config.impact,
+                     std::string(config.handler), ""});
+  p.files.push_back({kKubeletUnit, plan::Action::kCreate, false, false, false, 0, 0644, "", unit.impact,
+                     std::string(unit.handler), ""});
+  EXPECT_EQ(p.Handlers(), std::vector<std::string>{std::string(config.handler)});
 }
 
 TEST_F(RenderK8sExample, LaunchScriptPassesBashSyntaxCheck) {
@@ -342,7 +455,7 @@ TEST_F(RenderK8sExample, MatchesGoldenFiles) {
     if (!e.is_regular_file()) continue;
     std::string rel = fs::relative(e.path(), golden).string();
     bool ours = false;
-    for (const char* p : {kJob, kQueue, kKubelet, kLaunch}) ours = ours || rel.ends_with(p);
+    for (const char* p : {kJob, kQueue, kKubelet, kKubeletUnit, kLaunch}) ours = ours || rel.ends_with(p);
     if (ours) {
       EXPECT_TRUE(produced.count(rel)) << rel << " is a stale golden copy";
     }
@@ -374,6 +487,8 @@ TEST_F(RenderK8sExample, NodeSelectionKeepsClusterFilesAndNarrowsNodeFiles) {
   }
   EXPECT_NE(Find(one, "gpu03", kKubelet), nullptr);
   EXPECT_EQ(Find(one, "gpu01", kKubelet), nullptr);
+  EXPECT_NE(Find(one, "gpu03", kKubeletUnit), nullptr);
+  EXPECT_EQ(Find(one, "gpu01", kKubeletUnit), nullptr);
 }
 
 TEST(RenderK8s, NoKubernetesFilesForASlurmCluster) {
@@ -382,7 +497,8 @@ TEST(RenderK8s, NoKubernetesFilesForASlurmCluster) {
   render::Output out = RenderCluster(c);
   for (const render::RenderedFile& f : out.files) EXPECT_FALSE(IsMine(f)) << f.node << ":" << f.path;
   for (const render::Skip& s : out.skipped) {
-    EXPECT_TRUE(s.path != kJob && s.path != kQueue && s.path != kLaunch && s.path != kKubelet) << s.path;
+    EXPECT_TRUE(s.path != kJob && s.path != kQueue && s.path != kLaunch && s.path != kKubelet && s.path != kKubeletUnit)
+        << s.path;
   }
 }
 
@@ -397,9 +513,13 @@ defaults:
 profiles:
   big:
     gpus: {{model: H100, count: 8}}
+    cpu: {{sockets: 2, cores_per_socket: 56, threads_per_core: 2}}
+    memory: 2TiB
     nics: [{{name: ib0, kind: infiniband, rate: 400Gb/s}}]
   other:
     gpus: {{model: H100, count: {}}}
+    cpu: {{sockets: 2, cores_per_socket: 56, threads_per_core: 2}}
+    memory: 2TiB
 nodes:
   - {{name: "n[1-2]", address: "10.0.0.[1-2]", profile: big}}
   - {{name: n3, address: 10.0.0.3, profile: other}}
@@ -412,15 +532,80 @@ software:
                      vars, gpus2, software_extra, scheduler_extra);
 }
 
-TEST(RenderK8s, KubeletDefaultsToTheGuidesPolicyAndWritesStaticCpuManager) {
-  render::Output out = RenderCluster(LoadYaml(SmallInventory("    cpu_manager_policy: static\n    reserved: {memory: 16GB}")));
+// Kubernetes quantity text ("16484Mi", "16G", "1Ki", "42") in bytes.
+double QuantityBytes(const std::string& q) {
+  static const std::map<std::string, double> kSuffix = {
+      {"", 1},       {"k", 1e3},          {"M", 1e6},          {"G", 1e9},           {"T", 1e12},
+      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  std::size_t digits = q.find_first_not_of("0123456789");
+  auto it = kSuffix.find(digits == std::string::npos ? "" : q.substr(digits));
+  EXPECT_NE(it, kSuffix.end()) << q;
+  return it == kSuffix.end() ? -1 : std::stod(q.substr(0, digits)) * it->second;
+}
+
+// Alignment asked for (static CPUs): the CPU manager gets an explicit CPU list and the memory
+// manager Static, whose reservedMemory must add up to systemReserved + kubeReserved + the hard
+// eviction threshold exactly (pkg/kubelet/cm/memorymanager/memory_manager.go
+// validateReservedMemory), or the kubelet does not start.
+TEST(RenderK8s, StaticCpuManagerGetsReservedCpusAndTheStaticMemoryManager) {
+  render::Output out =
+      RenderCluster(LoadYaml(SmallInventory("    cpu_manager_policy: static\n    reserved: {cpus: 4, memory: 16GB}")));
   YAML::Node k = Parse(out, "n1", kKubelet);
   ASSERT_TRUE(k.IsMap());
   EXPECT_EQ(Str(k["topologyManagerPolicy"]), "best-effort") << "guide 004's, when the inventory sets none";
   EXPECT_EQ(Str(k["cpuManagerPolicy"]), "static");
   EXPECT_EQ(Str(k["systemReserved"]["memory"]), "16G") << "16 GB is decimal";
-  EXPECT_FALSE(k["systemReserved"]["cpu"]);
+  EXPECT_EQ(Str(k["systemReserved"]["cpu"]), "4");
+  // Two whole cores and their hyperthread siblings, 112 apart on 2 x 56 cores.
+  EXPECT_EQ(Str(k["reservedSystemCPUs"]), "0-1,112-113");
+  EXPECT_EQ(Str(k["memoryManagerPolicy"]), "Static");
+  ASSERT_EQ(k["reservedMemory"].size(), 1u);
+  EXPECT_EQ(Int(k["reservedMemory"][0]["numaNode"]), 0);
+  double kube_reserved = k["kubeReserved"] ? QuantityBytes(Str(k["kubeReserved"]["memory"])) : 0;
+  EXPECT_EQ(QuantityBytes(Str(k["reservedMemory"][0]["limits"]["memory"])),
+            QuantityBytes(Str(k["systemReserved"]["memory"])) + kube_reserved + 100.0 * 1024 * 1024)
+      << "systemReserved + kubeReserved + evictionHard memory.available (100Mi, the kubelet's default)";
   EXPECT_NE(Find(out, "n1", kKubelet)->content.find("cpu_manager_state"), std::string::npos);
+  EXPECT_NE(Find(out, "n1", kKubeletUnit), nullptr);
+
+  // single-numa-node asks for alignment too; an odd count of reserved CPUs is a plain list.
+  render::Output snn = RenderCluster(
+      LoadYaml(SmallInventory("    topology_manager_policy: single-numa-node\n    reserved: {cpus: 3}")));
+  YAML::Node k3 = Parse(snn, "n2", kKubelet);
+  EXPECT_EQ(Str(k3["cpuManagerPolicy"]), "static");
+  EXPECT_EQ(Str(k3["reservedSystemCPUs"]), "0-2");
+  EXPECT_EQ(Str(k3["reservedMemory"][0]["limits"]["memory"]), "100Mi") << "the eviction threshold alone";
+
+  // An explicit cpu_manager_policy: none stands, with no memory manager.
+  render::Output none_cpu = RenderCluster(
+      LoadYaml(SmallInventory("    topology_manager_policy: restricted\n    cpu_manager_policy: none")));
+  YAML::Node k4 = Parse(none_cpu, "n1", kKubelet);
+  EXPECT_EQ(Str(k4["cpuManagerPolicy"]), "none");
+  EXPECT_FALSE(k4["memoryManagerPolicy"]);
+}
+
+// The static CPU manager refuses to start with no CPUs reserved ("the static policy requires
+// systemreserved.cpu + kubereserved.cpu to be greater than zero"): no kubelet files, and a
+// reason naming the key.
+TEST(RenderK8s, StaticCpuManagerWithoutReservedCpusIsNotWritten) {
+  render::Output out = RenderCluster(LoadYaml(SmallInventory("    cpu_manager_policy: static\n    reserved: {memory: 16GB}")));
+  EXPECT_EQ(Find(out, "n1", kKubelet), nullptr);
+  EXPECT_EQ(Find(out, "n1", kKubeletUnit), nullptr);
+  int skips = 0;
+  for (const render::Skip& s : out.skipped) {
+    if (s.node != "n1") continue;
+    ++skips;
+    EXPECT_NE(s.reason.find("software.scheduler.reserved.cpus is unset"), std::string::npos) << s.reason;
+  }
+  EXPECT_EQ(skips, 2);
+}
+
+TEST(RenderK8s, KubeletPolicyDefaultsToTheGuidesAndAnExplicitOneStands) {
+  render::Output plain = RenderCluster(LoadYaml(SmallInventory("")));
+  YAML::Node k = Parse(plain, "n1", kKubelet);
+  EXPECT_EQ(Str(k["topologyManagerPolicy"]), "best-effort") << "guide 004's, when the inventory sets none";
+  EXPECT_FALSE(k["cpuManagerPolicy"]);
+  EXPECT_FALSE(k["memoryManagerPolicy"]);
 
   render::Output none = RenderCluster(LoadYaml(SmallInventory("    topology_manager_policy: none")));
   YAML::Node k2 = Parse(none, "n2", kKubelet);
@@ -437,13 +622,83 @@ TEST(RenderK8s, ImageAndRdmaResourceComeFromVars) {
   EXPECT_EQ(Int(ctr["resources"]["limits"]["rdma/rdma_shared_device_a"]), 1);
   EXPECT_EQ(Int(ctr["resources"]["limits"]["nvidia.com/gpu"]), 8);
   EXPECT_EQ(Str(job["metadata"]["name"]), "small-lab-2-fsdp") << "a DNS-1123 label made of the cluster name";
-  EXPECT_FALSE(ctr["env"]) << "no NCCL environment in the inventory";
+  ASSERT_EQ(ctr["env"].size(), 1u) << "no NCCL environment in the inventory but NCCL_NET on InfiniBand";
+  EXPECT_EQ(Str(ctr["env"][0]["name"]), "NCCL_NET");
+  EXPECT_EQ(Str(ctr["env"][0]["value"]), "IB");
   // No topology file in the inventory: nccl.conf is mounted, nothing else.
   std::vector<std::string> paths;
   for (const YAML::Node& v : job["spec"]["tasks"][0]["template"]["spec"]["volumes"]) {
     if (v["hostPath"]) paths.push_back(Str(v["hostPath"]["path"]));
   }
   EXPECT_EQ(paths, std::vector<std::string>{"/etc/nccl.conf"});
+}
+
+TEST(RenderK8s, AnInventoryNcclNetStands) {
+  render::Output out = RenderCluster(LoadYaml(
+      SmallInventory("", ", k8s_rdma_resource: nvidia.com/hostdev", 8, "  nccl: {env: {NCCL_NET: Socket}}\n")));
+  YAML::Node ctr = Parse(out, "", kJob)["spec"]["tasks"][0]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(Int(ctr["resources"]["requests"]["nvidia.com/hostdev"]), 1);
+  ASSERT_EQ(ctr["env"].size(), 1u);
+  EXPECT_EQ(Str(ctr["env"][0]["value"]), "Socket") << "the inventory's NCCL_NET is not overridden";
+}
+
+// On InfiniBand/RoCE a Job without the RDMA device plugin's resource would run NCCL over TCP:
+// it is not written, and the reason names the inventory key.
+TEST(RenderK8s, RdmaFabricWithoutRdmaResourceRefusesTheJob) {
+  render::Output out = RenderCluster(LoadYaml(SmallInventory("", "", 8)));
+  EXPECT_EQ(Find(out, "", kJob), nullptr);
+  EXPECT_NE(Find(out, "", kQueue), nullptr);
+  std::vector<std::string> reasons;
+  for (const render::Skip& s : out.skipped) {
+    if (s.path == kJob) reasons.push_back(s.reason);
+  }
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_EQ(reasons[0],
+            "the training nodes have InfiniBand/RoCE NICs but defaults.vars.k8s_rdma_resource is unset; name the "
+            "resource the RDMA device plugin registers (rdma/ib, rdma/rdma_shared_device_a, nvidia.com/hostdev), or the "
+            "pods get no RDMA device and NCCL falls back to TCP sockets");
+}
+
+// Guaranteed requests are sized from the node: a profile with no CPU or memory figures gets no Job.
+TEST(RenderK8s, ProfileWithoutCpuOrMemoryRefusesTheJob) {
+  render::Output out = RenderCluster(LoadYaml(R"(version: 1
+cluster: {name: bare}
+profiles:
+  p: {gpus: {model: H100, count: 8}, memory: 1TB}
+nodes:
+  - {name: "b[1-2]", address: "10.0.0.[1-2]", profile: p}
+software:
+  scheduler: {kind: kubernetes, volcano: true}
+)"));
+  EXPECT_EQ(Find(out, "", kJob), nullptr);
+  bool said = false;
+  for (const render::Skip& s : out.skipped) {
+    if (s.path != kJob) continue;
+    said = true;
+    EXPECT_NE(s.reason.find("profile 'p' of b1 states no CPU count"), std::string::npos) << s.reason;
+  }
+  EXPECT_TRUE(said);
+}
+
+// A resource name the API server would refuse is not written either; the reason says why.
+TEST(RenderK8s, BadRdmaResourceRefusesTheJob) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ib", "it needs a domain prefix, DOMAIN/NAME (rdma/ib, nvidia.com/hostdev)"},
+      {"RDMA/ib", "the prefix 'RDMA' is not a lower-case DNS subdomain"},
+      {"kubernetes.io/rdma", "the kubernetes.io domain is reserved for native resources"},
+      {"rdma/-ib", "the name '-ib' must be 1-63 characters of [A-Za-z0-9._-], alphanumeric at both ends"},
+  };
+  for (const auto& [value, why] : cases) {
+    render::Output out = RenderCluster(LoadYaml(SmallInventory("", ", k8s_rdma_resource: \"" + value + "\"")));
+    EXPECT_EQ(Find(out, "", kJob), nullptr) << value;
+    std::vector<std::string> reasons;
+    for (const render::Skip& s : out.skipped) {
+      if (s.path == kJob) reasons.push_back(s.reason);
+    }
+    EXPECT_EQ(reasons, std::vector<std::string>{fmt::format("defaults.vars.k8s_rdma_resource '{}' is not a Kubernetes "
+                                                            "extended resource name: {}; the API server would refuse the Job",
+                                                            value, why)});
+  }
 }
 
 TEST(RenderK8s, MixedGpuCountsSkipTheJobWithAReason) {
@@ -483,7 +738,7 @@ TEST(RenderK8s, AmdGpusAreRequestedByTheirDevicePluginsName) {
   render::Output out = RenderCluster(LoadYaml(R"(version: 1
 cluster: {name: amd}
 profiles:
-  mi: {gpus: {model: MI300X, count: 8}}
+  mi: {gpus: {model: MI300X, count: 8}, cpu: {sockets: 2, cores_per_socket: 64}, memory: 2TB}
 nodes:
   - {name: "m[1-2]", address: "10.0.0.[1-2]", profile: mi}
 software:
@@ -504,10 +759,12 @@ defaults:
   vars:
     train_image: "~"
     train_script: "-@%:=^/+~.,_x"
-    k8s_rdma_resource: "yes"
+    k8s_rdma_resource: "0.x-y/True"
 profiles:
   p:
     gpus: {model: "True", count: 2, memory: 1GB, tdp: 300W, pci: ["0000:02:00.0", "0000:03:00.0"], numa: [0, 0]}
+    cpu: {sockets: 1, cores_per_socket: 8}
+    memory: 64Gi
     nics: [{name: "null", kind: roce, rate: 100Gb/s, pci: "0000:01:00.0", numa: 0}]
 nodes:
   - {name: "null", address: "fe80::1", profile: p}
@@ -531,7 +788,7 @@ software:
     volcano: true
     topology_manager_policy: single-numa-node
     cpu_manager_policy: static
-    reserved: {cpus: 0, memory: 1Ki}
+    reserved: {cpus: 1, memory: 1Ki}
 )";
 
 TEST(RenderK8s, WorstAllowedValuesComeBackAsTheSameStrings) {
@@ -539,7 +796,9 @@ TEST(RenderK8s, WorstAllowedValuesComeBackAsTheSameStrings) {
   ASSERT_EQ(c.nodes.size(), 3u);
   render::Output out = RenderCluster(c);
   for (const render::RenderedFile& f : out.files) {
-    if (IsMine(f) && f.path != kLaunch) ExpectOnlyQuotedStrings(Parse(out, f.node, f.path), f.node + ":" + f.path);
+    if (IsMine(f) && f.path != kLaunch && f.path != kKubeletUnit) {
+      ExpectOnlyQuotedStrings(Parse(out, f.node, f.path), f.node + ":" + f.path);
+    }
   }
 
   YAML::Node job = Parse(out, "", kJob);
@@ -548,11 +807,13 @@ TEST(RenderK8s, WorstAllowedValuesComeBackAsTheSameStrings) {
   YAML::Node pod = job["spec"]["tasks"][0]["template"]["spec"];
   YAML::Node ctr = pod["containers"][0];
   EXPECT_EQ(Str(ctr["image"]), "~");
-  EXPECT_EQ(Int(ctr["resources"]["limits"]["yes"]), 1);
+  EXPECT_EQ(Int(ctr["resources"]["limits"]["0.x-y/True"]), 1);
   std::vector<std::pair<std::string, std::string>> env;
   for (const YAML::Node& e : ctr["env"]) env.emplace_back(Str(e["name"]), Str(e["value"]));
   std::vector<std::pair<std::string, std::string>> want = c.software.nccl_env;
-  EXPECT_EQ(env, want) << "no NCCL_TOPO_FILE: no node measured its PCI tree (#13)";
+  std::vector<std::pair<std::string, std::string>> want_job = want;
+  want_job.emplace_back("NCCL_NET", "IB");
+  EXPECT_EQ(env, want_job) << "no NCCL_TOPO_FILE: no node measured its PCI tree (#13); NCCL_NET for RoCE";
   bool mounted = false;
   for (const YAML::Node& m : ctr["volumeMounts"]) mounted = mounted || Str(m["mountPath"]) == "/etc/@x%y+z.xml";
   EXPECT_FALSE(mounted) << "a topology file that was not rendered is not mounted";
@@ -571,8 +832,9 @@ TEST(RenderK8s, WorstAllowedValuesComeBackAsTheSameStrings) {
   YAML::Node k = Parse(out, "true", kKubelet);
   EXPECT_EQ(Str(k["topologyManagerPolicy"]), "single-numa-node");
   EXPECT_EQ(Str(k["cpuManagerPolicy"]), "static");
-  EXPECT_EQ(Str(k["systemReserved"]["cpu"]), "0");
+  EXPECT_EQ(Str(k["systemReserved"]["cpu"]), "1");
   EXPECT_EQ(Str(k["systemReserved"]["memory"]), "1Ki");
+  EXPECT_EQ(Str(k["reservedSystemCPUs"]), "0");
 
   const render::RenderedFile* script = Find(out, "", kLaunch);
   ASSERT_NE(script, nullptr);

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
@@ -62,7 +63,17 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
   }
   if (p == "/etc/nccl.conf") return {NcclEnvSummary(c), "guide 004, NCCL env from 18 months of trial"};
   if (!sw.nccl_topo_file.empty() && p == sw.nccl_topo_file) return {"NCCL topology file", "guide 004, NCCL Topology File"};
-  if (p == "/etc/security/limits.d/90-gpuforge.conf") return {"memlock unlimited, nofile 1048576", "anchors.md, GPU node OS settings"};
+  if (p == "/etc/security/limits.d/90-gpuforge.conf") {
+    const bool memlock = f.Content().find("memlock") != std::string_view::npos;
+    return {memlock ? "memlock unlimited, nofile 1048576" : "nofile 1048576 (memlock only on GPU nodes)",
+            "anchors.md, GPU node OS settings"};
+  }
+  if (p == "/etc/modules-load.d/90-gpuforge.conf") {
+    return {"GPUDirect RDMA: " + model::ChooseGpuDirect(sw).why, "issue #14, GPUDirect: peermem or DMA-BUF"};
+  }
+  if (p == "/etc/systemd/system/nvidia-persistenced.service.d/gpuforge.conf") {
+    return {"nvidia-persistenced with --persistence-mode, enableable ([Install])", "issue #14, the distributions' unit is static"};
+  }
   if (p == "/etc/sysctl.d/90-gpuforge.conf") return {SettingLines(f.Content()), "anchors.md, GPU node OS settings"};
   if (p == "/usr/local/sbin/gpuforge-roce-setup") {  // render/roce.cc (#13)
     return {"RoCE ports: MTU, address, policy routing, DSCP trust, PFC, ECN", "issue #13; run by gpuforge-roce.service"};

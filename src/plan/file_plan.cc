@@ -48,6 +48,9 @@ const char* ToString(Action a) {
 constexpr std::string_view kRoceHandler =
     "systemctl daemon-reload && systemctl enable gpuforge-roce.service && systemctl restart gpuforge-roce.service";
 
+constexpr std::string_view kPersistencedHandler =
+    "systemctl daemon-reload && systemctl enable nvidia-persistenced.service && systemctl restart nvidia-persistenced.service";
+
 std::span<const ImpactRule> ImpactTable() {
   // Order matters twice: the first matching prefix wins, and handlers run in this order.
   static constexpr std::array kTable = {
@@ -70,6 +73,10 @@ std::span<const ImpactRule> ImpactTable() {
                  "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
       ImpactRule{"/etc/systemd/system/gpuforge-roce.service", Impact::kRestart, kRoceHandler,
                  "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
+      // The persistenced drop-in (render/os.cc): systemd reads it at daemon-reload; the
+      // daemon takes --persistence-mode only when it starts again.
+      ImpactRule{"/etc/systemd/system/nvidia-persistenced.service.d/", Impact::kRestart, kPersistencedHandler,
+                 "daemon-reload, enable and restart nvidia-persistenced (persistence mode on)"},
       ImpactRule{"", Impact::kLive, "", "next use"},
   };
   return kTable;

@@ -93,5 +93,74 @@ TEST(OfflinePlan, ShowsTheSlurmFilesRenderWritesAndNoInventedKubeletFile) {
   }
 }
 
+const DesiredPackage* FindPackage(const DesiredNode& d, std::string_view prefix) {
+  for (const DesiredPackage& p : d.packages) {
+    if (p.name.starts_with(prefix)) return &p;
+  }
+  return nullptr;
+}
+
+const model::Node& FirstGpuNode(const model::Cluster& c) {
+  for (const model::Node& n : c.nodes) {
+    if (c.ProfileOf(n).gpu_count() > 0) return n;
+  }
+  return c.nodes.front();
+}
+
+// #14 NSCQ: DCGM reads NVSwitch through NSCQ, per driver branch and pinned to the driver.
+TEST(DesiredPackages, NvSwitchNodesGetNscqPinnedToTheDriverAlongsideDcgm) {
+  Example e = Load("h200-ib-32gpu.yaml");
+  const model::Node& n = FirstGpuNode(e.cluster);
+  DesiredNode d = DesiredNodeState(e.cluster, n, {}, AllParts());
+  const std::string branch = e.cluster.software.driver_branch;
+  const DesiredPackage* nscq = FindPackage(d, "libnvidia-nscq-");
+  ASSERT_NE(nscq, nullptr) << n.name;
+  EXPECT_EQ(nscq->name, "libnvidia-nscq-" + branch);
+  EXPECT_EQ(nscq->version, e.cluster.software.driver_version);
+  EXPECT_NE(FindPackage(d, "datacenter-gpu-manager-4-"), nullptr);
+  Example k = Load("a100-roce-k8s.yaml");  // PCIe A100s: no NVSwitch
+  EXPECT_EQ(FindPackage(DesiredNodeState(k.cluster, FirstGpuNode(k.cluster), {}, AllParts()), "libnvidia-nscq-"), nullptr);
+}
+
+// #14 GPUDirect: DMA-BUF (open modules, no peermem) by default where it works; peermem with
+// its OFED stack when the inventory asks; the rendered file says which.
+TEST(DesiredModules, PeermemOnlyWhenGpuDirectUsesItAndTheFileSaysWhich) {
+  Example e = Load("h200-ib-32gpu.yaml");
+  const model::Node& n = FirstGpuNode(e.cluster);
+  DesiredNode d = DesiredNodeState(e.cluster, n, DesiredFiles(e.rendered, n.name), AllParts());
+  EXPECT_TRUE(d.modules.empty());
+  ASSERT_NE(FindPackage(d, "nvidia-open-"), nullptr) << "DMA-BUF needs the open kernel modules";
+  EXPECT_EQ(FindPackage(d, "cuda-drivers-"), nullptr);
+  EXPECT_NE(FindPackage(d, "doca-ofed"), nullptr) << "software.rdma.kind doca-ofed is planned";
+  auto modules_file = [](const DesiredNode& x) -> std::string {
+    for (const DesiredFile& f : x.files) {
+      if (f.path == "/etc/modules-load.d/90-gpuforge.conf") return std::string(f.Content());
+    }
+    return "";
+  };
+  EXPECT_NE(modules_file(d).find("# GPUDirect RDMA (the NIC reads and writes GPU memory): DMA-BUF (default: open kernel "
+                                 "modules"),
+            std::string::npos)
+      << modules_file(d);
+  EXPECT_EQ(modules_file(d).find("\nnvidia-peermem\n"), std::string::npos);
+
+  e.cluster.software.gpudirect = "peermem";
+  Result<render::Output> out = render::Render(e.cluster, render::Options{});
+  ASSERT_TRUE(out.ok());
+  DesiredNode p = DesiredNodeState(e.cluster, n, DesiredFiles(*out, n.name), AllParts());
+  EXPECT_EQ(p.modules, std::vector<std::string>{"nvidia-peermem"});
+  EXPECT_NE(modules_file(p).find("nvidia-peermem (software.rdma.gpudirect)"), std::string::npos) << modules_file(p);
+  EXPECT_NE(modules_file(p).find("\nnvidia-peermem\n"), std::string::npos) << modules_file(p);
+}
+
+// #14 persistence mode: the drop-in's handler reloads systemd and restarts the daemon.
+TEST(DesiredFiles, PersistencedDropInHasADaemonReloadHandler) {
+  const ImpactRule& r = ImpactFor("/etc/systemd/system/nvidia-persistenced.service.d/gpuforge.conf");
+  EXPECT_EQ(r.handler,
+            "systemctl daemon-reload && systemctl enable nvidia-persistenced.service && systemctl restart "
+            "nvidia-persistenced.service");
+  EXPECT_TRUE(IsHandler(r.handler)) << "a pending list naming it is accepted";
+}
+
 }  // namespace
 }  // namespace gpuforge::plan

@@ -25,6 +25,8 @@ const char* ToString(ResourceKind k) {
 
 namespace {
 
+constexpr std::string_view kFileOwner = "root:root";
+
 std::string NcclEnvSummary(const model::Cluster& c) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : c.software.nccl_env) parts.push_back(k + "=" + v);
@@ -97,7 +99,7 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /
                                    bool with_agent) {
   std::vector<Resource> out;
   auto add = [&](ResourceKind k, std::string id, std::string summary, std::string reason) {
-    out.push_back({k, std::move(id), std::move(summary), std::move(reason)});
+    out.push_back({k, std::move(id), std::move(summary), std::move(reason), 0, ""});
   };
   for (const DesiredPackage& pkg : d.packages) {
     std::string summary = pkg.version.empty() ? std::string("version not pinned") : pkg.version;
@@ -106,14 +108,18 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /
   }
   // Every file apply writes, in its order; what it holds comes from the purpose table, and a
   // file the table does not know still shows (its size), so nothing rendered is left out.
+  // Mode and owner are the ones apply uploads with (DesiredFile: every file root:root).
+  auto add_file = [&](std::string path, std::string summary, std::string reason, unsigned mode) {
+    summary += fmt::format(" ({:04o} {})", mode, kFileOwner);
+    out.push_back({ResourceKind::kFile, std::move(path), std::move(summary), std::move(reason), mode, std::string(kFileOwner)});
+  };
   for (const DesiredFile& f : d.files) {
     const FilePurpose p = PurposeOf(c, f);
-    std::string summary = p.summary.empty() ? fmt::format("{} bytes, mode {:04o}", f.Content().size(), f.mode) : p.summary;
-    add(ResourceKind::kFile, f.path, std::move(summary), p.reason.empty() ? "render" : p.reason);
+    std::string summary = p.summary.empty() ? fmt::format("{} bytes", f.Content().size()) : p.summary;
+    add_file(f.path, std::move(summary), p.reason.empty() ? "render" : p.reason, f.mode);
   }
   if (with_agent && d.agent_arch.empty()) {
-    add(ResourceKind::kFile, std::string(kAgentPath), "the gpuforge agent (this build, stripped), mode 0755",
-        "validate runs its probes with it");
+    add_file(std::string(kAgentPath), "the gpuforge agent (this build, stripped)", "validate runs its probes with it", 0755);
   }
   for (const std::string& m : d.modules) {
     add(ResourceKind::kModule, m, "loaded now and at boot (GPUDirect RDMA)", "anchors.md");

@@ -2,15 +2,23 @@
 // the offline resources are the render's per-node files (plus the agent), the packages, modules,
 // sysctl values and services of the DesiredNode the online plan compares, and nothing else.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
+#include <tuple>
 
+#include "gpuforge/apply/apply.h"
+#include "gpuforge/apply/read_plans.h"
+#include "gpuforge/base/hostlist.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/desired.h"
 #include "gpuforge/plan/file_plan.h"
 #include "gpuforge/render/render.h"
+#include "remote/fake_session.h"
 
 namespace gpuforge::plan {
 namespace {
@@ -65,13 +73,127 @@ TEST_P(OfflinePlan, ListsExactlyTheFilesAndItemsApplyWrites) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, OfflinePlan,
-                         ::testing::Values("h200-ib-32gpu.yaml", "h200-single-node.yaml", "a100-roce-k8s.yaml"),
-                         [](const auto& info) {
-                           std::string s = info.param.substr(0, info.param.find('.'));
-                           for (char& ch : s) ch = ch == '-' ? '_' : ch;
-                           return s;
-                         });
+// Every example there is, so a new one is covered without editing this list.
+std::vector<std::string> Examples() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples")) {
+    if (e.path().extension() == ".yaml") names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param.substr(0, info.param.find('.'));
+  for (char& ch : s) ch = ch == '-' ? '_' : ch;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, OfflinePlan, ::testing::ValuesIn(Examples()), TestName);
+
+using remote::testing::FakeConnector;
+
+remote::ExecResult Exited(int status, std::string out = "") {
+  remote::ExecResult r;
+  r.exit_status = status;
+  r.out = std::move(out);
+  return r;
+}
+
+// The state script's answer for a node that has nothing yet: every file absent, no package,
+// no module, sysctl values off, services off; `pending` handlers left by a failed run.
+std::string BareNode(const DesiredNode& d, const std::vector<std::string>& pending = {}) {
+  std::string s = std::string("os ") + (d.family == OsFamily::kRhel ? "rhel" : "debian") + "\nlike \narch x86_64\n";
+  for (std::size_t i = 0; i < d.files.size(); ++i) s += "N\n";
+  for (std::size_t i = 0; i < d.packages.size(); ++i) s += "P -\n";
+  for (std::size_t i = 0; i < d.modules.size(); ++i) s += "M 0\n";
+  for (std::size_t i = 0; i < d.sysctls.size(); ++i) s += "S 1\n";
+  for (std::size_t i = 0; i < d.services.size(); ++i) s += "U disabled inactive\n";
+  for (const std::string& h : pending) s += "H " + h + "\n";
+  return s + "end\n";
+}
+
+// The files apply really uploads, as (path, mode, owner), run against a recording fake of a
+// bare node, set beside what `plan --offline` lists for that node.
+class OfflinePlanIsApply : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OfflinePlanIsApply, SamePathsModesAndOwnersAsTheUploads) {
+  Example e = Load(GetParam());
+  auto agent_blob = std::make_shared<Blob>(Blob{"\x7f" "ELF", "0"});
+  AgentBinary agent{agent_blob, "x86_64"};
+  std::map<std::string, DesiredNode> offline;
+  for (const model::Node& n : e.cluster.nodes) {
+    Parts parts = AllParts();
+    parts.erase(Part::kAgent);
+    offline[n.name] = DesiredNodeState(e.cluster, n, DesiredFiles(e.rendered, n.name), parts);
+  }
+  const std::vector<NodeClass> classes = FoldDesiredState(e.cluster, offline, true);
+  for (const model::Node& n : e.cluster.nodes) {
+    const DesiredNode pushed = DesiredNodeState(e.cluster, n, DesiredFiles(e.rendered, n.name), AllParts(), &agent);
+    FakeConnector fake;
+    fake.nodes[n.name].exec = [&pushed](const std::string& cmd) -> Result<remote::ExecResult> {
+      return cmd == "sh -s" ? Exited(0, BareNode(pushed)) : Exited(0);
+    };
+    remote::Target t;
+    t.node = n.name;
+    auto session = fake.Connect(t);
+    ASSERT_TRUE(session.ok());
+    const apply::ApplyOptions opts{"20261130T064252Z-0000abcd", "run by t", "t", false, "", std::chrono::seconds(60)};
+    const apply::NodeApply done = apply::ApplyNode(**session, pushed, opts);
+    ASSERT_EQ(done.state, apply::NodeApply::State::kApplied) << GetParam() << " " << n.name << ": " << done.step << ": " << done.detail;
+    std::set<std::tuple<std::string, unsigned, std::string>> uploaded, listed;
+    for (const std::string& line : fake.log[n.name]) {
+      if (!line.starts_with("upload: ")) continue;
+      const std::size_t open = line.rfind(" (");
+      const std::string path = line.substr(8, open - 8);
+      const unsigned mode = static_cast<unsigned>(std::stoul(line.substr(open + 2), nullptr, 8));
+      uploaded.insert({path, mode, fake.nodes[n.name].owners.at(path)});
+    }
+    // The class the folded offline plan shows this node in.
+    const NodeClass* mine = nullptr;
+    for (const NodeClass& nc : classes) {
+      Result<std::vector<std::string>> members = hostlist::Expand(nc.nodes);
+      ASSERT_TRUE(members.ok()) << nc.nodes;
+      if (std::find(members->begin(), members->end(), n.name) != members->end()) mine = &nc;
+    }
+    ASSERT_NE(mine, nullptr) << n.name;
+    for (const Resource& r : mine->resources) {
+      if (r.kind == ResourceKind::kFile) listed.insert({r.id, r.mode, r.owner});
+    }
+    EXPECT_FALSE(uploaded.empty()) << n.name;
+    EXPECT_EQ(listed, uploaded) << GetParam() << " " << n.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, OfflinePlanIsApply, ::testing::ValuesIn(Examples()), TestName);
+
+// A handler a failed run left pending (apply's list under /var/lib/gpuforge) is a change the
+// online plan shows and --detailed-exitcode counts, though no file, package or service differs.
+TEST(OnlinePlan, APendingHandlerIsAChangeWithNothingElseToDo) {
+  DesiredNode d;
+  d.files = {{"/etc/sysctl.d/90-gpuforge.conf", "kernel.numa_balancing = 0\n", 0644}};
+  const std::string line = fmt::format("F 644 root {} {}\n", d.files[0].content.size(), d.files[0].Sha256());
+  const std::string state = "os debian\nlike \narch x86_64\n" + line + "G /etc/sysctl.d/90-gpuforge.conf\n" + line;
+  for (const bool pending : {false, true}) {
+    FakeConnector fake;
+    fake.nodes["gpu01"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
+      if (cmd != "sh -s") return Exited(0);
+      return Exited(0, state + (pending ? "H sysctl --system\n" : "") + "end\n");
+    };
+    remote::Target t;
+    t.node = "gpu01";
+    const std::vector<remote::Target> targets = {t};
+    const std::map<std::string, DesiredNode> desired = {{"gpu01", d}};
+    const std::vector<apply::NodePlanRead> reads = apply::ReadPlans(fake, targets, desired, apply::ReadPlansOptions{});
+    ASSERT_EQ(reads.size(), 1u);
+    ASSERT_TRUE(reads[0].plan) << reads[0].error;
+    const apply::PlanCounts counts = apply::CountPlans(reads);
+    EXPECT_EQ(counts.add + counts.change + counts.destroy, 0u);
+    EXPECT_EQ(counts.changed_nodes, pending ? 1u : 0u);
+    EXPECT_EQ(reads[0].plan->pending, pending ? std::vector<std::string>{"sysctl --system"} : std::vector<std::string>{});
+    EXPECT_EQ(reads[0].plan->Handlers(), pending ? std::vector<std::string>{"sysctl --system"} : std::vector<std::string>{});
+  }
+}
 
 // The hand-written list this replaced showed a kubelet file render never wrote and left out
 // cgroup.conf and topology.conf: pin both directions on the examples that have them.

@@ -105,11 +105,12 @@ void GpuDirectRule(const model::Cluster& c, const model::Fabric&, RuleContext& c
   const model::Software& s = c.software;
   const model::GpuDirectChoice gd = model::ChooseGpuDirect(s);
   const SourcePos& at = s.rdma_where.line > 0 ? s.rdma_where : s.where;
-  if (gd.mode == model::GpuDirect::kPeermem && !model::HasPeerMemoryApi(s)) {
+  // Only a stated stack is known to lack the peer-memory API; an unstated one may be an image's.
+  if (gd.mode == model::GpuDirect::kPeermem && !s.ofed_kind.empty() && !model::HasPeerMemoryApi(s)) {
     ctx.Report(fmt::format("GPUDirect RDMA would use nvidia-peermem{}, which needs the peer-memory API of MLNX_OFED or "
                            "DOCA OFED, but software.rdma.kind is {}: set it to doca-ofed, or use DMA-BUF (open kernel "
                            "modules of branch 515 or later on Linux 5.12 or later)",
-                           gd.stated ? "" : " (" + gd.dmabuf_blocker + ")", s.ofed_kind.empty() ? "not set" : s.ofed_kind),
+                           gd.stated ? "" : " (" + gd.dmabuf_blocker + ")", s.ofed_kind),
                {}, at);
   }
   if (gd.stated && gd.mode == model::GpuDirect::kDmaBuf && !gd.dmabuf_blocker.empty()) {
@@ -139,7 +140,9 @@ void AddSoftwareRules(std::vector<Rule>& rules) {
                    Severity::kError,
                    "GPUDirect RDMA path that cannot work: nvidia-peermem without MLNX_OFED/DOCA OFED, or DMA-BUF "
                    "without open kernel modules (515+) on Linux 5.12+",
-                   "NVIDIA GPUDirect RDMA documentation, \"Using nvidia-peermem\" and \"Using DMA-BUF\"; issue #14",
+                   "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (driver and OFED; the guide "
+                   "does not cover GPUDirect); NVIDIA GPUDirect RDMA documentation, \"Using nvidia-peermem\" and "
+                   "\"Using DMA-BUF\"; issue #14",
                    {},
                    &GpuDirectRule});
 }

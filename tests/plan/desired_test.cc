@@ -146,6 +146,7 @@ TEST_P(OfflinePlanIsApply, SamePathsModesAndOwnersAsTheUploads) {
       if (!line.starts_with("upload: ")) continue;
       const std::size_t open = line.rfind(" (");
       const std::string path = line.substr(8, open - 8);
+      if (path == apply::kManifest) continue;  // apply's own record of what it manages
       const unsigned mode = static_cast<unsigned>(std::stoul(line.substr(open + 2), nullptr, 8));
       uploaded.insert({path, mode, fake.nodes[n.name].owners.at(path)});
     }

@@ -12,6 +12,7 @@
 #include "facts/drift_topology.h"
 #include "facts/text.h"
 #include "gpuforge/facts/ib_link.h"
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::facts {
@@ -493,7 +494,9 @@ void CheckSystem(const model::Cluster& c, const model::Node& node, const model::
   const bool rdma = std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& n) {
     return n.kind == model::NetKind::kInfiniband || n.kind == model::NetKind::kRoce;
   });
-  if (gpus && rdma && f.modules && !f.HasModule("nvidia_peermem") && !f.HasModule("nv_peer_mem")) {
+  // Only where GPUDirect goes through nvidia-peermem: a DMA-BUF node loads no such module (#14).
+  const bool peermem = model::ChooseGpuDirect(c.software).mode == model::GpuDirect::kPeermem;
+  if (gpus && rdma && peermem && f.modules && !f.HasModule("nvidia_peermem") && !f.HasModule("nv_peer_mem")) {
     std::string why = f.driver && f.driver->open_kernel_module
                           ? " (the open kernel module also allows DMA-BUF, if NCCL uses it)"
                           : "";

@@ -104,11 +104,17 @@ void Loader::LoadSoftware(const YAML::Node& n) {
   if (Has(n, "os") && r_.CheckMap(os, "software.os", schema::kOs)) {
     if (auto d = r_.Choice(os, "distro", "software.os", {"ubuntu", "debian", "rhel", "rocky", "almalinux"}, true)) sw.os_distro = *d;
     sw.os_version = version(os, "version", "software.os");
+    sw.os_kernel = version(os, "kernel", "software.os");  // #14: decides DMA-BUF (model/driver_stack.h)
+    if (auto g = r_.Str(os, "memlock_group", "software.os")) {  // #14: memlock for a group only
+      CheckWith(Get(os, "memlock_group"), names::CheckName, *g, "'memlock_group' in software.os");
+      sw.memlock_group = *g;
+    }
   }
   YAML::Node drv = Get(n, "driver");
   if (Has(n, "driver") && r_.CheckMap(drv, "software.driver", schema::kDriver)) {
     sw.driver_branch = version(drv, "branch", "software.driver");
     sw.driver_version = version(drv, "version", "software.driver");
+    if (auto m = r_.Choice(drv, "kernel_modules", "software.driver", {"open", "proprietary"}, false)) sw.driver_kernel_modules = *m;
   }
   sw.cuda_version = version(n, "cuda", "software");
   YAML::Node nccl = Get(n, "nccl");
@@ -144,6 +150,8 @@ void Loader::LoadSoftware(const YAML::Node& n) {
   if (Has(n, "rdma") && r_.CheckMap(rdma, "software.rdma", schema::kRdma)) {
     if (auto k = r_.Choice(rdma, "kind", "software.rdma", {"rdma-core", "mlnx-ofed", "doca-ofed"}, true)) sw.ofed_kind = *k;
     sw.rdma_core_version = version(rdma, "version", "software.rdma");
+    sw.rdma_where = r_.Pos(rdma);
+    if (auto g = r_.Choice(rdma, "gpudirect", "software.rdma", {"dma-buf", "peermem"}, false)) sw.gpudirect = *g;
   }
   if (Has(n, "scheduler")) LoadScheduler(Get(n, "scheduler"));
   YAML::Node repos = Get(n, "repositories");

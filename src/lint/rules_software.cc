@@ -7,6 +7,7 @@
 #include <charconv>
 #include <optional>
 
+#include "gpuforge/model/driver_stack.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -98,6 +99,25 @@ void Versions(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   }
 }
 
+// #14 GPUDirect: the path model::ChooseGpuDirect takes must exist on the node.
+void GpuDirectRule(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  if (GpuNodes(c).empty() || !HasRdmaComputeFabric(c)) return;
+  const model::Software& s = c.software;
+  const model::GpuDirectChoice gd = model::ChooseGpuDirect(s);
+  const SourcePos& at = s.rdma_where.line > 0 ? s.rdma_where : s.where;
+  // Only a stated stack is known to lack the peer-memory API; an unstated one may be an image's.
+  if (gd.mode == model::GpuDirect::kPeermem && !s.ofed_kind.empty() && !model::HasPeerMemoryApi(s)) {
+    ctx.Report(fmt::format("GPUDirect RDMA would use nvidia-peermem{}, which needs the peer-memory API of MLNX_OFED or "
+                           "DOCA OFED, but software.rdma.kind is {}: set it to doca-ofed, or use DMA-BUF (open kernel "
+                           "modules of branch 515 or later on Linux 5.12 or later)",
+                           gd.stated ? "" : " (" + gd.dmabuf_blocker + ")", s.ofed_kind),
+               {}, at);
+  }
+  if (gd.stated && gd.mode == model::GpuDirect::kDmaBuf && !gd.dmabuf_blocker.empty()) {
+    ctx.Report(fmt::format("software.rdma.gpudirect is dma-buf, but {}", gd.dmabuf_blocker), {}, at);
+  }
+}
+
 }  // namespace
 
 void AddSoftwareRules(std::vector<Rule>& rules) {
@@ -116,6 +136,15 @@ void AddSoftwareRules(std::vector<Rule>& rules) {
                    "Toolkit release notes (minimum driver per CUDA major version)",
                    {},
                    &Versions});
+  rules.push_back({"software.gpudirect",
+                   Severity::kError,
+                   "GPUDirect RDMA path that cannot work: nvidia-peermem without MLNX_OFED/DOCA OFED, or DMA-BUF "
+                   "without open kernel modules (515+) on Linux 5.12+",
+                   "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (driver and OFED; the guide "
+                   "does not cover GPUDirect); NVIDIA GPUDirect RDMA documentation, \"Using nvidia-peermem\" and "
+                   "\"Using DMA-BUF\"; issue #14",
+                   {},
+                   &GpuDirectRule});
 }
 
 }  // namespace gpuforge::lint

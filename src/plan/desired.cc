@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
@@ -23,6 +24,8 @@ const char* ToString(ResourceKind k) {
 }
 
 namespace {
+
+constexpr std::string_view kFileOwner = "root:root";
 
 std::string NcclEnvSummary(const model::Cluster& c) {
   std::vector<std::string> parts;
@@ -62,7 +65,17 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
   }
   if (p == "/etc/nccl.conf") return {NcclEnvSummary(c), "guide 004, NCCL env from 18 months of trial"};
   if (!sw.nccl_topo_file.empty() && p == sw.nccl_topo_file) return {"NCCL topology file", "guide 004, NCCL Topology File"};
-  if (p == "/etc/security/limits.d/90-gpuforge.conf") return {"memlock unlimited, nofile 1048576", "anchors.md, GPU node OS settings"};
+  if (p == "/etc/security/limits.d/90-gpuforge.conf") {
+    const bool memlock = f.Content().find("memlock") != std::string_view::npos;
+    return {memlock ? "memlock unlimited, nofile 1048576" : "nofile 1048576 (memlock only on GPU nodes)",
+            "anchors.md, GPU node OS settings"};
+  }
+  if (p == "/etc/modules-load.d/90-gpuforge.conf") {
+    return {"GPUDirect RDMA: " + model::ChooseGpuDirect(sw).why, "issue #14, GPUDirect: peermem or DMA-BUF"};
+  }
+  if (p == "/etc/systemd/system/nvidia-persistenced.service.d/gpuforge.conf") {
+    return {"nvidia-persistenced with --persistence-mode, enableable ([Install])", "issue #14, the distributions' unit is static"};
+  }
   if (p == "/etc/sysctl.d/90-gpuforge.conf") return {SettingLines(f.Content()), "anchors.md, GPU node OS settings"};
   if (p == "/usr/local/sbin/gpuforge-roce-setup") {  // render/roce.cc (#13)
     return {"RoCE ports: MTU, address, policy routing, DSCP trust, PFC, ECN", "issue #13; run by gpuforge-roce.service"};
@@ -86,7 +99,7 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /
                                    bool with_agent) {
   std::vector<Resource> out;
   auto add = [&](ResourceKind k, std::string id, std::string summary, std::string reason) {
-    out.push_back({k, std::move(id), std::move(summary), std::move(reason)});
+    out.push_back({k, std::move(id), std::move(summary), std::move(reason), 0, ""});
   };
   for (const DesiredPackage& pkg : d.packages) {
     std::string summary = pkg.version.empty() ? std::string("version not pinned") : pkg.version;
@@ -95,14 +108,18 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /
   }
   // Every file apply writes, in its order; what it holds comes from the purpose table, and a
   // file the table does not know still shows (its size), so nothing rendered is left out.
+  // Mode and owner are the ones apply uploads with (DesiredFile: every file root:root).
+  auto add_file = [&](std::string path, std::string summary, std::string reason, unsigned mode) {
+    summary += fmt::format(" ({:04o} {})", mode, kFileOwner);
+    out.push_back({ResourceKind::kFile, std::move(path), std::move(summary), std::move(reason), mode, std::string(kFileOwner)});
+  };
   for (const DesiredFile& f : d.files) {
     const FilePurpose p = PurposeOf(c, f);
-    std::string summary = p.summary.empty() ? fmt::format("{} bytes, mode {:04o}", f.Content().size(), f.mode) : p.summary;
-    add(ResourceKind::kFile, f.path, std::move(summary), p.reason.empty() ? "render" : p.reason);
+    std::string summary = p.summary.empty() ? fmt::format("{} bytes", f.Content().size()) : p.summary;
+    add_file(f.path, std::move(summary), p.reason.empty() ? "render" : p.reason, f.mode);
   }
   if (with_agent && d.agent_arch.empty()) {
-    add(ResourceKind::kFile, std::string(kAgentPath), "the gpuforge agent (this build, stripped), mode 0755",
-        "validate runs its probes with it");
+    add_file(std::string(kAgentPath), "the gpuforge agent (this build, stripped)", "validate runs its probes with it", 0755);
   }
   for (const std::string& m : d.modules) {
     add(ResourceKind::kModule, m, "loaded now and at boot (GPUDirect RDMA)", "anchors.md");

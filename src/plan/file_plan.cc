@@ -56,6 +56,12 @@ constexpr std::string_view kKubeletHandler =
 constexpr std::string_view kRoceHandler =
     "systemctl daemon-reload && systemctl enable gpuforge-roce.service && systemctl restart gpuforge-roce.service";
 
+// Enabling is the services part's (systemctl enable reads the drop-in's [Install] from disk);
+// this makes the running daemon take the new ExecStart. Only where systemd is running
+// (sd_booted(3): /run/systemd/system), so a host without it has nothing to reload.
+constexpr std::string_view kPersistencedHandler =
+    "if [ -d /run/systemd/system ]; then systemctl daemon-reload && systemctl try-restart nvidia-persistenced.service; fi";
+
 std::span<const ImpactRule> ImpactTable() {
   // Order matters twice: the first matching prefix wins, and handlers run in this order.
   static constexpr std::array kTable = {
@@ -81,6 +87,10 @@ std::span<const ImpactRule> ImpactTable() {
                  "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
       ImpactRule{"/etc/systemd/system/gpuforge-roce.service", Impact::kRestart, kRoceHandler,
                  "drain first, re-applies MTU, addresses and QoS on the RoCE ports"},
+      // The persistenced drop-in (render/os.cc): systemd reads it at daemon-reload; the
+      // daemon takes --persistence-mode only when it starts again.
+      ImpactRule{"/etc/systemd/system/nvidia-persistenced.service.d/", Impact::kRestart, kPersistencedHandler,
+                 "daemon-reload, restart nvidia-persistenced (persistence mode on)"},
       ImpactRule{"", Impact::kLive, "", "next use"},
   };
   return kTable;

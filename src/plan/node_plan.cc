@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::plan {
@@ -112,13 +113,19 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
   auto add = [&](std::string name, std::string version, Impact impact, std::string note, std::string reason) {
     out.push_back({std::move(name), std::move(version), impact, std::move(note), std::move(reason)});
   };
+  const std::string branch = model::DriverBranchOf(sw);
   if (NvidiaGpus(p)) {
-    if (!sw.driver_branch.empty()) {
+    {
       // The CUDA repository's per-branch meta package keeps the driver on its branch.
-      add("cuda-drivers-" + sw.driver_branch, sw.driver_version, Impact::kReboot,
-          "reboot to load the new driver (drain first)", "software.driver");
+      const std::string reason = sw.driver_branch.empty() && sw.driver_version.empty()
+                                     ? fmt::format("default production branch {} (software.driver not set)", branch)
+                                     : "software.driver";
+      // The open kernel modules come as nvidia-open-BRANCH; cuda-drivers-BRANCH pulls the
+      // proprietary ones (NVIDIA driver installation guide, "Open GPU kernel modules").
+      add((model::OpenKernelModules(sw) ? "nvidia-open-" : "cuda-drivers-") + branch, sw.driver_version, Impact::kReboot,
+          "reboot to load the new driver (drain first)", reason);
       if (NvSwitch(p)) {
-        add("nvidia-fabricmanager-" + sw.driver_branch, sw.driver_version, Impact::kReboot,
+        add("nvidia-fabricmanager-" + branch, sw.driver_version, Impact::kReboot,
             "must match the driver exactly; restarts with it", "software.driver (NVSwitch systems)");
       }
     }
@@ -132,7 +139,25 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
     if (!sw.cuda_version.empty()) {
       add("datacenter-gpu-manager-4-cuda" + sw.cuda_version.substr(0, sw.cuda_version.find('.')), "", Impact::kRestart,
           "restarts nvidia-dcgm", "guides 000 and 004, Monitoring");
+      // DCGM reads NVSwitch health and counters through NSCQ, a library per driver branch
+      // that must match the driver exactly (DCGM user guide, "Getting Started": HGX systems
+      // with NVSwitch need libnvidia-nscq-<branch>); without it the switch fields are blank.
+      if (NvSwitch(p)) {
+        add("libnvidia-nscq-" + branch, sw.driver_version, Impact::kRestart, "restarts nvidia-dcgm",
+            "software.driver (NVSwitch monitoring with DCGM)");
+      }
     }
+  }
+  // MLNX_OFED / DOCA OFED: their kernel modules carry the peer-memory API nvidia-peermem
+  // loads against (and replace the distribution's RDMA stack), so they are planned too.
+  if (RdmaNics(p) && sw.ofed_kind == "doca-ofed") {
+    add("doca-ofed", sw.rdma_core_version, Impact::kReboot, "reboot to load the new RDMA modules (drain first)",
+        "software.rdma (DOCA OFED)");
+  }
+  if (RdmaNics(p) && sw.ofed_kind == "mlnx-ofed") {
+    add("mlnx-ofed-kernel-dkms", sw.rdma_core_version, Impact::kReboot, "reboot to load the new RDMA modules (drain first)",
+        "software.rdma (MLNX_OFED)");
+    add("mlnx-ofed-kernel-utils", sw.rdma_core_version, Impact::kLive, "next job", "software.rdma (MLNX_OFED)");
   }
   if (RdmaNics(p) && (sw.ofed_kind.empty() || sw.ofed_kind == "rdma-core")) {
     add("rdma-core", sw.rdma_core_version, Impact::kLive, "next job", "software.rdma");
@@ -183,7 +208,9 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
   }
   if (parts.count(Part::kPackages)) d.packages = DesiredPackages(c, n, d.family);
   // The same conditions render uses for modules-load.d, sysctl.d and the systemd preset.
-  if (parts.count(Part::kModules) && gpus && RdmaNics(p)) d.modules.push_back("nvidia-peermem");
+  if (parts.count(Part::kModules) && gpus && RdmaNics(p) && model::ChooseGpuDirect(c.software).mode == model::GpuDirect::kPeermem) {
+    d.modules.push_back("nvidia-peermem");
+  }
   if (parts.count(Part::kSysctl) && gpus) d.sysctls.push_back({"kernel.numa_balancing", "0"});
   if (parts.count(Part::kServices)) {
     if (gpus) {

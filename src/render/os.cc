@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "render/families.h"
 
@@ -50,21 +51,36 @@ void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     bool gpus = p.gpu_count() > 0 && NvidiaGpus(p);
     bool rdma = std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
     bool nvswitch = std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
-    plan->jobs.push_back({n->name, "/etc/security/limits.d/90-gpuforge.conf", "limits.conf.mustache", nlohmann::json::object(),
-                          CommentStyle::kHash, "0644"});
+    // memlock unlimited only where RDMA and NCCL pin memory: nodes with GPUs, for everyone or
+    // for software.os.memlock_group (#14). Other nodes (controller, login) keep the
+    // distribution's limit; nofile is raised everywhere.
+    plan->jobs.push_back({n->name, "/etc/security/limits.d/90-gpuforge.conf", "limits.conf.mustache",
+                          {{"memlock", gpus},
+                           {"domain", c.software.memlock_group.empty() ? std::string("*") : "@" + c.software.memlock_group}}, CommentStyle::kHash, "0644"});
     AddRepositoryJobs(c, *n, plan);
     if (!gpus) continue;
     plan->jobs.push_back({n->name, "/etc/sysctl.d/90-gpuforge.conf", "sysctl.conf.mustache", nlohmann::json::object(),
                           CommentStyle::kHash, "0644"});
     if (rdma) {
+      // The file says which GPUDirect path the node takes; only peermem loads a module.
+      const model::GpuDirectChoice gd = model::ChooseGpuDirect(c.software);
+      nlohmann::json modules = nlohmann::json::array();
+      if (gd.mode == model::GpuDirect::kPeermem) modules.push_back({{"name", "nvidia-peermem"}});
       plan->jobs.push_back({n->name, "/etc/modules-load.d/90-gpuforge.conf", "modules-load.conf.mustache",
-                            {{"modules", nlohmann::json::array({{{"name", "nvidia-peermem"}}})}}, CommentStyle::kHash, "0644"});
+                            {{"modules", modules}, {"gpudirect", gd.why}, {"dmabuf", gd.mode == model::GpuDirect::kDmaBuf}},
+                            CommentStyle::kHash, "0644"});
     }
     nlohmann::json units = nlohmann::json::array({{{"unit", "nvidia-persistenced.service"}}});
     if (nvswitch) units.push_back({{"unit", "nvidia-fabricmanager.service"}});
     units.push_back({{"unit", "nvidia-dcgm.service"}});
     plan->jobs.push_back({n->name, "/etc/systemd/system-preset/50-gpuforge.preset", "systemd.preset.mustache",
                           {{"units", units}}, CommentStyle::kHash, "0644"});
+    // A preset only acts on units with an [Install] section; the distributions' persistenced
+    // unit has none (static) and runs the daemon with --no-persistence-mode. The drop-in gives
+    // it both; systemctl reads [Install] from drop-ins since systemd 236 (systemd/systemd
+    // PR #7158, src/shared/install.c).
+    plan->jobs.push_back({n->name, "/etc/systemd/system/nvidia-persistenced.service.d/gpuforge.conf", "nvidia-persistenced.conf.mustache",
+                          nlohmann::json::object(), CommentStyle::kHash, "0644"});
     std::string vendor = p.cpu.model.find("EPYC") != std::string::npos ? "amd" : "intel";
     plan->jobs.push_back({n->name, "/etc/gpuforge/kernel-cmdline.recommended", "kernel-cmdline.mustache",
                           {{"amd", vendor == "amd"}, {"intel", vendor == "intel"}, {"rdma", rdma}}, CommentStyle::kHash, "0644"});

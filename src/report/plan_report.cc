@@ -217,6 +217,10 @@ nlohmann::ordered_json PlanOfflineJson(const model::Cluster& c, const lint::Lint
     for (const plan::Resource& r : nc.resources) {
       rs.push_back({{"action", "create"}, {"kind", plan::ToString(r.kind)}, {"id", r.id},
                     {"summary", r.summary}, {"reason", r.reason}});
+      if (r.kind == plan::ResourceKind::kFile) {
+        rs.back()["mode"] = fmt::format("{:04o}", r.mode);
+        rs.back()["owner"] = r.owner;
+      }
     }
     j["nodes"].push_back({{"nodes", nc.nodes}, {"count", nc.count}, {"profile", nc.profile}, {"resources", rs}});
   }

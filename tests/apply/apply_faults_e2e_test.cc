@@ -278,7 +278,7 @@ TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUn
   EXPECT_EQ(apply->exit_code, 1) << apply->output;
   const std::string run = RunIdOf(apply->output);
   EXPECT_NE(run, "") << apply->output;
-  EXPECT_TRUE(Contains(apply->output, fmt::format("{} (1): applied: 6 created, 2 changed", Name(0)))) << apply->output;
+  EXPECT_TRUE(Contains(apply->output, fmt::format("{} (1): applied: 7 created, 2 changed", Name(0)))) << apply->output;
   EXPECT_TRUE(Contains(apply->output, fmt::format("{0} (1): failed at service nvidia-dcgm: node {0}: connection lost",
                                                   Name(1))))
       << apply->output;
@@ -405,7 +405,7 @@ TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks)
   CommandOutput apply = Remote("apply --only files --yes");
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
   const std::string run = RunIdOf(apply.output);
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created, 0 changed, 0 removed", Name(0))))
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 0 changed, 0 removed", Name(0))))
       << apply.output;
   // SFTP v3 has no "no space" status: the server answers SSH_FX_FAILURE for ENOSPC.
   EXPECT_TRUE(Contains(apply.output,
@@ -454,7 +454,7 @@ TEST_F(ApplyFaults, AFailingServiceStartFailsThatNodeAtItsStepAndTheRerunConverg
   CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
   const std::string run = RunIdOf(apply.output);
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created, 2 changed", Name(0)))) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 2 changed", Name(0)))) << apply.output;
   // The stand-in's message (systemd 252's), lines joined with '|'.
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): failed at service nvidia-dcgm: exit 1: ", Name(1))))
       << apply.output;
@@ -493,7 +493,7 @@ TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
   Out(1, fmt::format("touch {}/fail-nvidia-dcgm", kHooks));
   CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created, 2 changed, 0 removed; ran sysctl --system",
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 2 changed, 0 removed; ran sysctl --system",
                                                  Name(0))))
       << apply.output;
   // The handler the failed run owes is a change the plan shows, with no file left to change.
@@ -543,7 +543,7 @@ TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) 
 
   CommandOutput apply = Remote("apply --only files --yes");
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 6 created", Name(0)))) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created", Name(0)))) << apply.output;
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): refused: /var/lib/gpuforge/lock is held: {}; if that run is "
                                                  "gone, `gpuforge unlock INVENTORY --run ID` removes its lock\n",
                                                  Name(1), holder)))

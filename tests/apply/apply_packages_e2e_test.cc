@@ -1,7 +1,7 @@
 // The whole desired state converged on local test hosts (tests/testbed) as a user runs it:
 // real sshd, real apt and dpkg installing real .deb files from a local file repository, real
 // files. STAND-INs (tests/testbed/README.md): the packages are small debrepo.sh packages named
-// and versioned like NVIDIA's (cuda-drivers-580, libnccl2 2.28.9, ...), nvidia-smi prints a
+// and versioned like NVIDIA's (nvidia-open-580, libnccl2 2.28.9, ...), nvidia-smi prints a
 // recorded H200, and systemctl, modprobe and sysctl are standins.sh scripts because a test host
 // has no systemd and shares this machine's kernel.
 
@@ -105,7 +105,7 @@ class ApplyPackagesE2e : public ::testing::Test {
 TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChangesNothing) {
   testbed::CommandOutput plan = Gpuforge("plan", inventory_path_, "--detailed-exitcode");
   ASSERT_EQ(plan.exit_code, 2) << plan.output;
-  for (const char* line : {"+ /etc/apt/sources.list.d/gpuforge-local.list", "+ package cuda-drivers-580 580.159.04",
+  for (const char* line : {"+ /etc/apt/sources.list.d/gpuforge-local.list", "+ package nvidia-open-580 580.159.04",
                            "reboot: reboot to load the new driver (drain first)", "+ package cuda-toolkit-13-0 any version",
                            "+ package libnccl2 2.28.9", "+ package libnccl-dev 2.28.9",
                            "+ package datacenter-gpu-manager-4-cuda13", "~ sysctl kernel.numa_balancing 1 -> 0",
@@ -124,10 +124,10 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
   EXPECT_NE(apply.output.find("Reboot needed (drain first): tb[01-02]"), std::string::npos) << apply.output;
   for (std::size_t i = 0; i < 2; ++i) {
     // The pinned versions, though 2.27.7 is in the repository too.
-    EXPECT_EQ(Ssh(i, "dpkg-query -W -f '${Package} ${Version}\\n' cuda-drivers-580 libnccl2 libnccl-dev "
+    EXPECT_EQ(Ssh(i, "dpkg-query -W -f '${Package} ${Version}\\n' nvidia-open-580 libnccl2 libnccl-dev "
                      "datacenter-gpu-manager-4-cuda13 cuda-toolkit-13-0"),
-              "cuda-drivers-580 580.159.04-1\ncuda-toolkit-13-0 13.0.2-1\ndatacenter-gpu-manager-4-cuda13 1:4.4.1-1\n"
-              "libnccl-dev 2.28.9-1+cuda13.0\nlibnccl2 2.28.9-1+cuda13.0\n");
+              "cuda-toolkit-13-0 13.0.2-1\ndatacenter-gpu-manager-4-cuda13 1:4.4.1-1\n"
+              "libnccl-dev 2.28.9-1+cuda13.0\nlibnccl2 2.28.9-1+cuda13.0\nnvidia-open-580 580.159.04-1\n");
     EXPECT_EQ(Ssh(i, "systemctl is-enabled nvidia-dcgm nvidia-persistenced; systemctl is-active nvidia-dcgm "
                      "nvidia-persistenced; sysctl -n kernel.numa_balancing"),
               "enabled\nenabled\nactive\nactive\n0\n");

@@ -113,6 +113,28 @@ TEST(FindDrift, CleanNodesHaveNone) {
   EXPECT_EQ(Codes(FindDrift(Cluster(), g)), std::vector<std::string>{});
 }
 
+// #14: where GPUDirect goes over DMA-BUF (open modules of branch 580 on Ubuntu 24.04's 6.8
+// kernel), no nvidia_peermem is expected; where it goes over peermem, its absence is drift.
+TEST(FindDrift, PeermemIsExpectedOnlyWhereGpuDirectUsesIt) {
+  auto peermem_findings = [](const model::Cluster& c) {
+    NodeFacts f = CleanFacts("gpu01");
+    f.modules = std::vector<std::string>{"nvidia", "nvidia_uvm"};
+    std::vector<Gathered> g;
+    g.push_back({"gpu01", std::move(f)});
+    std::size_t n = 0;
+    for (const Drift& d : FindDrift(c, g)) n += d.code == "module.peermem";
+    return n;
+  };
+  model::Cluster dmabuf = Cluster();
+  dmabuf.software.os_distro = "ubuntu";
+  dmabuf.software.os_version = "24.04";
+  dmabuf.software.driver_branch = "580";
+  EXPECT_EQ(peermem_findings(dmabuf), 0u);
+  model::Cluster peermem = dmabuf;
+  peermem.software.gpudirect = "peermem";
+  EXPECT_EQ(peermem_findings(peermem), 1u);
+}
+
 TEST(FindDrift, BrokenNodeReportsEveryCodeInOrder) {
   NodeFacts f = CleanFacts("gpu01");
   f.gpus.pop_back();  // 7 answer, 8 on the bus

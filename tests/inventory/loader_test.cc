@@ -240,7 +240,7 @@ TEST_F(LoaderExample, StorageSoftwareWorkload) {
   const model::Software& sw = c().software;
   EXPECT_EQ(sw.os_distro, "ubuntu");
   EXPECT_EQ(sw.os_version, "24.04");
-  EXPECT_EQ(sw.driver_version, "560.35.03");
+  EXPECT_EQ(sw.driver_version, "580.95.05");
   EXPECT_EQ(sw.cuda_version, "12.6");
   EXPECT_EQ(sw.nccl_topo_file, "/etc/nccl-topology.xml");
   ASSERT_EQ(sw.nccl_env.size(), 4u);

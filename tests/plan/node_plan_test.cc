@@ -58,19 +58,21 @@ TEST(PlanParts, ParseAndRefuseUnknown) {
   EXPECT_FALSE(ParseParts("").ok());
 }
 
-// The H200 example: Ubuntu, driver branch 560, CUDA 12.6, NCCL 2.21.5, DOCA OFED (installed by
-// its own installer, so no rdma-core), Slurm with head01 as the controller.
+// The H200 example: Ubuntu 24.04, driver branch 580 (open modules), CUDA 12.6, NCCL 2.21.5,
+// DOCA OFED (its package, so no rdma-core), NVSwitch (NSCQ with DCGM), GPUDirect over DMA-BUF
+// (no nvidia-peermem), Slurm with head01 as the controller (#14 OS).
 TEST(PlanDesired, PackagesForTheH200Example) {
   model::Cluster c = Example("h200-ib-32gpu.yaml");
   const model::Node* gpu = c.FindNode("gpu001");
   ASSERT_NE(gpu, nullptr);
   std::vector<std::string> names;
   for (const DesiredPackage& p : DesiredPackages(c, *gpu, OsFamily::kDebian)) names.push_back(p.name + "=" + p.version);
-  EXPECT_EQ(names, (std::vector<std::string>{"cuda-drivers-560=560.35.03", "nvidia-fabricmanager-560=560.35.03",
+  EXPECT_EQ(names, (std::vector<std::string>{"nvidia-open-580=580.95.05", "nvidia-fabricmanager-580=580.95.05",
                                              "cuda-toolkit-12-6=", "libnccl2=2.21.5", "libnccl-dev=2.21.5",
-                                             "datacenter-gpu-manager-4-cuda12=", "slurmd="}));
+                                             "datacenter-gpu-manager-4-cuda12=", "libnvidia-nscq-580=580.95.05",
+                                             "doca-ofed=2.9.1", "slurmd="}));
   DesiredNode d = DesiredNodeState(c, *gpu, {}, AllParts());
-  EXPECT_EQ(d.modules, std::vector<std::string>{"nvidia-peermem"});
+  EXPECT_TRUE(d.modules.empty()) << "DMA-BUF: no nvidia-peermem";
   ASSERT_EQ(d.sysctls.size(), 1u);
   EXPECT_EQ(d.sysctls[0].key, "kernel.numa_balancing");
   EXPECT_EQ(d.services, (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "slurmd"}));
@@ -86,7 +88,7 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_TRUE(only.files.empty());
   EXPECT_FALSE(only.manage_removals);
   EXPECT_TRUE(only.modules.empty());
-  EXPECT_EQ(only.packages.size(), 7u);
+  EXPECT_EQ(only.packages.size(), 9u);
 }
 
 DesiredNode Sample() {

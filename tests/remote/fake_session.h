@@ -21,6 +21,7 @@ struct FakeNode {
   std::function<Result<ExecResult>(const std::string& command)> exec;
   bool dies_after_exec = false;  // the connection is gone after the first command
   std::map<std::string, std::string> files;  // what Upload wrote, what Download reads
+  std::map<std::string, std::string> owners;  // what Upload was asked to own each file ("root:root")
   // Uploads to these paths fail (recorded, file left as it was), like a full disk.
   std::map<std::string, std::string> upload_errors;  // path -> error message
 };
@@ -81,6 +82,7 @@ class FakeSession final : public Session {
       return Error{"node " + target_.node + ": upload " + path + ": " + e->second};
     }
     owner_.nodes[target_.node].files[path] = std::string(content);
+    owner_.nodes[target_.node].owners[path] = o.owner;
     return Status::Ok();
   }
   Result<std::string> Download(const std::string& path, std::size_t) override {

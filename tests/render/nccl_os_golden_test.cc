@@ -26,7 +26,8 @@ bool IsNcclOrOs(const render::RenderedFile& f) {
   for (const char* p : {"/etc/nccl.conf", "/etc/nccl-topology.xml", "/etc/gpuforge/kernel-cmdline.recommended"}) {
     if (f.path == p) return true;
   }
-  for (const char* dir : {"/etc/modules-load.d/", "/etc/security/limits.d/", "/etc/sysctl.d/", "/etc/systemd/system-preset/"}) {
+  for (const char* dir : {"/etc/modules-load.d/", "/etc/security/limits.d/", "/etc/sysctl.d/", "/etc/systemd/system-preset/",
+                          "/etc/systemd/system/nvidia-persistenced.service.d/"}) {
     if (f.path.starts_with(dir)) return true;
   }
   return false;

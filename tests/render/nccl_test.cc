@@ -97,7 +97,10 @@ TEST(RenderOs, LimitsSysctlModulesAndPresets) {
   EXPECT_NE(sysctl->content.find("kernel.numa_balancing = 0"), std::string::npos);
   const RenderedFile* mods = FindFile(*out, "gpu001", "/etc/modules-load.d/90-gpuforge.conf");
   ASSERT_NE(mods, nullptr);
-  EXPECT_NE(mods->content.find("\nnvidia-peermem\n"), std::string::npos);
+  // GPUDirect over DMA-BUF (open modules of 580 on Ubuntu 24.04): the file says so and loads nothing (#14).
+  EXPECT_NE(mods->content.find("GPUDirect RDMA (the NIC reads and writes GPU memory): DMA-BUF"), std::string::npos)
+      << mods->content;
+  EXPECT_EQ(mods->content.find("\nnvidia-peermem\n"), std::string::npos) << mods->content;
   const RenderedFile* preset = FindFile(*out, "gpu001", "/etc/systemd/system-preset/50-gpuforge.preset");
   ASSERT_NE(preset, nullptr);
   EXPECT_NE(preset->content.find("enable nvidia-persistenced.service"), std::string::npos);

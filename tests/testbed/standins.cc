@@ -16,8 +16,11 @@ const std::string kDebrepo = std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/
 // The stand-in packages: the names and versions a GPU node's inventory asks for. slurmd is
 // really installed on this machine (22.05.8-4+deb12u3), so its stand-in is newer.
 const std::vector<std::string> kPackages = {
-    // The driver package brings nvidia-persistenced, as NVIDIA's does.
-    "cuda-drivers-580=580.159.04-1,unit=nvidia-persistenced",
+    // The driver package brings nvidia-persistenced, as NVIDIA's does. Branch 580 gets the open
+    // kernel modules by default (#14), so the package is nvidia-open-580; NSCQ is planned with
+    // DCGM on NVSwitch profiles.
+    "nvidia-open-580=580.159.04-1,unit=nvidia-persistenced",
+    "libnvidia-nscq-580=580.159.04-1",
     "nvidia-fabricmanager-580=580.159.04-1,unit=nvidia-fabricmanager",
     "cuda-toolkit-13-0=13.0.2-1",
     "libnccl2=2.28.9-1+cuda13.0",

@@ -43,10 +43,10 @@ inline constexpr std::string_view kTier[] = {"name",     "kind",    "role",    "
 inline constexpr std::string_view kSoftware[] = {"os", "driver", "cuda", "nccl", "rdma", "scheduler", "repositories", "packages"};
 inline constexpr std::string_view kExtraPackage[] = {"name", "version", "service"};
 inline constexpr std::string_view kRepository[] = {"name", "url", "suite", "components", "signed_by", "trusted"};
-inline constexpr std::string_view kOs[] = {"distro", "version"};
-inline constexpr std::string_view kDriver[] = {"branch", "version"};
+inline constexpr std::string_view kOs[] = {"distro", "version", "kernel", "memlock_group"};
+inline constexpr std::string_view kDriver[] = {"branch", "version", "kernel_modules"};
 inline constexpr std::string_view kNccl[] = {"version", "env", "topo_file"};
-inline constexpr std::string_view kRdma[] = {"kind", "version"};
+inline constexpr std::string_view kRdma[] = {"kind", "version", "gpudirect"};
 inline constexpr std::string_view kScheduler[] = {"kind",
                                                   "controller",
                                                   "partitions",

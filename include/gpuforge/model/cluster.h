@@ -285,6 +285,12 @@ struct Software {
   std::vector<ExtraPackage> packages;
   SourcePos where;
   SourcePos nccl_where;
+  // The driver stack (#14 OS; model/driver_stack.h decides from these):
+  std::string os_kernel;              // software.os.kernel "6.8", "" = the release's own
+  std::string driver_kernel_modules;  // software.driver.kernel_modules "open" | "proprietary" | ""
+  std::string gpudirect;              // software.rdma.gpudirect "dma-buf" | "peermem" | ""
+  std::string memlock_group;          // software.os.memlock_group: memlock unlimited for @group only
+  SourcePos rdma_where;               // software.rdma, for lint
 };
 
 struct Parallelism {

@@ -23,6 +23,8 @@ struct Resource {
   std::string id;       // package name, file path, module, sysctl key, service unit
   std::string summary;  // what it will hold, in one line, without the node's own name
   std::string reason;   // why gpuforge manages it (guide or anchor it comes from)
+  unsigned mode = 0;    // files: the mode apply gives it
+  std::string owner;    // files: the owner apply gives it, "user:group"
 
   bool operator==(const Resource&) const = default;
 };

@@ -59,10 +59,12 @@ std::span<const ImpactRule> ImpactTable() {
       ImpactRule{"/etc/modules-load.d/", Impact::kReboot, "", "modules load at next boot"},
       ImpactRule{"/etc/slurm/slurm.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       ImpactRule{"/etc/slurm/topology.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
-      // slurmd reads gres.conf and cgroup.conf only at start.
+      // slurmd reads gres.conf, cgroup.conf and job_container.conf only at start.
       ImpactRule{"/etc/slurm/gres.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
+                 "drain first, restart slurmd"},
+      ImpactRule{"/etc/slurm/job_container.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
       ImpactRule{"/usr/local/lib/gpuforge/", Impact::kLive, "", "validate runs it"},
       // RoCE ports (render/roce.cc): re-running the script changes MTU and addresses under jobs.

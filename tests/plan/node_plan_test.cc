@@ -68,12 +68,14 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   for (const DesiredPackage& p : DesiredPackages(c, *gpu, OsFamily::kDebian)) names.push_back(p.name + "=" + p.version);
   EXPECT_EQ(names, (std::vector<std::string>{"cuda-drivers-560=560.35.03", "nvidia-fabricmanager-560=560.35.03",
                                              "cuda-toolkit-12-6=", "libnccl2=2.21.5", "libnccl-dev=2.21.5",
-                                             "datacenter-gpu-manager-4-cuda12=", "slurmd="}));
+                                             "datacenter-gpu-manager-4-cuda12=", "munge=", "slurmd=",
+                                             "slurm-client="}));
   DesiredNode d = DesiredNodeState(c, *gpu, {}, AllParts());
   EXPECT_EQ(d.modules, std::vector<std::string>{"nvidia-peermem"});
   ASSERT_EQ(d.sysctls.size(), 1u);
   EXPECT_EQ(d.sysctls[0].key, "kernel.numa_balancing");
-  EXPECT_EQ(d.services, (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "slurmd"}));
+  EXPECT_EQ(d.services,
+            (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "munge", "slurmd"}));
   // The driver needs a reboot; the plan says so.
   EXPECT_EQ(DesiredPackages(c, *gpu, OsFamily::kDebian)[0].impact, Impact::kReboot);
   // RHEL names.
@@ -86,7 +88,7 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_TRUE(only.files.empty());
   EXPECT_FALSE(only.manage_removals);
   EXPECT_TRUE(only.modules.empty());
-  EXPECT_EQ(only.packages.size(), 7u);
+  EXPECT_EQ(only.packages.size(), 9u);
 }
 
 DesiredNode Sample() {

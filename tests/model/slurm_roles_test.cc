@@ -64,8 +64,13 @@ std::vector<std::string> PackageNames(const model::Cluster& c, const std::string
   return out;
 }
 
+// The Slurm and munge services, in the order plan starts them.
 std::vector<std::string> Services(const model::Cluster& c, const std::string& node) {
-  return plan::DesiredNodeState(c, *c.FindNode(node), {}, {plan::Part::kServices}).services;
+  std::vector<std::string> out;
+  for (const std::string& s : plan::DesiredNodeState(c, *c.FindNode(node), {}, {plan::Part::kServices}).services) {
+    if (s == "munge" || s.starts_with("slurm")) out.push_back(s);
+  }
+  return out;
 }
 
 TEST(SlurmRoles, EachNodeRunsWhatItsRoleNeeds) {

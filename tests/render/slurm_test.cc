@@ -197,7 +197,8 @@ TEST(RenderSlurm, ExampleMatchesTheGoldenFiles) {
   const char* update = std::getenv("GPUFORGE_UPDATE_GOLDEN");
   bool rewrite = update != nullptr && std::string(update) == "1";
   for (const char* path : {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf",
-                           "/etc/slurm/topology.conf", "/etc/gpuforge/jobs/train.sbatch"}) {
+                           "/etc/slurm/topology.conf", "/etc/slurm/job_container.conf",
+                           "/etc/gpuforge/jobs/train.sbatch"}) {
     std::string rendered = Content(out, path);
     fs::path golden = dir / fs::path(path).relative_path();
     if (rewrite) {
@@ -217,7 +218,11 @@ TEST(RenderSlurm, EveryNodeWithASlurmRoleGetsTheSameFiles) {
   for (const char* path : {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf",
                            "/etc/slurm/topology.conf", "/etc/slurm/job_container.conf"}) {
     std::string cluster = Content(out, path);
+    // head01 runs slurmctld and no slurmd: slurmd's own files are not for it.
+    bool slurmd_only = std::string(path) != "/etc/slurm/slurm.conf" && std::string(path) != "/etc/slurm/topology.conf";
+    EXPECT_EQ(Find(out, "head01", path) == nullptr, slurmd_only) << path;
     for (const char* node : {"head01", "gpu001", "gpu002", "gpu003", "gpu004"}) {
+      if (slurmd_only && std::string(node) == "head01") continue;
       const render::RenderedFile* f = Find(out, node, path);
       ASSERT_NE(f, nullptr) << node << ":" << path;
       EXPECT_EQ(f->content, cluster) << node << ":" << path;
@@ -338,7 +343,8 @@ TEST(RenderSlurm, TopologyOfATwoTierFabric) {
   // 1TiB * 0.95 = 996147 MiB (floor), / 8 GPUs = 124518.
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED DefMemPerGPU=124518 State=UP"});
+                "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED DefMemPerGPU=124518 DefCpuPerGPU=24 "
+                "State=UP"});
 }
 
 TEST(RenderSlurm, ASwitchWithNodesAndSwitchesKeepsItsSwitches) {
@@ -438,10 +444,11 @@ TEST(RenderSlurm, ReservedResourcesBecomeCoreSpecAndMemSpec) {
             std::vector<std::string>{"NodeName=gpu[001-004] NodeAddr=198.18.0.[11-14] Gres=gpu:h200:8 CPUs=224 Sockets=2 "
                                      "CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1811981 CoreSpecCount=3 "
                                      "MemSpecLimit=16384 State=UNKNOWN"});
-  // (1811981 - 16384) / 8
+  // (1811981 - 16384) / 8; (224 - 3 cores x 2 threads) / 8
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=224449 State=UP"});
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=224449 "
+                "DefCpuPerGPU=27 State=UP"});
   std::string job = Content(RenderOrDie(c), "/etc/gpuforge/jobs/train.sbatch");
   EXPECT_TRUE(HasLine(job, "#SBATCH --cpus-per-task=218")) << job;
 }
@@ -498,7 +505,8 @@ TEST(RenderSlurm, AbsurdQuantitiesStayIntegers) {
   EXPECT_EQ(LinesStartingWith(conf, "NodeName=gpu[001-004] ").size(), 1u) << conf;
   EXPECT_NE(conf.find(" RealMemory=9007199254740992 MemSpecLimit=9007199254740992 "), std::string::npos) << conf;
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
-            std::vector<std::string>{"PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=UNLIMITED State=UP"});
+            std::vector<std::string>{
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=UNLIMITED DefCpuPerGPU=28 State=UP"});
 }
 
 // --- The job script is shell: the worst values the loader lets through stay data ---------------

@@ -73,7 +73,7 @@ std::span<const ImpactRule> ImpactTable() {
       ImpactRule{"/etc/modules-load.d/", Impact::kReboot, "", "modules load at next boot"},
       ImpactRule{"/etc/slurm/slurm.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       ImpactRule{"/etc/slurm/topology.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
-      // slurmd reads gres.conf and cgroup.conf only at start.
+      // slurmd reads gres.conf, cgroup.conf and job_container.conf only at start.
       ImpactRule{"/etc/slurm/gres.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
@@ -81,6 +81,8 @@ std::span<const ImpactRule> ImpactTable() {
       ImpactRule{"/etc/systemd/system/kubelet.service.d/", Impact::kRestart, kKubeletHandler,
                  "drain first, restart kubelet"},
       ImpactRule{"/etc/kubernetes/kubelet.conf.d/", Impact::kRestart, kKubeletHandler, "drain first, restart kubelet"},
+      ImpactRule{"/etc/slurm/job_container.conf", Impact::kRestart, "systemctl restart slurmd",
+                 "drain first, restart slurmd"},
       ImpactRule{"/usr/local/lib/gpuforge/", Impact::kLive, "", "validate runs it"},
       // RoCE ports (render/roce.cc): re-running the script changes MTU and addresses under jobs.
       ImpactRule{"/usr/local/sbin/gpuforge-roce-setup", Impact::kRestart, kRoceHandler,

@@ -6,6 +6,7 @@
 
 #include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/slurm_roles.h"
 
 namespace gpuforge::plan {
 namespace {
@@ -165,12 +166,14 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
     add("perftest", "", Impact::kLive, "next job", "software.rdma");
   }
   const model::Scheduler& s = sw.scheduler;
-  const bool controller = !s.controller.empty() && s.controller == n.name;
-  if (s.kind == model::SchedulerKind::kSlurm) {
-    std::string daemon = controller ? "slurmctld" : "slurmd";
-    add(deb ? daemon : "slurm-" + daemon, "", Impact::kRestart, "restarts " + daemon + " (drain first)",
-        "software.scheduler");
-  }
+  // Slurm by role (model/slurm_roles.h): munge wherever Slurm authenticates, slurmctld on the
+  // controller, slurmd only where slurm.conf has a NodeName line, the commands on every node
+  // with a role.
+  const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
+  if (slurm.munge) add("munge", "", Impact::kRestart, "restarts munge", "software.scheduler (auth/munge)");
+  if (slurm.slurmctld) add(deb ? "slurmctld" : "slurm-slurmctld", "", Impact::kRestart, "restarts slurmctld", "software.scheduler");
+  if (slurm.slurmd) add(deb ? "slurmd" : "slurm-slurmd", "", Impact::kRestart, "restarts slurmd (drain first)", "software.scheduler");
+  if (slurm.client) add(deb ? "slurm-client" : "slurm", "", Impact::kLive, "next command", "software.scheduler");
   if (s.kind == model::SchedulerKind::kKubernetes) {
     add("kubelet", "", Impact::kRestart, "restarts kubelet (drain first)", "software.scheduler");
   }
@@ -219,8 +222,11 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
       if (!c.software.cuda_version.empty()) d.services.push_back("nvidia-dcgm");
     }
     const model::Scheduler& s = c.software.scheduler;
-    const bool controller = !s.controller.empty() && s.controller == n.name;
-    if (s.kind == model::SchedulerKind::kSlurm) d.services.push_back(controller ? "slurmctld" : "slurmd");
+    // munge first: slurmctld and slurmd fail to start without its socket.
+    const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
+    if (slurm.munge) d.services.push_back("munge");
+    if (slurm.slurmctld) d.services.push_back("slurmctld");
+    if (slurm.slurmd) d.services.push_back("slurmd");
     if (s.kind == model::SchedulerKind::kKubernetes) d.services.push_back("kubelet");
     for (const model::ExtraPackage& p : c.software.packages) {
       if (!p.service.empty()) d.services.push_back(p.service);

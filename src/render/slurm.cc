@@ -13,6 +13,7 @@
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/model/fabric.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "render/families.h"
 #include "render/quote.h"
 
@@ -30,19 +31,9 @@ constexpr std::size_t kMaxClusterName = 40;
 constexpr const char* kConfDir = "/etc/slurm";
 constexpr const char* kJobScript = "/etc/gpuforge/jobs/train.sbatch";
 constexpr int kRdzvPort = 29500;
-
-// A node slurmd runs on: a compute node, any node with GPUs, or a node a partition names.
-std::vector<const model::Node*> SlurmNodes(const model::Cluster& c) {
-  std::set<std::string> in_partition;
-  for (const model::Partition& p : c.software.scheduler.partitions) in_partition.insert(p.nodes.begin(), p.nodes.end());
-  std::vector<const model::Node*> out;
-  for (const model::Node& n : c.nodes) {
-    if (n.role == model::NodeRole::kCompute || c.ProfileOf(n).gpu_count() > 0 || in_partition.count(n.name)) {
-      out.push_back(&n);
-    }
-  }
-  return out;
-}
+// job_container/tmpfs keeps each job's /tmp here, on the node's disk: not /tmp itself, which
+// the plugin refuses ("Cannot use /tmp or /dev/shm as BasePath"), and beside SlurmdSpoolDir.
+constexpr const char* kJobContainerBase = "/var/lib/slurm/job_container";
 
 std::string GresType(const model::GpuSpec& g) {
   if (const model::GpuModelInfo* info = model::FindGpuModel(g.model)) return std::string(info->slurm_type);
@@ -203,9 +194,28 @@ std::optional<long long> DefMemPerGpu(const model::Cluster& c, const std::vector
   return best;
 }
 
+// DefCpuPerGPU: the CPUs a GPU brings with it when a job asks for GPUs but no CPUs, the node's
+// CPUs less CoreSpecCount shared among its GPUs; otherwise such a job gets one CPU per task and
+// its data loaders starve the GPUs.
+std::optional<long long> DefCpuPerGpu(const model::Cluster& c, const std::vector<std::string>& nodes) {
+  std::optional<long long> best;
+  for (const std::string& name : nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) return std::nullopt;
+    const model::Profile& p = c.ProfileOf(*n);
+    if (p.gpu_count() == 0 || p.cpu.sockets <= 0 || p.cpu.cores_per_socket <= 0) return std::nullopt;
+    long long cpus = Cpus(p.cpu);
+    if (std::optional<int> spec = CoreSpecCount(c.software.scheduler, p.cpu)) cpus -= *spec * std::max(1, p.cpu.threads_per_core);
+    long long per = cpus / p.gpu_count();
+    if (per <= 0) return std::nullopt;
+    best = best ? std::min(*best, per) : per;
+  }
+  return best;
+}
+
 SlurmView BuildView(const model::Cluster& c) {
   SlurmView v;
-  v.nodes = SlurmNodes(c);
+  v.nodes = model::SlurmdNodes(c);
   for (const model::Node* n : v.nodes) v.node_names.insert(n->name);
   v.effective = c.software.scheduler.partitions;
   if (v.effective.empty()) {
@@ -217,12 +227,15 @@ SlurmView BuildView(const model::Cluster& c) {
   }
   for (const model::Partition& p : v.effective) {
     std::optional<long long> def_mem = DefMemPerGpu(c, p.nodes);
+    std::optional<long long> def_cpu = DefCpuPerGpu(c, p.nodes);
     v.partitions.push_back({{"name", p.name},
                             {"nodes", hostlist::Fold(p.nodes)},
                             {"default", p.is_default ? "YES" : "NO"},
                             {"max_time", p.max_time_s ? SlurmDuration(*p.max_time_s) : "UNLIMITED"},
                             {"has_def_mem", def_mem.has_value()},
-                            {"def_mem_per_gpu", def_mem ? std::to_string(*def_mem) : ""}});
+                            {"def_mem_per_gpu", def_mem ? std::to_string(*def_mem) : ""},
+                            {"has_def_cpu", def_cpu.has_value()},
+                            {"def_cpu_per_gpu", def_cpu ? std::to_string(*def_cpu) : ""}});
   }
   return v;
 }
@@ -289,6 +302,24 @@ nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v) {
     GresLines(*c.FindProfile(profile), hostlist::Fold(by_profile[profile]), autodetect, &lines);
   }
   return {{"autodetect", autodetect}, {"lines", lines}};
+}
+
+// SchedulerParameters for backfill. bf_window (minutes) must reach the longest time limit a job
+// can have, or the backfill scheduler never plans a start for the longest jobs and keeps filling
+// their nodes with short ones (slurm.conf(5), bf_window: "at least as long as the highest allowed
+// time limit"); never below Slurm's default of a day, never above its maximum of 30 days. A long
+// window gets a coarser bf_resolution (seconds) so the plan keeps about a day's worth of slots,
+// as slurm.conf(5) advises, within Slurm's 1..3600.
+constexpr long long kBfWindowDefault = 1440, kBfWindowMax = 43200;
+std::string SchedulerParameters(const SlurmView& v) {
+  long long window = kBfWindowDefault;
+  for (const model::Partition& p : v.effective) {
+    long long minutes = p.max_time_s ? (Whole(std::ceil(*p.max_time_s)) + 59) / 60 : kBfWindowMax;
+    window = std::max(window, std::min(minutes, kBfWindowMax));
+  }
+  std::string out = fmt::format("bf_window={}", window);
+  if (window > kBfWindowDefault) out += fmt::format(",bf_resolution={}", std::min(3600LL, (window + kBfWindowDefault - 1) / kBfWindowDefault * 60));
+  return out;
 }
 
 int TierRank(model::SwitchTier t) {
@@ -393,6 +424,13 @@ void AddJobScript(const model::Cluster& c, const SlurmView& v, Plan* plan) {
     if (k == "NCCL_TOPO_FILE") continue;
     env.push_back({{"key", k}, {"value", ShellQuote(NcclEnvValue(k, val))}});
   }
+  // On an IB or RoCE compute network NCCL_NET=IB makes NCCL fail at init when its IB transport
+  // cannot open a device, instead of quietly carrying the job over TCP sockets (NCCL's env.rst,
+  // "NCCL_NET": the named network is used or init fails). The inventory's own value wins.
+  const model::Network* net = c.ComputeNetwork();
+  bool rdma = net != nullptr && (net->kind == model::NetKind::kInfiniband || net->kind == model::NetKind::kRoce);
+  bool own_net = std::any_of(c.software.nccl_env.begin(), c.software.nccl_env.end(),
+                             [](const auto& kv) { return kv.first == "NCCL_NET"; });
   nlohmann::json ctx = {{"partition", part.name},
                         {"nodes", std::to_string(nodes)},
                         {"gpus_per_node", std::to_string(gpus)},
@@ -402,6 +440,8 @@ void AddJobScript(const model::Cluster& c, const SlurmView& v, Plan* plan) {
                         {"time", part.max_time_s ? SlurmDuration(*part.max_time_s) : ""},
                         {"has_env", !env.empty()},
                         {"env", env},
+                        {"nccl_net_ib", rdma && !own_net},
+                        {"network", net != nullptr ? net->name : ""},
                         {"rdzv_port", std::to_string(kRdzvPort)}};
   plan->jobs.push_back({"", kJobScript, "slurm-train.sbatch.mustache", ctx, CommentStyle::kHash, "0755"});
 }
@@ -441,19 +481,27 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                               {"network", topo.network},
                               {"nodes", NodeLines(c, v.nodes)},
                               {"partitions", v.partitions},
+                              {"scheduler_parameters", SchedulerParameters(v)},
+                              {"job_container_base", kJobContainerBase},
                               {"declared_partitions", !s.partitions.empty()},
                               {"default_partition", s.partitions.empty()}};
   nlohmann::json gres_ctx = GresContext(c, v);
   nlohmann::json topo_ctx = {{"network", topo.network}, {"switches", topo.switches}, {"notes", notes}};
 
+  // slurmd_only: read by slurmd and its steps alone (gres.conf(5), cgroup.conf(5),
+  // job_container.conf(5)); a node without slurmd does not get them, so a change to them never
+  // asks for a slurmd restart where there is none.
   struct File {
     std::string path;
     std::string template_name;
     nlohmann::json context;
+    bool slurmd_only = false;
   };
   std::vector<File> files = {{conf, "slurm.conf.mustache", slurm_ctx},
-                             {std::string(kConfDir) + "/gres.conf", "slurm-gres.conf.mustache", gres_ctx},
-                             {std::string(kConfDir) + "/cgroup.conf", "slurm-cgroup.conf.mustache", nlohmann::json::object()}};
+                             {std::string(kConfDir) + "/gres.conf", "slurm-gres.conf.mustache", gres_ctx, true},
+                             {std::string(kConfDir) + "/cgroup.conf", "slurm-cgroup.conf.mustache", nlohmann::json::object(), true},
+                             {std::string(kConfDir) + "/job_container.conf", "slurm-job_container.conf.mustache",
+                              {{"base_path", kJobContainerBase}}, true}};
   if (tree) files.push_back({std::string(kConfDir) + "/topology.conf", "slurm-topology.conf.mustache", topo_ctx});
   if (!topo.skip_reason.empty()) plan->skipped.push_back({"", std::string(kConfDir) + "/topology.conf", topo.skip_reason});
 
@@ -461,10 +509,14 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   // to review, the per-node copies are what gets pushed.
   for (const File& f : files) plan->jobs.push_back({"", f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
   for (const model::Node* n : SelectedNodes(c, o)) {
-    bool role = n->role == model::NodeRole::kController || n->role == model::NodeRole::kLogin ||
-                n->name == controller->name || v.node_names.count(n->name);
+    bool slurmd = v.node_names.count(n->name) > 0;
+    bool role = slurmd || n->role == model::NodeRole::kController || n->role == model::NodeRole::kLogin ||
+                n->name == controller->name;
     if (!role) continue;
-    for (const File& f : files) plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+    for (const File& f : files) {
+      if (f.slurmd_only && !slurmd) continue;
+      plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+    }
   }
   AddJobScript(c, v, plan);
 }

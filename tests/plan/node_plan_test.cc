@@ -70,12 +70,13 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_EQ(names, (std::vector<std::string>{"nvidia-open-580=580.95.05", "nvidia-fabricmanager-580=580.95.05",
                                              "cuda-toolkit-12-6=", "libnccl2=2.21.5", "libnccl-dev=2.21.5",
                                              "datacenter-gpu-manager-4-cuda12=", "libnvidia-nscq-580=580.95.05",
-                                             "doca-ofed=2.9.1", "slurmd="}));
+                                             "doca-ofed=2.9.1", "munge=", "slurmd=", "slurm-client="}));
   DesiredNode d = DesiredNodeState(c, *gpu, {}, AllParts());
   EXPECT_TRUE(d.modules.empty()) << "DMA-BUF: no nvidia-peermem";
   ASSERT_EQ(d.sysctls.size(), 1u);
   EXPECT_EQ(d.sysctls[0].key, "kernel.numa_balancing");
-  EXPECT_EQ(d.services, (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "slurmd"}));
+  EXPECT_EQ(d.services,
+            (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "munge", "slurmd"}));
   // The driver needs a reboot; the plan says so.
   EXPECT_EQ(DesiredPackages(c, *gpu, OsFamily::kDebian)[0].impact, Impact::kReboot);
   // RHEL names.

@@ -5,8 +5,9 @@
 //
 // Nothing of the machine's own Slurm or munge is used or touched (/etc/slurm, /etc/munge,
 // /run/munge, /var/lib/slurm stay as they are):
-//   - everything lives in a fresh directory under /tmp: the munge key (made here), munged's
-//     socket, the Slurm configuration, state, spool and log directories;
+//   - everything lives in a fresh directory under /var/tmp: the munge key (made here), munged's
+//     socket, the Slurm configuration, state, spool and log directories (not under /tmp, which
+//     job_container/tmpfs would give every job a private copy of);
 //   - munged runs in the foreground with that key and socket, slurm.conf points at the socket;
 //   - slurmctld runs in its own UTS and mount namespace whose host name is the controller's
 //     node name, so SlurmctldHost matches without touching the machine's host name;
@@ -19,7 +20,9 @@
 //   - ports are picked free on 127.0.0.1 (bind to port 0) and node names carry this process's
 //     id, so runs in parallel do not meet (slurmd names its cgroups after the node).
 // Only the lines that must point into the sandbox are changed in the rendered slurm.conf (see
-// kSandboxKeys); gres.conf, cgroup.conf and topology.conf are used as rendered. Every daemon is
+// kSandboxKeys, which turns job_container/tmpfs off: see there) and job_container.conf's BasePath;
+// gres.conf, cgroup.conf and topology.conf are
+// used as rendered. Every daemon is
 // stopped by its pid in TearDown, whatever happened, and the cgroups slurmd made are removed.
 // Tests skip, with the reason, when not root, when a binary is missing, or when this machine
 // cannot make namespaces.
@@ -220,6 +223,7 @@ profiles:
       - {name: mlx5_0, kind: infiniband, rate: 400Gb/s, network: ib}
 nodes:
   - {name: PFXctl, address: 127.0.0.10, profile: head, role: controller}
+  - {name: PFXlogin, address: 127.0.0.14, profile: head, role: login}
   - {name: PFXg01, address: 127.0.0.11, profile: small-h200}
   - {name: "PFXg[02-03]", address: "127.0.0.[12-13]", profile: hgx-h200}
 networks:
@@ -242,6 +246,7 @@ software:
     partitions:
       - {name: gpu, nodes: "PFXg[01-03]", default: true, max_time: 7d}
       - {name: debug, nodes: PFXg01, max_time: 30min}
+      - {name: long, nodes: "PFXg[02-03]", max_time: 14d}
 )";
 
 // slurm.conf lines that must point into the sandbox; everything else is used as rendered. The
@@ -249,7 +254,7 @@ software:
 constexpr const char* kSandboxKeys[] = {"SlurmctldPort",    "SlurmdPort",       "StateSaveLocation",
                                         "SlurmdSpoolDir",   "SlurmctldPidFile", "SlurmdPidFile",
                                         "SlurmctldLogFile", "SlurmdLogFile",    "HealthCheckProgram",
-                                        "SlurmUser"};
+                                        "SlurmUser",        "JobContainerType"};
 
 constexpr const char* kControllerScript = R"(set -e
 hostname "$1"
@@ -295,7 +300,7 @@ class RenderSlurmDaemons : public ::testing::Test {
     CommandResult ns = Shell("unshare --mount --uts --pid --fork --kill-child --propagation private true");
     if (ns.status != 0) GTEST_SKIP() << "cannot make mount, UTS and pid namespaces here: " << ns.output;
 
-    char tmpl[] = "/tmp/gpuforge-slurm-XXXXXX";
+    char tmpl[] = "/var/tmp/gpuforge-slurm-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     // The slurm user reaches its state directory and the munge socket through it.
@@ -369,6 +374,11 @@ class RenderSlurmDaemons : public ::testing::Test {
         {"SlurmdLogFile", (dir_ / "log" / "slurmd.log").string()},
         {"HealthCheckProgram", (dir_ / "healthcheck").string()},
         {"SlurmUser", slurm != nullptr ? "slurm" : "root"},
+        // job_container/tmpfs cannot run in this sandbox: slurmstepd's bind mount of the job's
+        // namespace file under BasePath fails ("_create_ns: ns base mount failed: Invalid
+        // argument"), also with BasePath a private bind mount of its own, and no job starts. The
+        // test turns it off here only; the rendered line is checked to be there (seen[] below).
+        {"JobContainerType", "job_container/none"},
     };
     std::string conf;
     std::map<std::string, int> seen;
@@ -390,6 +400,19 @@ class RenderSlurmDaemons : public ::testing::Test {
       fs::copy_file(rendered / f, etc / f);
       fs::permissions(etc / f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
     }
+    // job_container.conf with its BasePath in the sandbox.
+    ASSERT_TRUE(fs::exists(rendered / "job_container.conf")) << "job_container.conf was not rendered";
+    std::string jc, base_lines;
+    std::stringstream jc_in(ReadFile(rendered / "job_container.conf"));
+    for (std::string line; std::getline(jc_in, line);) {
+      if (line.rfind("BasePath=", 0) == 0) {
+        base_lines += line + "\n";
+        line = "BasePath=" + (dir_ / "jc").string();
+      }
+      jc += line + "\n";
+    }
+    EXPECT_EQ(base_lines, "BasePath=/var/lib/slurm/job_container\n");
+    WriteFile(etc / "job_container.conf", jc);
     WriteFile(dir_ / "ctl.sh", kControllerScript);
     WriteFile(dir_ / "slurmd.sh", kSlurmdScript);
     fs::copy_file(dir_ / "render" / "_cluster" / "etc" / "gpuforge" / "jobs" / "train.sbatch", dir_ / "train.sbatch");
@@ -490,13 +513,21 @@ TEST_F(RenderSlurmDaemons, ControllerTakesTheRenderedFiles) {
   EXPECT_EQ(ConfigValue(config.output, "HealthCheckInterval"), "300 sec");
   EXPECT_EQ(ConfigValue(config.output, "AuthType"), "auth/munge");
   EXPECT_EQ(ConfigValue(config.output, "ConstrainDevices"), "yes") << "cgroup.conf was read";
+  // Production settings (#14): as slurmctld parsed them.
+  EXPECT_EQ(ConfigValue(config.output, "PropagateResourceLimitsExcept"), "MEMLOCK");
+  EXPECT_EQ(ConfigValue(config.output, "KillOnBadExit"), "1");
+  EXPECT_EQ(ConfigValue(config.output, "UnkillableStepTimeout"), "180 sec");
+  // 14 days = 20160 minutes, the longest MaxTime; 14 day-long slots of 60 s become 840 s.
+  EXPECT_EQ(ConfigValue(config.output, "SchedulerParameters"), "bf_window=20160,bf_resolution=840");
+  EXPECT_EQ(ConfigValue(config.output, "PrologFlags"), "Alloc,Contain") << "Contain implies Alloc";
+  EXPECT_EQ(ConfigValue(config.output, "JobContainerType"), "job_container/none") << "turned off in the sandbox";
 
   struct Expect {
     std::string node, addr, cpus, memory, partitions;
   };
   for (const Expect& e : {Expect{g01_, "127.0.0.11", "1", "972", "gpu,debug"},
-                          Expect{prefix_ + "g02", "127.0.0.12", "224", "1811981", "gpu"},
-                          Expect{prefix_ + "g03", "127.0.0.13", "224", "1811981", "gpu"}}) {
+                          Expect{prefix_ + "g02", "127.0.0.12", "224", "1811981", "gpu,long"},
+                          Expect{prefix_ + "g03", "127.0.0.13", "224", "1811981", "gpu,long"}}) {
     CommandResult node = Shell(Env() + "scontrol show node " + e.node);
     ASSERT_EQ(node.status, 0) << node.output;
     for (const std::string& want : std::vector<std::string>{"Gres=gpu:h200:8", "NodeAddr=" + e.addr + " ",
@@ -506,6 +537,11 @@ TEST_F(RenderSlurmDaemons, ControllerTakesTheRenderedFiles) {
     }
   }
   EXPECT_NE(Shell(Env() + "scontrol show node " + ctl_).status, 0) << "the controller has no GPUs: not a Slurm node";
+  EXPECT_NE(Shell(Env() + "scontrol show node " + prefix_ + "login").status, 0) << "a login node is no Slurm node";
+  // The login node gets the slurm.conf its commands read, and none of slurmd's files.
+  const fs::path login = dir_ / "render" / (prefix_ + "login") / "etc" / "slurm";
+  EXPECT_EQ(ReadFile(login / "slurm.conf"), ReadFile(dir_ / "render" / "_cluster" / "etc" / "slurm" / "slurm.conf"));
+  EXPECT_FALSE(fs::exists(login / "gres.conf"));
 
   CommandResult topology = Shell(Env() + "scontrol show topology");
   ASSERT_EQ(topology.status, 0) << topology.output;
@@ -518,9 +554,15 @@ TEST_F(RenderSlurmDaemons, ControllerTakesTheRenderedFiles) {
 
   CommandResult sinfo = Shell(Env() + "sinfo --noheader --format='%P|%a|%l|%D|%N'");
   ASSERT_EQ(sinfo.status, 0) << sinfo.output;
-  EXPECT_EQ(sinfo.output, fmt::format("gpu*|up|7-00:00:00|3|{0}g[01-03]\ndebug|up|30:00|1|{0}g01\n", prefix_));
+  EXPECT_EQ(sinfo.output, fmt::format("gpu*|up|7-00:00:00|3|{0}g[01-03]\ndebug|up|30:00|1|{0}g01\n"
+                                      "long|up|14-00:00:00|2|{0}g[02-03]\n",
+                                      prefix_));
   CommandResult part = Shell(Env() + "scontrol show partition gpu");
   EXPECT_NE(part.output.find("DefMemPerGPU=121"), std::string::npos) << part.output;  // 972 MiB / 8 GPUs, the smallest
+  // g01's one CPU shared by 8 GPUs is less than one: no DefCpuPerGPU where g01 is.
+  EXPECT_EQ(part.output.find("DefCpuPerGPU"), std::string::npos) << part.output;
+  CommandResult long_part = Shell(Env() + "scontrol show partition long");
+  EXPECT_NE(long_part.output.find("DefCpuPerGPU=28"), std::string::npos) << long_part.output;  // 224 CPUs / 8 GPUs
 }
 
 TEST_F(RenderSlurmDaemons, SlurmdRegistersTheGpusOfGresConf) {
@@ -572,7 +614,8 @@ TEST_F(RenderSlurmDaemons, TheRenderedJobScriptRuns) {
   fs::create_directories(dir_ / "stubs");
   WriteFile(dir_ / "stubs" / "torchrun",
             "#!/bin/sh\n# Stand-in for torchrun.\n"
-            "echo \"torchrun on $(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES NCCL_IB_HCA=$NCCL_IB_HCA\"\n"
+            "echo \"torchrun on $(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES NCCL_IB_HCA=$NCCL_IB_HCA "
+            "NCCL_NET=$NCCL_NET SLURM_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\"\n"
             "for a in \"$@\"; do echo \"arg=$a\"; done\n",
             fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
                 fs::perms::others_exec);
@@ -596,7 +639,8 @@ TEST_F(RenderSlurmDaemons, TheRenderedJobScriptRuns) {
   }, 40s);
   ASSERT_NE(state.find("JobState=COMPLETED"), std::string::npos)
       << state << "\n" << ReadFile(out) << Tail(ReadFile(dir_ / "log" / "slurmd.log"), 20);
-  EXPECT_EQ(ReadFile(out), fmt::format("torchrun on {0} CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 NCCL_IB_HCA==mlx5_0:1\n"
+  EXPECT_EQ(ReadFile(out), fmt::format("torchrun on {0} CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 NCCL_IB_HCA==mlx5_0:1 "
+                                       "NCCL_NET=IB SLURM_CPUS_PER_TASK=1\n"
                                        "arg=--nnodes=1\n"
                                        "arg=--nproc_per_node=8\n"
                                        "arg=--rdzv_id={1}\n"

@@ -115,6 +115,12 @@ TEST(RenderSlurm, ExampleSlurmConfHasTheKeyLines) {
            "HealthCheckInterval=300",
            "StateSaveLocation=/var/lib/slurm/slurmctld",
            "SlurmdSpoolDir=/var/lib/slurm/slurmd",
+           "PropagateResourceLimitsExcept=MEMLOCK",
+           "KillOnBadExit=1",
+           "UnkillableStepTimeout=180",
+           "SchedulerParameters=bf_window=10080,bf_resolution=420",  // 7 days in minutes
+           "PrologFlags=Contain",
+           "JobContainerType=job_container/tmpfs",
        }) {
     EXPECT_TRUE(HasLine(conf, line)) << "missing: " << line << "\n" << conf;
   }
@@ -124,7 +130,10 @@ TEST(RenderSlurm, ExampleSlurmConfHasTheKeyLines) {
                                      "CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1811981 State=UNKNOWN"});
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=226497 State=UP"});
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=226497 "
+                "DefCpuPerGPU=28 State=UP"});
+  EXPECT_EQ(Settings(Content(out, "/etc/slurm/job_container.conf")),
+            (std::vector<std::string>{"AutoBasePath=true", "BasePath=/var/lib/slurm/job_container"}));
 }
 
 TEST(RenderSlurm, ExampleGresConfHasOneLinePerNumaNode) {
@@ -165,11 +174,14 @@ TEST(RenderSlurm, ExampleJobScript) {
   EXPECT_EQ(LinesStartingWith(f->content, "export "),
             (std::vector<std::string>{
                 "export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'",
-                "export NCCL_IB_TIMEOUT='22'", "export NCCL_IB_RETRY_CNT='7'", "export NCCL_SOCKET_IFNAME='ens9f0'"}));
+                "export NCCL_IB_TIMEOUT='22'", "export NCCL_IB_RETRY_CNT='7'", "export NCCL_SOCKET_IFNAME='ens9f0'",
+                "export NCCL_NET=IB"}));
   for (const std::string& line : Settings(f->content)) {
     EXPECT_EQ(line.find("NCCL_DEBUG"), std::string::npos) << "the inventory does not set NCCL_DEBUG: " << line;
   }
   EXPECT_TRUE(HasLine(f->content, "  --nproc_per_node=8 \\"));
+  EXPECT_EQ(LinesStartingWith(f->content, "srun "),
+            std::vector<std::string>{"srun --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" --kill-on-bad-exit=1 torchrun \\"});
 }
 
 std::string ReadFile(const fs::path& p) {
@@ -185,7 +197,8 @@ TEST(RenderSlurm, ExampleMatchesTheGoldenFiles) {
   const char* update = std::getenv("GPUFORGE_UPDATE_GOLDEN");
   bool rewrite = update != nullptr && std::string(update) == "1";
   for (const char* path : {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf",
-                           "/etc/slurm/topology.conf", "/etc/gpuforge/jobs/train.sbatch"}) {
+                           "/etc/slurm/topology.conf", "/etc/slurm/job_container.conf",
+                           "/etc/gpuforge/jobs/train.sbatch"}) {
     std::string rendered = Content(out, path);
     fs::path golden = dir / fs::path(path).relative_path();
     if (rewrite) {
@@ -203,9 +216,13 @@ TEST(RenderSlurm, ExampleMatchesTheGoldenFiles) {
 TEST(RenderSlurm, EveryNodeWithASlurmRoleGetsTheSameFiles) {
   render::Output out = RenderOrDie(LoadExample());
   for (const char* path : {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf",
-                           "/etc/slurm/topology.conf"}) {
+                           "/etc/slurm/topology.conf", "/etc/slurm/job_container.conf"}) {
     std::string cluster = Content(out, path);
+    // head01 runs slurmctld and no slurmd: slurmd's own files are not for it.
+    bool slurmd_only = std::string(path) != "/etc/slurm/slurm.conf" && std::string(path) != "/etc/slurm/topology.conf";
+    EXPECT_EQ(Find(out, "head01", path) == nullptr, slurmd_only) << path;
     for (const char* node : {"head01", "gpu001", "gpu002", "gpu003", "gpu004"}) {
+      if (slurmd_only && std::string(node) == "head01") continue;
       const render::RenderedFile* f = Find(out, node, path);
       ASSERT_NE(f, nullptr) << node << ":" << path;
       EXPECT_EQ(f->content, cluster) << node << ":" << path;
@@ -326,7 +343,8 @@ TEST(RenderSlurm, TopologyOfATwoTierFabric) {
   // 1TiB * 0.95 = 996147 MiB (floor), / 8 GPUs = 124518.
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED DefMemPerGPU=124518 State=UP"});
+                "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED DefMemPerGPU=124518 DefCpuPerGPU=24 "
+                "State=UP"});
 }
 
 TEST(RenderSlurm, ASwitchWithNodesAndSwitchesKeepsItsSwitches) {
@@ -426,10 +444,11 @@ TEST(RenderSlurm, ReservedResourcesBecomeCoreSpecAndMemSpec) {
             std::vector<std::string>{"NodeName=gpu[001-004] NodeAddr=198.18.0.[11-14] Gres=gpu:h200:8 CPUs=224 Sockets=2 "
                                      "CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1811981 CoreSpecCount=3 "
                                      "MemSpecLimit=16384 State=UNKNOWN"});
-  // (1811981 - 16384) / 8
+  // (1811981 - 16384) / 8; (224 - 3 cores x 2 threads) / 8
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=224449 State=UP"});
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=7-00:00:00 DefMemPerGPU=224449 "
+                "DefCpuPerGPU=27 State=UP"});
   std::string job = Content(RenderOrDie(c), "/etc/gpuforge/jobs/train.sbatch");
   EXPECT_TRUE(HasLine(job, "#SBATCH --cpus-per-task=218")) << job;
 }
@@ -441,8 +460,39 @@ TEST(RenderSlurm, MaxTimeInSlurmFormat) {
   std::string conf = Content(RenderOrDie(c), "/etc/slurm/slurm.conf");
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
             (std::vector<std::string>{
-                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=0-01:30:01 DefMemPerGPU=226497 State=UP",
-                "PartitionName=long Nodes=gpu[003-004] Default=NO MaxTime=UNLIMITED DefMemPerGPU=226497 State=UP"}));
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=0-01:30:01 DefMemPerGPU=226497 "
+                "DefCpuPerGPU=28 State=UP",
+                "PartitionName=long Nodes=gpu[003-004] Default=NO MaxTime=UNLIMITED DefMemPerGPU=226497 "
+                "DefCpuPerGPU=28 State=UP"}));
+  // An unlimited partition: backfill looks as far as Slurm lets it, 30 days.
+  EXPECT_TRUE(HasLine(conf, "SchedulerParameters=bf_window=43200,bf_resolution=1800")) << conf;
+}
+
+// bf_window is the longest MaxTime in minutes (rounded up), never below Slurm's default day.
+TEST(RenderSlurm, BackfillWindowCoversTheLongestMaxTime) {
+  model::Cluster c = LoadExample();
+  c.software.scheduler.partitions[0].max_time_s = 30 * 60;
+  EXPECT_TRUE(HasLine(Content(RenderOrDie(c), "/etc/slurm/slurm.conf"), "SchedulerParameters=bf_window=1440"));
+  c.software.scheduler.partitions[0].max_time_s = 2 * 86400 + 1;  // 2 days and a second: 2881 minutes
+  c.software.scheduler.partitions.push_back(model::Partition{"short", {"gpu001"}, false, 3600.0});
+  EXPECT_TRUE(HasLine(Content(RenderOrDie(c), "/etc/slurm/slurm.conf"),
+                      "SchedulerParameters=bf_window=2881,bf_resolution=180"));
+  c.software.scheduler.partitions[0].max_time_s = 400.0 * 86400;  // beyond Slurm's 30-day maximum
+  EXPECT_TRUE(HasLine(Content(RenderOrDie(c), "/etc/slurm/slurm.conf"),
+                      "SchedulerParameters=bf_window=43200,bf_resolution=1800"));
+}
+
+// DefCpuPerGPU: the smallest share of CPUs (less CoreSpecCount) per GPU over the partition's
+// nodes; left out when a node has no CPU layout or less than one CPU per GPU.
+TEST(RenderSlurm, DefCpuPerGpuFromTheSmallestNode) {
+  model::Cluster c = LoadExample();
+  c.software.scheduler.reserved_cpus = 6;  // 3 cores of 2 threads: 218 CPUs for 8 GPUs
+  EXPECT_NE(Content(RenderOrDie(c), "/etc/slurm/slurm.conf").find(" DefCpuPerGPU=27 "), std::string::npos);
+  c = LoadExample();
+  for (model::Profile& p : c.profiles) p.cpu.cores_per_socket = 0;
+  for (const std::string& line : LinesStartingWith(Content(RenderOrDie(c), "/etc/slurm/slurm.conf"), "PartitionName=")) {
+    EXPECT_EQ(line.find("DefCpuPerGPU"), std::string::npos) << line;
+  }
 }
 
 TEST(RenderSlurm, AbsurdQuantitiesStayIntegers) {
@@ -455,7 +505,8 @@ TEST(RenderSlurm, AbsurdQuantitiesStayIntegers) {
   EXPECT_EQ(LinesStartingWith(conf, "NodeName=gpu[001-004] ").size(), 1u) << conf;
   EXPECT_NE(conf.find(" RealMemory=9007199254740992 MemSpecLimit=9007199254740992 "), std::string::npos) << conf;
   EXPECT_EQ(LinesStartingWith(conf, "PartitionName="),
-            std::vector<std::string>{"PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=UNLIMITED State=UP"});
+            std::vector<std::string>{
+                "PartitionName=gpu Nodes=gpu[001-004] Default=YES MaxTime=UNLIMITED DefCpuPerGPU=28 State=UP"});
 }
 
 // --- The job script is shell: the worst values the loader lets through stay data ---------------
@@ -489,7 +540,7 @@ software:
 bool RunScript(const fs::path& script, const fs::path& stubs, const std::string& args, std::string* out) {
   std::string cmd = fmt::format(
       "env -i PATH={}:/usr/bin:/bin HOME=/nonexistent SLURM_JOB_NODELIST='n[1-2]' SLURM_JOB_NUM_NODES=2 "
-      "SLURM_JOB_ID=77 bash {} {} 2>&1",
+      "SLURM_JOB_ID=77 SLURM_CPUS_PER_TASK=8 bash {} {} 2>&1",
       stubs.string(), script.string(), args);
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return false;
@@ -523,7 +574,9 @@ TEST(RenderSlurm, JobScriptKeepsTheWorstAllowedValuesAsData) {
     fs::permissions(stubs / name, fs::perms::owner_all);
   };
   stub("scontrol", "[ \"$1 $2 $3\" = 'show hostnames n[1-2]' ] && printf 'n1\\nn2\\n'");
-  stub("srun", "exec \"$@\"");
+  // srun prints its own options (up to the program) and runs the program with the rest.
+  stub("srun",
+       "while [ \"${1#-}\" != \"$1\" ]; do printf 'srun=%s\\n' \"$1\"; shift; done; exec \"$@\"");
   stub("torchrun",
        "for a in \"$@\"; do printf 'arg=%s\\n' \"$a\"; done; env | grep '^NCCL_' | sort | sed 's/^/env=/'");
   fs::path script = dir / "train.sbatch";
@@ -532,6 +585,8 @@ TEST(RenderSlurm, JobScriptKeepsTheWorstAllowedValuesAsData) {
   std::string result;
   ASSERT_TRUE(RunScript(script, stubs, "", &result)) << result;
   EXPECT_EQ(result,
+            "srun=--cpus-per-task=8\n"  // the batch step's SLURM_CPUS_PER_TASK, passed on
+            "srun=--kill-on-bad-exit=1\n"
             "arg=--nnodes=2\n"
             "arg=--nproc_per_node=4\n"
             "arg=--rdzv_id=77\n"
@@ -550,6 +605,37 @@ TEST(RenderSlurm, JobScriptKeepsTheWorstAllowedValuesAsData) {
   EXPECT_NE(result.find("arg=my.py\narg=--lr\narg=1e-4\nenv="), std::string::npos) << result;
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+// NCCL_NET=IB on IB and RoCE compute networks only, and never over the inventory's own value.
+TEST(RenderSlurm, JobScriptForcesTheIbTransportOnRdmaNetworksOnly) {
+  const std::string base = std::string(kWorstValues) + "networks:\n  fab: {role: compute, kind: KIND, rate: 400Gb/s}\n";
+  auto script = [&](const std::string& kind, const std::string& extra_env) {
+    std::string yaml = base;
+    yaml.replace(yaml.find("KIND"), 4, kind);
+    if (!extra_env.empty()) yaml.replace(yaml.find("      NCCL_DEBUG: INFO\n"), 0, extra_env);
+    return Content(RenderOrDie(LoadYaml(yaml)), "/etc/gpuforge/jobs/train.sbatch");
+  };
+  EXPECT_EQ(LinesStartingWith(script("infiniband", ""), "export NCCL_NET"), std::vector<std::string>{"export NCCL_NET=IB"});
+  EXPECT_EQ(LinesStartingWith(script("roce", ""), "export NCCL_NET"), std::vector<std::string>{"export NCCL_NET=IB"});
+  EXPECT_TRUE(LinesStartingWith(script("ethernet", ""), "export NCCL_NET").empty());
+  EXPECT_TRUE(LinesStartingWith(Content(RenderOrDie(LoadYaml(kWorstValues)), "/etc/gpuforge/jobs/train.sbatch"),
+                                "export NCCL_NET")
+                  .empty())
+      << "no compute network: nothing to force";
+  EXPECT_EQ(LinesStartingWith(script("infiniband", "      NCCL_NET: Socket\n"), "export NCCL_NET"),
+            std::vector<std::string>{"export NCCL_NET='Socket'"});
+}
+
+// Without a CPU layout there is no --cpus-per-task for sbatch, so srun does not pass one either
+// (SLURM_CPUS_PER_TASK would be unset under set -u).
+TEST(RenderSlurm, JobScriptWithoutCpuLayoutPassesNoCpusPerTask) {
+  std::string yaml = kWorstValues;
+  const std::string cpu = "    cpu: {model: x, sockets: 1, cores_per_socket: 8, threads_per_core: 1}\n";
+  yaml.replace(yaml.find(cpu), cpu.size(), "");
+  std::string text = Content(RenderOrDie(LoadYaml(yaml)), "/etc/gpuforge/jobs/train.sbatch");
+  EXPECT_TRUE(LinesStartingWith(text, "#SBATCH --cpus-per-task").empty()) << text;
+  EXPECT_EQ(LinesStartingWith(text, "srun "), std::vector<std::string>{"srun --kill-on-bad-exit=1 torchrun \\"});
 }
 
 TEST(RenderSlurm, JobScriptNeedsANodeWithGpus) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "render/families.h"
 #include "render/quote.h"
 
@@ -465,13 +466,19 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                    {"counters", std::string(kDcgmCountersPath)},
                                    {"job_map_dir", std::string(kDcgmJobMapDir)},
                                    {"slurm", slurm}};
+  const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
   for (const model::Node* n : SelectedNodes(c, o)) {
-    if (DcgmGpu(c.ProfileOf(*n)) == nullptr) continue;
-    nlohmann::json ctx = exporter;
-    ctx["fields"] = fields;
-    plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache", ctx,
-                          CommentStyle::kHash, "0644"});
-    if (!slurm) continue;
+    if (DcgmGpu(c.ProfileOf(*n)) != nullptr) {
+      nlohmann::json ctx = exporter;
+      ctx["fields"] = fields;
+      plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache", ctx,
+                            CommentStyle::kHash, "0644"});
+    }
+    // slurm.conf's Prolog=/etc/slurm/prolog.d/* glob fails the prolog, and so drains the node,
+    // where it matches nothing (slurmd 22.05: "prep_script_slurmd: cannot read dir
+    // /etc/slurm/prolog.d/*", seen by RenderSlurmDaemons): every slurmd node gets the pair, and
+    // on one without GPUs it has nothing to map (SLURM_JOB_GPUS unset) and exits 0.
+    if (!slurm || std::find(slurmd.begin(), slurmd.end(), n) == slurmd.end()) continue;
     plan->jobs.push_back({n->name, std::string(kDcgmJobMapProlog), "dcgm-job-map-prolog.sh.mustache", exporter,
                           CommentStyle::kHash, "0755"});
     plan->jobs.push_back({n->name, std::string(kDcgmJobMapEpilog), "dcgm-job-map-epilog.sh.mustache", exporter,

@@ -147,7 +147,13 @@ TEST(SlurmRoles, SlurmdFilesAndTheirRestartOnlyWhereSlurmdRuns) {
   Result<render::Output> out = render::Render(c, o);
   ASSERT_TRUE(out.ok()) << out.error().message;
   using V = std::vector<std::string>;
-  const V all = {"/etc/slurm/cgroup.conf", "/etc/slurm/gres.conf", "/etc/slurm/job_container.conf", "/etc/slurm/slurm.conf"};
+  // Every slurmd node also gets the DCGM exporter's job-mapping prolog/epilog (monitoring).
+  const V all = {"/etc/slurm/cgroup.conf",
+                 "/etc/slurm/epilog.d/gpuforge-dcgm-job-map.sh",
+                 "/etc/slurm/gres.conf",
+                 "/etc/slurm/job_container.conf",
+                 "/etc/slurm/prolog.d/gpuforge-dcgm-job-map.sh",
+                 "/etc/slurm/slurm.conf"};
   EXPECT_EQ(SlurmFiles(*out, "g01"), all);
   EXPECT_EQ(SlurmFiles(*out, "ctl"), V{"/etc/slurm/slurm.conf"});
   EXPECT_EQ(SlurmFiles(*out, "login01"), V{"/etc/slurm/slurm.conf"});
@@ -162,6 +168,7 @@ TEST(SlurmRoles, SlurmdFilesAndTheirRestartOnlyWhereSlurmdRuns) {
   yaml.replace(yaml.find("nodes: \"g[01-02]\", default"), std::string("nodes: \"g[01-02]\"").size(), "nodes: \"ctl,g[01-02]\"");
   Result<render::Output> both = render::Render(Load(yaml), o);
   ASSERT_TRUE(both.ok()) << both.error().message;
+  // The DCGM job-mapping pair too: slurm.conf's Prolog glob must match on every slurmd node.
   EXPECT_EQ(SlurmFiles(*both, "ctl"), all);
   EXPECT_TRUE(has(FirstApplyHandlers(*both, "ctl"), "systemctl restart slurmd"));
 }

@@ -89,7 +89,7 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_TRUE(only.files.empty());
   EXPECT_FALSE(only.manage_removals);
   EXPECT_TRUE(only.modules.empty());
-  EXPECT_EQ(only.packages.size(), 9u);
+  EXPECT_EQ(only.packages.size(), 11u);  // the list above
 }
 
 DesiredNode Sample() {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuforge/model/slurm_roles.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/render/monitoring.h"
@@ -421,14 +422,16 @@ TEST(RenderMonitoringJobMap, PrologWritesWhatTheExporterReadsAndEpilogTakesItBac
   fs::remove_all(dir);
 }
 
-TEST(RenderMonitoringJobMap, OnlySlurmGpuNodesGetThePair) {
+// Every slurmd node: slurm.conf's Prolog glob fails (and drains the node) where it matches nothing.
+TEST(RenderMonitoringJobMap, EverySlurmdNodeGetsThePair) {
   for (const char* example : {"a100-roce-k8s", "h200-ib-32gpu", "h200-single-node"}) {
     SCOPED_TRACE(example);
     model::Cluster c = LoadExample(example);
     render::Output out = RenderCluster(c);
     const bool slurm = c.software.scheduler.kind == model::SchedulerKind::kSlurm;
     for (const model::Node& n : c.nodes) {
-      const bool want = slurm && c.ProfileOf(n).gpu_count() > 0;
+      const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
+      const bool want = slurm && std::find(slurmd.begin(), slurmd.end(), &n) != slurmd.end();
       EXPECT_EQ(Find(out, n.name, render::kDcgmJobMapProlog) != nullptr, want) << n.name;
       EXPECT_EQ(Find(out, n.name, render::kDcgmJobMapEpilog) != nullptr, want) << n.name;
     }

@@ -254,7 +254,8 @@ software:
 constexpr const char* kSandboxKeys[] = {"SlurmctldPort",    "SlurmdPort",       "StateSaveLocation",
                                         "SlurmdSpoolDir",   "SlurmctldPidFile", "SlurmdPidFile",
                                         "SlurmctldLogFile", "SlurmdLogFile",    "HealthCheckProgram",
-                                        "SlurmUser",        "JobContainerType"};
+                                        "SlurmUser",        "JobContainerType", "Prolog",
+                                        "Epilog"};
 
 constexpr const char* kControllerScript = R"(set -e
 hostname "$1"
@@ -379,7 +380,21 @@ class RenderSlurmDaemons : public ::testing::Test {
         // argument"), also with BasePath a private bind mount of its own, and no job starts. The
         // test turns it off here only; the rendered line is checked to be there (seen[] below).
         {"JobContainerType", "job_container/none"},
+        // The rendered job-mapping prolog/epilog of g01, copied into the sandbox with their
+        // mapping directory moved there too, run by the real slurmd through the same globs.
+        {"Prolog", (dir_ / "prolog.d" / "*").string()},
+        {"Epilog", (dir_ / "epilog.d" / "*").string()},
     };
+    for (const char* part : {"prolog.d", "epilog.d"}) {
+      const fs::path from = dir_ / "render" / g01_ / "etc" / "slurm" / part / "gpuforge-dcgm-job-map.sh";
+      ASSERT_TRUE(fs::exists(from)) << from << " was not rendered for a slurmd node";
+      std::string script = ReadFile(from);
+      const std::string line = "\ndir=/run/gpuforge/dcgm-job-map\n";
+      ASSERT_NE(script.find(line), std::string::npos) << script;
+      script.replace(script.find(line), line.size(), "\ndir=" + (dir_ / "job-map").string() + "\n");
+      fs::create_directories(dir_ / part);
+      WriteFile(dir_ / part / "gpuforge-dcgm-job-map.sh", script, rwxr_xr_x);
+    }
     std::string conf;
     std::map<std::string, int> seen;
     std::stringstream in(ReadFile(rendered / "slurm.conf"));
@@ -520,6 +535,10 @@ TEST_F(RenderSlurmDaemons, ControllerTakesTheRenderedFiles) {
   // 14 days = 20160 minutes, the longest MaxTime; 14 day-long slots of 60 s become 840 s.
   EXPECT_EQ(ConfigValue(config.output, "SchedulerParameters"), "bf_window=20160,bf_resolution=840");
   EXPECT_EQ(ConfigValue(config.output, "PrologFlags"), "Alloc,Contain") << "Contain implies Alloc";
+  // The rendered Prolog/Epilog globs (seen once each above), moved into the sandbox where the
+  // rendered job-mapping pair is; the jobs below run with them.
+  EXPECT_EQ(ConfigValue(config.output, "Prolog"), (dir_ / "prolog.d" / "*").string());
+  EXPECT_EQ(ConfigValue(config.output, "Epilog"), (dir_ / "epilog.d" / "*").string());
   EXPECT_EQ(ConfigValue(config.output, "JobContainerType"), "job_container/none") << "turned off in the sandbox";
 
   struct Expect {
@@ -588,10 +607,13 @@ TEST_F(RenderSlurmDaemons, AJobSeesOnlyTheGpusItWasGiven) {
   ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
   // Two GPUs of eight: CUDA_VISIBLE_DEVICES names them, and the devices cgroup (ConstrainDevices)
   // lets the job open them (ENXIO: no driver behind the stand-in) but not another (EPERM).
+  // The rendered prolog ran at allocation (PrologFlags=Contain) and told the DCGM exporter's
+  // mapping directory which job holds GPUs 0 and 1.
   CommandResult job = Shell(Env() + fmt::format("srun --partition=debug --nodelist={} --gpus=2 --time=1 --ntasks=1 "
                                               "/bin/sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; "
-                                              "cat /dev/nvidia1; cat /dev/nvidia5; true'",
-                                              g01_));
+                                              "cat /dev/nvidia1; cat /dev/nvidia5; "
+                                              "echo map0=$(cat {}/0) map1=$(cat {}/1) job=$SLURM_JOB_ID; true'",
+                                              g01_, (dir_ / "job-map").string(), (dir_ / "job-map").string()));
   std::string log = ReadFile(dir_ / "log" / "slurmd.log");
   if (job.status != 0 && log.find("cgroup") != std::string::npos &&
       (log.find("Operation not permitted") != std::string::npos || log.find("Read-only file system") != std::string::npos)) {
@@ -601,6 +623,16 @@ TEST_F(RenderSlurmDaemons, AJobSeesOnlyTheGpusItWasGiven) {
   EXPECT_NE(job.output.find("CUDA_VISIBLE_DEVICES=0,1\n"), std::string::npos) << job.output;
   EXPECT_NE(job.output.find("/dev/nvidia1: No such device or address"), std::string::npos) << job.output;
   EXPECT_NE(job.output.find("/dev/nvidia5: Operation not permitted"), std::string::npos) << job.output;
+  const std::size_t at = job.output.find("job=");
+  ASSERT_NE(at, std::string::npos) << job.output;
+  const std::string id = job.output.substr(at + 4, job.output.find('\n', at) - at - 4);
+  EXPECT_NE(job.output.find(fmt::format("map0={0} map1={0} job={0}", id)), std::string::npos) << job.output;
+  // The epilog took the mapping back when the job ended.
+  for (int i = 0; i < 300 && (fs::exists(dir_ / "job-map" / "0") || fs::exists(dir_ / "job-map" / "1")); ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "job-map" / "0")) << Tail(ReadFile(dir_ / "log" / "slurmd.log"), 15);
+  EXPECT_FALSE(fs::exists(dir_ / "job-map" / "1"));
 }
 
 // The rendered train.sbatch as a real batch job: sbatch parses its #SBATCH lines, slurmctld

@@ -54,7 +54,9 @@
 #include <vector>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/remote/local.h"
 #include "gpuforge/render/render.h"
+#include "gpuforge/validate/drain.h"
 
 extern char** environ;
 
@@ -318,6 +320,7 @@ class RenderSlurmDaemons : public ::testing::Test {
     render::Options o;
     o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
     o.inventory_label = "slurm-daemons-test.yaml";
+    cluster_ = *loaded.cluster;
     Result<render::Output> out = render::Render(*loaded.cluster, o);
     ASSERT_TRUE(out.ok()) << out.error().message;
     Status written = render::WriteTree(*out, (dir_ / "render").string());
@@ -509,6 +512,7 @@ class RenderSlurmDaemons : public ::testing::Test {
 
   fs::path dir_;
   std::string prefix_, ctl_, g01_;
+  model::Cluster cluster_;
   int ctl_port_ = 0, slurmd_port_ = 0;
   Daemon munged_, controller_, slurmd_;
 };
@@ -682,6 +686,53 @@ TEST_F(RenderSlurmDaemons, TheRenderedJobScriptRuns) {
                                        "arg=--config\n"
                                        "arg=config.yaml\n",
                                        g01_, id));
+}
+
+// validate --drain-failed / --resume-passed against the real slurmctld: gpuforge's sinfo and
+// scontrol lines (validate/drain.h) through a session on this machine. A failed node is drained
+// with gpuforge's reason, a passing one resumed, and a drain someone else made is never touched.
+TEST_F(RenderSlurmDaemons, ValidateDrainsFailedNodesResumesItsOwnAndLeavesAForeignDrain) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  ::setenv("SLURM_CONF", (dir_ / "etc" / "slurm.conf").c_str(), 1);
+  remote::Target here;
+  here.node = ctl_;
+  auto session = std::move(remote::MakeLocalConnector()->Connect(here)).value();
+  auto verdict = [&](validate::State st) {
+    validate::Verdict v;
+    v.check = "gpu.health";
+    v.node = g01_;
+    v.entity = "gpu3";
+    v.state = st;
+    v.code = st == validate::State::kPass ? "" : "gpu.xid";
+    return std::vector<validate::Verdict>{v};
+  };
+  auto node = [&] { return Shell(Env() + "scontrol show node " + g01_).output; };
+  const validate::DrainOptions both{.drain_failed = true, .resume_passed = true};
+
+  validate::DrainResult r = validate::RunDrain(session.get(), ctl_, cluster_, verdict(validate::State::kFail), both);
+  EXPECT_TRUE(r.errors.empty()) << (r.errors.empty() ? "" : r.errors[0].detail);
+  std::string shown = node();
+  EXPECT_NE(shown.find("DRAIN"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("Reason=gpuforge: gpu.xid gpu.health gpu3"), std::string::npos) << shown;
+
+  r = validate::RunDrain(session.get(), ctl_, cluster_, verdict(validate::State::kPass), both);
+  EXPECT_TRUE(r.errors.empty()) << (r.errors.empty() ? "" : r.errors[0].detail);
+  shown = node();
+  EXPECT_EQ(shown.find("DRAIN"), std::string::npos) << "resumed: " << shown;
+
+  // A person's drain: neither a failure nor a pass changes it.
+  ASSERT_EQ(Shell(Env() + "scontrol update NodeName=" + g01_ + " State=DRAIN Reason='RMA ticket 4711'").status, 0);
+  for (validate::State st : {validate::State::kFail, validate::State::kPass}) {
+    r = validate::RunDrain(session.get(), ctl_, cluster_, verdict(st), both);
+    EXPECT_TRUE(r.errors.empty());
+    ASSERT_EQ(r.actions.size(), 1u);
+    EXPECT_EQ(r.actions[0].step, validate::DrainStep::kLeave);
+    shown = node();
+    EXPECT_NE(shown.find("Reason=RMA ticket 4711"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("DRAIN"), std::string::npos) << shown;
+  }
+  ::unsetenv("SLURM_CONF");
 }
 
 }  // namespace

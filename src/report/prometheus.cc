@@ -112,7 +112,7 @@ std::string ValidatePrometheus(const RunInfo& run, std::span<const validate::Ver
     auto [it, fresh] = node_ok.try_emplace(v.node, true);
     if (fresh) nodes.push_back(v.node);
     // A SKIP proves nothing either way and leaves the node as it is.
-    if (v.state == State::kFail || v.state == State::kError || (run.strict && v.state == State::kWarn)) {
+    if (validate::FailsRun(v, run.strict)) {
       it->second = false;
     }
   }

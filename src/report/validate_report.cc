@@ -195,9 +195,7 @@ std::string HealthLine(std::string_view node, std::span<const validate::Verdict>
   for (const validate::Verdict& v : verdicts) {
     if (v.left_out) continue;
     ++ran;
-    const bool fails = v.state == validate::State::kFail || v.state == validate::State::kError ||
-                       (strict && v.state == validate::State::kWarn);
-    if (fails) bad.push_back(&v);
+    if (validate::FailsRun(v, strict)) bad.push_back(&v);
   }
   if (bad.empty()) {
     return fmt::format("gpuforge health {}: OK, {} check{} passed\n", node, ran, ran == 1 ? "" : "s");

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/text.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
@@ -25,13 +27,17 @@ bool PlausibleState(std::string_view s) {
   });
 }
 
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    out += (u < 0x20 || u >= 0x7f || c == '\'' || c == '"' || c == '\\' || c == '`' || c == '$') ? ' ' : c;
+// Text from the controller in a message or a reason: text.h's one definition, an unprintable
+// byte shown as a blank.
+std::string Printable(std::string_view s) { return text::Printable(s, text::Shown{.max = 400, .other = ' '}); }
+
+// A reason goes into single quotes on the controller's shell line: no quote or shell
+// character may end them.
+std::string QuoteFree(std::string s) {
+  for (char& c : s) {
+    if (c == '\'' || c == '"' || c == '\\' || c == '`' || c == '$') c = ' ';
   }
-  return out;
+  return s;
 }
 
 // The shell line on the controller. Node names passed the inventory's host-name check and the
@@ -41,14 +47,12 @@ std::string Scontrol(const std::string& node, std::string_view state, const std:
   return fmt::format("scontrol update NodeName={} State={} Reason='{}'", node, state, reason);
 }
 
-bool Fails(const Verdict& v, bool strict) {
-  return v.state == State::kFail || v.state == State::kError || (strict && v.state == State::kWarn);
-}
 
 }  // namespace
 
 Result<std::vector<SlurmNode>> ParseSinfoNodes(std::string_view out) {
   std::vector<SlurmNode> nodes;
+  std::set<std::string> listed;
   std::size_t line_no = 0;
   std::size_t pos = 0;
   while (pos < out.size()) {
@@ -75,9 +79,7 @@ Result<std::vector<SlurmNode>> ParseSinfoNodes(std::string_view out) {
                                Printable(n.state.substr(0, 40)))};
     }
     // sinfo --Node lists a node once per partition it is in.
-    if (std::none_of(nodes.begin(), nodes.end(), [&](const SlurmNode& x) { return x.name == n.name; })) {
-      nodes.push_back(std::move(n));
-    }
+    if (listed.insert(n.name).second) nodes.push_back(std::move(n));
   }
   return nodes;
 }
@@ -87,7 +89,7 @@ std::string DrainReason(std::span<const Verdict* const> failed) {
   const Verdict& v = *failed.front();
   std::string first = fmt::format("{} {} {} {}", kDrainReasonPrefix, v.code.empty() ? ToString(v.state) : v.code,
                                   v.check, v.entity);
-  first = Printable(first);
+  first = QuoteFree(Printable(first));
   const std::string more = failed.size() > 1 ? fmt::format(" (+{} more)", failed.size() - 1) : "";
   if (first.size() + more.size() > kMaxReason) first = first.substr(0, kMaxReason - more.size() - 3) + "...";
   return first + more;
@@ -101,15 +103,18 @@ std::vector<DrainAction> PlanDrain(const model::Cluster& c, std::span<const Verd
     if (v.left_out || c.FindNode(v.node) == nullptr) continue;
     auto [it, fresh] = failed.try_emplace(v.node);
     if (fresh) order.push_back(v.node);
-    if (Fails(v, o.strict)) it->second.push_back(&v);
+    if (FailsRun(v, o.strict)) it->second.push_back(&v);
   }
+  std::map<std::string_view, const SlurmNode*> by_name;
+  for (const SlurmNode& n : slurm) by_name.emplace(n.name, &n);
   std::vector<DrainAction> out;
   for (const std::string& node : order) {
     const std::vector<const Verdict*>& bad = failed[node];
-    auto s = std::find_if(slurm.begin(), slurm.end(), [&](const SlurmNode& n) { return n.name == node; });
+    auto found = by_name.find(node);
+    const SlurmNode* s = found == by_name.end() ? nullptr : found->second;
     DrainAction a;
     a.node = node;
-    if (s == slurm.end()) {
+    if (s == nullptr) {
       if ((o.drain_failed && !bad.empty()) || o.resume_passed) {
         a.why = "not a Slurm node (sinfo does not list it)";
         out.push_back(std::move(a));
@@ -160,13 +165,17 @@ Verdict DrainError(const std::string& node, std::string_view code, std::string d
 // without sinfo it is unknown which were drained.
 std::vector<std::string> NodesNeedingAStep(const model::Cluster& c, std::span<const Verdict> verdicts,
                                            const DrainOptions& o) {
-  std::vector<std::string> out;
+  std::vector<std::string> order;
+  std::map<std::string, bool> fails;
   for (const Verdict& v : verdicts) {
     if (v.left_out || c.FindNode(v.node) == nullptr) continue;
-    if (std::find(out.begin(), out.end(), v.node) != out.end()) continue;
-    const bool fails = std::any_of(verdicts.begin(), verdicts.end(),
-                                   [&](const Verdict& x) { return x.node == v.node && !x.left_out && Fails(x, o.strict); });
-    if ((fails && o.drain_failed) || (!fails && o.resume_passed)) out.push_back(v.node);
+    auto [it, fresh] = fails.try_emplace(v.node, false);
+    if (fresh) order.push_back(v.node);
+    it->second = it->second || FailsRun(v, o.strict);
+  }
+  std::vector<std::string> out;
+  for (const std::string& n : order) {
+    if ((fails[n] && o.drain_failed) || (!fails[n] && o.resume_passed)) out.push_back(n);
   }
   return out;
 }

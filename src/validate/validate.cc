@@ -704,12 +704,16 @@ bool Good(std::span<const Verdict> v) {
   return std::none_of(v.begin(), v.end(), [](const Verdict& x) { return x.state == State::kFail || x.state == State::kError; });
 }
 
+bool FailsRun(const Verdict& v, bool strict) {
+  return !v.left_out && (v.state == State::kFail || v.state == State::kError || (strict && v.state == State::kWarn));
+}
+
 int ExitCode(std::span<const Verdict> v, bool strict) {
   bool error = false, fail = false, measured = false;
   for (const Verdict& x : v) {
     if (x.left_out) continue;
     error = error || x.state == State::kError;
-    fail = fail || x.state == State::kFail || (strict && x.state == State::kWarn);
+    fail = fail || (x.state != State::kError && FailsRun(x, strict));
     measured = measured || x.state != State::kSkip;
   }
   // --strict: a run that measured nothing (every check skipped or left out) gates nothing, so it fails.

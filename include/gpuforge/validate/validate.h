@@ -174,5 +174,8 @@ bool RetryAgain(const PlannedRun& run, std::span<const Verdict> last);
 // nothing measured at all: every check skipped or left out); 2 any ERROR, an unreachable node
 // or a SKIP caused by one. Left-out entries count for nothing else.
 int ExitCode(std::span<const Verdict> v, bool strict);
+// Whether one verdict fails the run by ExitCode's rule: FAIL or ERROR, or WARN with strict
+// (a left-out entry never does). Reports, drains and health lines judge a node by it.
+bool FailsRun(const Verdict& v, bool strict);
 
 }  // namespace gpuforge::validate

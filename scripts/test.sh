@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to a passing test run: installs the packages,
 # builds with AddressSanitizer + UndefinedBehaviorSanitizer and warnings as errors, runs
 # every test with CTest, then runs each fuzz target for a few seconds. Extra arguments go to
-# ctest (e.g. -R Lint) and leave the fuzz targets out.
+# ctest (e.g. -R Lint, or -LE slow for all but the SSH, netns and daemon tests) and leave the
+# fuzz targets out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh

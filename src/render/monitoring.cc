@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/xid.h"
 #include "gpuforge/model/slurm_roles.h"
 #include "render/families.h"
 #include "render/quote.h"
@@ -91,12 +92,7 @@ constexpr int kSwThermalSlowdown = 0x20;
 constexpr int kHwThermalSlowdown = 0x40;
 constexpr int kHwPowerBrakeSlowdown = 0x80;
 
-// Hardware Xids: the same list as probe::internal::IsHardwareXid (src/probe/gpu/xid.h), which
-// render cannot include; a test holds the two equal. From NVIDIA's Xid catalog
-// (docs.nvidia.com/deploy/xid-errors): the codes whose resolution is a GPU reset, a reboot or
-// a support case. Application Xids (13, 31, 43, 45, ...) are left out: they page for a bug in
-// a user's program.
-constexpr std::array kHardwareXids = {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140};
+// Hardware Xids: model::kHardwareXids (model/xid.h), the list the GPU health probe fails on.
 
 // node_exporter's infiniband collector (collector/infiniband_linux.go): state_id 4 is ACTIVE.
 constexpr int kIbStateActive = 4;
@@ -296,7 +292,7 @@ std::vector<Alert> InterconnectAlerts(bool nvidia, bool nvlink, bool rdma) {
   std::vector<Alert> out;
   if (nvidia) {
     std::string codes;
-    for (int x : kHardwareXids) codes += (codes.empty() ? "" : "|") + std::to_string(x);
+    for (int x : model::kHardwareXids) codes += (codes.empty() ? "" : "|") + std::to_string(x);
     out.push_back({"gpu_xid_hardware", "GpuXidHardware",
                    fmt::format("max_over_time(DCGM_EXP_XID_ERRORS_COUNT{{xid=~\"{}\"}}[10m]) > 0", codes), "",
                    "critical", fmt::format("{} reported hardware Xid {{{{ $labels.xid }}}}", kWhere),

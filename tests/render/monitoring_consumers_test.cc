@@ -28,7 +28,7 @@
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/render/monitoring.h"
 #include "gpuforge/render/render.h"
-#include "probe/gpu/xid.h"
+#include "gpuforge/model/xid.h"
 
 namespace gpuforge {
 namespace {
@@ -325,7 +325,8 @@ TEST(PromtoolRulesNegative, BrokenRulesFail) {
   fs::remove_all(dir);
 }
 
-// The allowlist in the rule is the project's catalogue of hardware Xids, no more, no less.
+// The allowlist in the rule is the project's catalogue of hardware Xids (model/xid.h, which the
+// GPU health probe judges by), no more, no less.
 TEST(RenderMonitoringXid, AllowlistIsTheProbesHardwareCatalogue) {
   render::Output out = RenderCluster(LoadExample("h200-ib-32gpu"));
   const std::string alerts = Find(out, "", kAlerts)->content;
@@ -337,7 +338,7 @@ TEST(RenderMonitoringXid, AllowlistIsTheProbesHardwareCatalogue) {
   for (std::string code; std::getline(ss, code, '|');) listed.insert(std::stoi(code));
   std::set<int> hardware;
   for (int code = 0; code <= 1000; ++code) {
-    if (probe::internal::IsHardwareXid(code)) hardware.insert(code);
+    if (model::IsHardwareXid(code)) hardware.insert(code);
   }
   EXPECT_EQ(listed, hardware);
   for (int app : {13, 31, 43, 45}) EXPECT_FALSE(listed.count(app)) << app;

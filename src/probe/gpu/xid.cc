@@ -45,11 +45,6 @@ bool ParseLine(std::string_view line, XidEvent* out) {
 
 }  // namespace
 
-bool IsHardwareXid(int code) {
-  static constexpr int kHardware[] = {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140};
-  return std::find(std::begin(kHardware), std::end(kHardware), code) != std::end(kHardware);
-}
-
 XidScan ParseXid(std::string_view log) {
   XidScan scan;
   while (!log.empty()) {

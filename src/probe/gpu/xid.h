@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/model/xid.h"
 
 namespace gpuforge::probe::internal {
 
@@ -31,18 +32,9 @@ struct XidScan {
   std::size_t malformed = 0;     // lines with the Xid marker that did not parse
 };
 
-// Whether an Xid reports the GPU or its links (hardware: fail) rather than what an
-// application did to it (warn). From NVIDIA's Xid catalog for Ampere and newer
-// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html: the codes whose resolution
-// bucket is a GPU reset, node reboot or support case, not RESTART_APP/CHECK_APP) and its
-// older table (docs.nvidia.com/deploy/xid-errors, "Xid messages", HW error column):
-//   48 double-bit ECC, 54 auxiliary power, 61/62 internal micro-controller, 63/64 row
-//   remapping/page retirement recorded or failed, 74 NVLink, 79 fallen off the bus, 92 high
-//   single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP, 121 C2C link,
-//   140 unrecovered ECC.
-// Everything else (13 graphics exception, 31 memory page fault, 43 channel stopped, 45
-// preemptive cleanup, 68, 69 ... and codes this list does not know) is an application Xid.
-bool IsHardwareXid(int code);
+// Whether an Xid reports the GPU or its links (fail) rather than an application (warn):
+// the one list in model/xid.h, shared with the rendered alert rule.
+using model::IsHardwareXid;
 
 // Scans log text (dmesg, journalctl -k or /dev/kmsg records, one message per line) for Xid
 // lines. Hostile text is fine: every field is checked and bounded, nothing is kept raw.

@@ -8,6 +8,7 @@
 
 #include "gpuforge/base/build_info.h"
 #include "gpuforge/base/text.h"
+#include "report/format.h"
 #include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
 
@@ -31,9 +32,7 @@ std::string Key(const std::string& check, const std::string& node, const std::st
   return check + '\n' + node + '\n' + entity + '\n' + unit;
 }
 
-std::string Shown(double x, const std::string& unit) {
-  return fmt::format("{:.4g}{}", x, unit.empty() ? "" : " " + unit);
-}
+std::string Shown(double x, const std::string& unit) { return format::Quantity(x, unit); }
 
 }  // namespace
 

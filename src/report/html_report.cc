@@ -13,6 +13,7 @@
 #include "gpuforge/base/build_info.h"
 #include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
+#include "report/format.h"
 #include "report/xml.h"
 
 namespace gpuforge::report {
@@ -25,7 +26,7 @@ using validate::Verdict;
 // HTML's too (&, <, >, quotes), and it also replaces bytes no document may hold.
 std::string E(std::string_view s) { return xml::Escape(s, true); }
 
-std::string Num(double x) { return fmt::format("{:.4g}", x); }
+std::string Num(double x) { return format::Number(x); }
 
 // Charts stay readable and the file stays small on a cluster of thousands of nodes: the node
 // tables list everything, a chart shows its first rows and says how many it left out.
@@ -63,10 +64,7 @@ std::string StateCell(State s) {
   return fmt::format("<td class=\"state s-{0}\">{0}</td>", name);
 }
 
-std::string Value(const Verdict& v) {
-  if (!v.measured) return "";
-  return Num(*v.measured) + (v.unit.empty() ? "" : " " + v.unit);
-}
+std::string Value(const Verdict& v) { return format::Quantity(v.measured, v.unit); }
 
 std::string Anchor(const std::string& node) { return "node-" + E(node); }
 

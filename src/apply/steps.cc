@@ -116,7 +116,7 @@ bool NodeRun::UploadFiles(bool repositories) {
     if (f.action == Action::kNone || repo != repositories) continue;
     remote::UploadOptions uo;
     uo.mode = desired.files[i].mode;
-    uo.owner = "root:root";
+    uo.owner = desired.files[i].owner;
     uo.sudo = o.sudo;
     if (Status st = s.Upload(desired.files[i].Content(), f.path, uo); !st.ok()) {
       Fail("upload " + f.path, st.error().message);

@@ -38,6 +38,12 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
                                                                         const std::string& inventory,
                                                                         const plan::Parts& parts,
                                                                         const std::string& facts_dir = "");
+// The files DesiredNodesFor pushes from this machine (plan/controller_files.h): the munge key
+// (GPUFORGE_MUNGE_KEY, else software.scheduler.munge_key; a Slurm cluster without one is
+// refused), and with the health check the inventory and the GPU model table. Prints the error
+// (and a warning for the public example key) and returns nullopt when one cannot be used.
+std::optional<plan::ControllerFiles> LoadControllerFiles(Context& ctx, const model::Cluster& cluster,
+                                                         const std::string& inventory);
 // --facts DIR (plan, apply, render): the measured PCI trees saved by `facts --save DIR`, from
 // which alone the NCCL topology file is rendered (#13). Prints the error and returns nullopt
 // when a saved file is damaged; notes nodes without a tree when the inventory asks for a file.

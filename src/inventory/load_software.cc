@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
@@ -50,6 +53,58 @@ void Loader::LoadScheduler(const YAML::Node& n) {
   if (Has(n, "reserved") && r_.CheckMap(res, what + ".reserved", schema::kReserved)) {
     if (auto c = r_.Int(res, "cpus", what + ".reserved", 0, 1024)) s.reserved_cpus = static_cast<int>(*c);
     s.reserved_memory_bytes = r_.Qty(res, "memory", what + ".reserved", Dimension::kSize);
+  }
+  if (auto k = r_.Str(n, "munge_key", what)) {
+    // Read by plan and apply on this machine only (never reaches a shell), so any file name
+    // goes but for control characters, which would garble the messages that name it.
+    YAML::Node kn = Get(n, "munge_key");
+    if (k->empty() || std::any_of(k->begin(), k->end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+      r_.Error(kn, "'munge_key' in software.scheduler must name a file (no control characters)");
+    } else {
+      std::filesystem::path p(*k);
+      if (p.is_relative()) p = std::filesystem::path(r_.file()).parent_path() / p;
+      s.munge_key = p.lexically_normal().string();
+      s.munge_key_where = r_.Pos(kn);
+    }
+  }
+  YAML::Node hc = Get(n, "health_check");
+  if (Has(n, "health_check") && r_.CheckMap(hc, what + ".health_check", schema::kHealthCheck)) {
+    const std::string hwhat = what + ".health_check";
+    model::Scheduler::HealthCheck h;
+    h.where = r_.Pos(hc);
+    bool ok = true;
+    // slurm.conf(5): HealthCheckInterval in seconds; slurm.h keeps it in a uint16_t
+    // (slurm_conf_t.health_check_interval), so 65535 is the most Slurm can hold.
+    if (auto i = r_.Qty(hc, "interval", hwhat, Dimension::kDuration, true)) {
+      if (!(*i >= 1 && *i <= 65535) || *i != std::floor(*i)) {
+        r_.Error(Get(hc, "interval"), fmt::format("'interval' in {} must be whole seconds from 1s to 65535s (Slurm keeps "
+                                                  "HealthCheckInterval in 16 bits)", hwhat));
+        ok = false;
+      } else {
+        h.interval_s = static_cast<int>(*i);
+      }
+    } else {
+      ok = false;
+    }
+    YAML::Node st = Get(hc, "node_state");
+    if (Has(hc, "node_state") && r_.CheckSeq(st, hwhat + ".node_state")) {
+      std::set<std::string> seen;
+      for (const YAML::Node& w : st) {
+        auto v = r_.ScalarOf(w, "a node_state of " + hwhat);
+        if (!v) continue;
+        // Slurm 22.05's HealthCheckNodeState words (slurm.conf(5)).
+        static const std::vector<std::string> kWords = {"alloc", "any", "cycle", "idle", "mixed"};
+        if (std::find(kWords.begin(), kWords.end(), *v) == kWords.end()) {
+          r_.Error(w, fmt::format("node_state '{}' is not one of alloc, any, cycle, idle, mixed{}", *v, DidYouMean(*v, kWords)));
+          continue;
+        }
+        if (!seen.insert(*v).second) continue;
+        std::string up;
+        for (char ch : *v) up += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        h.node_state.push_back(up);
+      }
+    }
+    if (ok) s.health_check = std::move(h);
   }
   YAML::Node parts = Get(n, "partitions");
   if (Has(n, "partitions") && r_.CheckSeq(parts, what + ".partitions")) {

@@ -81,6 +81,20 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
     return {"RoCE ports: MTU, address, policy routing, DSCP trust, PFC, ECN", "issue #13; run by gpuforge-roce.service"};
   }
   if (p == "/etc/sysctl.d/91-gpuforge-roce.conf") return {SettingLines(f.Content()), "issue #13, ARP and rp_filter for RoCE ports"};
+  if (p == kMungeKeyPath) {
+    // Never a word of the key: its size only (DesiredFile::secret).
+    return {fmt::format("munge key, {} bytes (secret: never shown)", f.Content().size()),
+            fmt::format("{}, else inventory software.scheduler.munge_key (auth/munge)", kMungeKeyEnv)};
+  }
+  if (p == kHealthCheckPath) {
+    return {fmt::format("slurmd's HealthCheckProgram: validate --local --health --drain-failed every {} s",
+                        sw.scheduler.health_check ? sw.scheduler.health_check->interval_s : 0),
+            "inventory software.scheduler.health_check"};
+  }
+  if (p == kNodeInventoryPath) return {"this inventory, for the health check", "inventory software.scheduler.health_check"};
+  if (p == kNodeModelTablePath) {
+    return {"validate's GPU model pass marks, for the health check", "inventory software.scheduler.health_check"};
+  }
   if (p == "/etc/slurm/slurm.conf") {
     return {fmt::format("cluster {}, controller {}", c.name, sw.scheduler.controller), "inventory software.scheduler"};
   }
@@ -108,18 +122,19 @@ std::vector<Resource> DesiredState(const model::Cluster& c, const model::Node& /
   }
   // Every file apply writes, in its order; what it holds comes from the purpose table, and a
   // file the table does not know still shows (its size), so nothing rendered is left out.
-  // Mode and owner are the ones apply uploads with (DesiredFile: every file root:root).
-  auto add_file = [&](std::string path, std::string summary, std::string reason, unsigned mode) {
-    summary += fmt::format(" ({:04o} {})", mode, kFileOwner);
-    out.push_back({ResourceKind::kFile, std::move(path), std::move(summary), std::move(reason), mode, std::string(kFileOwner)});
+  // Mode and owner are the ones apply uploads with (DesiredFile::owner).
+  auto add_file = [&](std::string path, std::string summary, std::string reason, unsigned mode, std::string owner) {
+    summary += fmt::format(" ({:04o} {})", mode, owner);
+    out.push_back({ResourceKind::kFile, std::move(path), std::move(summary), std::move(reason), mode, std::move(owner)});
   };
   for (const DesiredFile& f : d.files) {
     const FilePurpose p = PurposeOf(c, f);
     std::string summary = p.summary.empty() ? fmt::format("{} bytes", f.Content().size()) : p.summary;
-    add_file(f.path, std::move(summary), p.reason.empty() ? "render" : p.reason, f.mode);
+    add_file(f.path, std::move(summary), p.reason.empty() ? "render" : p.reason, f.mode, f.owner);
   }
   if (with_agent && d.agent_arch.empty()) {
-    add_file(std::string(kAgentPath), "the gpuforge agent (this build, stripped)", "validate runs its probes with it", 0755);
+    add_file(std::string(kAgentPath), "the gpuforge agent (this build, stripped)", "validate runs its probes with it", 0755,
+             std::string(kFileOwner));
   }
   for (const std::string& m : d.modules) {
     add(ResourceKind::kModule, m, "loaded now and at boot (GPUDirect RDMA)", "anchors.md");

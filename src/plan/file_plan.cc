@@ -9,6 +9,7 @@
 
 #include "gpuforge/base/fold.h"
 #include "gpuforge/base/sha256.h"
+#include "gpuforge/plan/controller_files.h"
 
 namespace gpuforge::plan {
 
@@ -16,7 +17,11 @@ std::vector<DesiredFile> DesiredFiles(const render::Output& rendered, std::strin
   std::vector<DesiredFile> out;
   for (const render::RenderedFile& f : rendered.files) {
     if (f.node.empty() || f.node != node) continue;
-    out.push_back({f.path, f.content, static_cast<unsigned>(std::strtoul(f.mode.c_str(), nullptr, 8))});
+    DesiredFile d;
+    d.path = f.path;
+    d.content = f.content;
+    d.mode = static_cast<unsigned>(std::strtoul(f.mode.c_str(), nullptr, 8));
+    out.push_back(std::move(d));
   }
   std::sort(out.begin(), out.end(), [](const DesiredFile& a, const DesiredFile& b) { return a.path < b.path; });
   return out;
@@ -62,6 +67,8 @@ constexpr std::string_view kRoceHandler =
 constexpr std::string_view kPersistencedHandler =
     "if [ -d /run/systemd/system ]; then systemctl daemon-reload && systemctl try-restart nvidia-persistenced.service; fi";
 
+constexpr std::string_view kMungeHandler = "systemctl restart munge.service";
+
 std::span<const ImpactRule> ImpactTable() {
   // Order matters twice: the first matching prefix wins, and handlers run in this order.
   static constexpr std::array kTable = {
@@ -71,6 +78,12 @@ std::span<const ImpactRule> ImpactTable() {
       ImpactRule{"/etc/security/limits.d/", Impact::kNewSessions, "", "new login sessions"},
       // Loading the modules now is the modules resource's job, which is not built yet.
       ImpactRule{"/etc/modules-load.d/", Impact::kReboot, "", "modules load at next boot"},
+      // munged reads its key only at start. Debian's munge package starts munged with a key
+      // of its own making before apply writes the cluster's, so this restart runs even when
+      // the services step started munge in this run (it is not "systemctl restart munge").
+      // slurmctld and slurmd ask munged per credential and need no restart; it runs before their
+      // handlers, so a restarted slurmd finds the new key.
+      ImpactRule{"/etc/munge/munge.key", Impact::kReload, kMungeHandler, "restart munged (no drain: jobs keep running)"},
       ImpactRule{"/etc/slurm/slurm.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       ImpactRule{"/etc/slurm/topology.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       // slurmd reads gres.conf, cgroup.conf and job_container.conf only at start.
@@ -188,6 +201,8 @@ Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> de
     FileChange c;
     c.path = d.path;
     c.mode_to = d.mode;
+    c.owner_to = std::string(d.OwnerUser());
+    c.secret = d.secret || IsSecretPath(d.path);
     c.impact = rule.impact;
     c.handler = std::string(rule.handler);
     c.note = std::string(rule.note);
@@ -198,7 +213,7 @@ Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> de
       c.owner_from = a.owner;
       c.content = a.size != d.Content().size() || a.sha256 != d.Sha256();
       c.mode = a.mode != d.mode;
-      c.owner = a.owner != "root";
+      c.owner = a.owner != d.OwnerUser();
       c.action = c.content || c.mode || c.owner ? Action::kChange : Action::kNone;
     }
     p.files.push_back(std::move(c));

@@ -184,24 +184,43 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
 }
 
 DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std::vector<DesiredFile> files,
-                             const Parts& parts, const AgentBinary* agent) {
+                             const Parts& parts, const AgentBinary* agent, const ControllerFiles* local) {
   DesiredNode d;
   const model::Profile& p = c.ProfileOf(n);
   d.family = FamilyOf(c.software);
   const bool gpus = NvidiaGpus(p);
+  auto insert = [&d](DesiredFile f) {
+    auto at = std::lower_bound(d.files.begin(), d.files.end(), f.path,
+                               [](const DesiredFile& x, const std::string& p) { return x.path < p; });
+    d.files.insert(at, std::move(f));
+  };
+  auto shared = [](std::string_view path, unsigned mode, std::shared_ptr<const Blob> blob) {
+    DesiredFile f;
+    f.path = std::string(path);
+    f.mode = mode;
+    f.blob = std::move(blob);
+    return f;
+  };
   if (parts.count(Part::kFiles)) {
     d.files = std::move(files);
+    const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
+    if (local != nullptr && local->munge_key && slurm.munge) {
+      DesiredFile key = shared(kMungeKeyPath, kMungeKeyMode, local->munge_key);
+      key.owner = std::string(kMungeKeyOwner);
+      key.secret = true;
+      insert(std::move(key));
+    }
+    // What the rendered health check program reads (render/slurm.cc): the inventory it was
+    // rendered from and the pass marks of the GPU models, at the paths the program names.
+    if (local != nullptr && slurm.slurmd && c.software.scheduler.health_check) {
+      if (local->inventory) insert(shared(kNodeInventoryPath, 0644, local->inventory));
+      if (local->model_table) insert(shared(kNodeModelTablePath, 0644, local->model_table));
+    }
   } else {
     d.manage_removals = false;
   }
   if (parts.count(Part::kAgent) && agent != nullptr && agent->blob) {
-    DesiredFile f;
-    f.path = std::string(kAgentPath);
-    f.mode = 0755;
-    f.blob = agent->blob;
-    auto at = std::lower_bound(d.files.begin(), d.files.end(), f.path,
-                               [](const DesiredFile& x, const std::string& p) { return x.path < p; });
-    d.files.insert(at, std::move(f));
+    insert(shared(kAgentPath, 0755, agent->blob));
     d.agent_arch = agent->arch;
   }
   for (const DesiredFile& f : d.files) {
@@ -315,6 +334,7 @@ Result<NodePlan> PlanNodeState(std::string_view node, const DesiredNode& d, cons
       c.action = Action::kRemove;
       c.mode_from = a.managed_files[i].mode;
       c.owner_from = a.managed_files[i].owner;
+      c.secret = IsSecretPath(path);
       c.impact = rule.impact;
       c.handler = std::string(rule.handler);
       c.note = std::string(rule.note);

@@ -18,7 +18,11 @@ bool IsHex64(const std::string& s) {
 std::string DesiredDigest(const DesiredNode& d) {
   // Unit and record separators keep fields apart; every field is text without them.
   std::string s = fmt::format("family\x1f{}\x1e", ToString(d.family));
-  for (const DesiredFile& f : d.files) s += fmt::format("file\x1f{}\x1f{:o}\x1f{}\x1e", f.path, f.mode, f.Sha256());
+  // A file's digest stands for its bytes, so the munge key itself is never in a saved plan;
+  // apply reads the key again and finds the plan stale when it is not the one planned.
+  for (const DesiredFile& f : d.files) {
+    s += fmt::format("file\x1f{}\x1f{:o}\x1f{}\x1f{}\x1f{}\x1e", f.path, f.mode, f.owner, f.secret, f.Sha256());
+  }
   for (const DesiredPackage& p : d.packages) s += fmt::format("package\x1f{}\x1f{}\x1e", p.name, p.version);
   for (const std::string& m : d.modules) s += fmt::format("module\x1f{}\x1e", m);
   for (const DesiredSysctl& k : d.sysctls) s += fmt::format("sysctl\x1f{}\x1f{}\x1e", k.key, k.value);

@@ -34,6 +34,14 @@ constexpr int kRdzvPort = 29500;
 // job_container/tmpfs keeps each job's /tmp here, on the node's disk: not /tmp itself, which
 // the plugin refuses ("Cannot use /tmp or /dev/shm as BasePath"), and beside SlurmdSpoolDir.
 constexpr const char* kJobContainerBase = "/var/lib/slurm/job_container";
+// The health check program and what it reads (software.scheduler.health_check, #16 part 5):
+// plan pushes the agent to plan::kAgentPath and the inventory and pass marks to these paths
+// (plan/controller_files.h); render comes before plan, so the paths are spelt here too and
+// tests/render/slurm_test.cc holds the two together.
+constexpr const char* kHealthCheckProgram = "/usr/local/lib/gpuforge/healthcheck";
+constexpr const char* kHealthCheckAgent = "/usr/local/lib/gpuforge/gpuforge";
+constexpr const char* kHealthCheckInventory = "/etc/gpuforge/cluster.yaml";
+constexpr const char* kHealthCheckModelTable = "/etc/gpuforge/gpu-models.yaml";
 
 std::string GresType(const model::GpuSpec& g) {
   if (const model::GpuModelInfo* info = model::FindGpuModel(g.model)) return std::string(info->slurm_type);
@@ -485,6 +493,14 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                               {"job_container_base", kJobContainerBase},
                               {"declared_partitions", !s.partitions.empty()},
                               {"default_partition", s.partitions.empty()}};
+  // HealthCheck* only when the inventory asks (slurm.conf(5): without HealthCheckInterval the
+  // program never runs; without HealthCheckNodeState it runs in any state).
+  slurm_ctx["health_check"] = s.health_check.has_value();
+  slurm_ctx["health_check_program"] = kHealthCheckProgram;
+  slurm_ctx["health_check_interval"] = s.health_check ? std::to_string(s.health_check->interval_s) : "";
+  slurm_ctx["has_health_check_node_state"] = s.health_check && !s.health_check->node_state.empty();
+  slurm_ctx["health_check_node_state"] =
+      s.health_check ? fmt::format("{}", fmt::join(s.health_check->node_state, ",")) : "";
   nlohmann::json gres_ctx = GresContext(c, v);
   nlohmann::json topo_ctx = {{"network", topo.network}, {"switches", topo.switches}, {"notes", notes}};
 
@@ -516,6 +532,16 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     for (const File& f : files) {
       if (f.slurmd_only && !slurmd) continue;
       plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+    }
+    // slurmd runs the health check program, so only slurmd nodes get it, each with its own
+    // inventory name (a host name can differ from it).
+    if (slurmd && s.health_check) {
+      nlohmann::json hc = {{"node", ShellQuote(n->name)},
+                           {"node_comment", CommentText(n->name)},
+                           {"agent", kHealthCheckAgent},
+                           {"inventory", kHealthCheckInventory},
+                           {"model_table", kHealthCheckModelTable}};
+      plan->jobs.push_back({n->name, kHealthCheckProgram, "slurm-healthcheck.sh.mustache", hc, CommentStyle::kHash, "0755"});
     }
   }
   AddJobScript(c, v, plan);

@@ -15,7 +15,7 @@ std::string Differs(const plan::FileChange& f) {
   std::vector<std::string> what;
   if (f.content) what.emplace_back("content");
   if (f.mode) what.push_back(fmt::format("mode {:04o} -> {:04o}", f.mode_from, f.mode_to));
-  if (f.owner) what.push_back(fmt::format("owner {} -> root", f.owner_from));
+  if (f.owner) what.push_back(fmt::format("owner {} -> {}", f.owner_from, f.owner_to));
   return fmt::format("{}", fmt::join(what, ", "));
 }
 

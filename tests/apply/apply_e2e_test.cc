@@ -150,7 +150,8 @@ TEST_F(ApplyE2e, ClusterHandlersRunOnceOnTheController) {
   const std::string anchor = "  nccl: {version: \"2.28.9\"}\n";
   ASSERT_NE(inv.find(anchor), std::string::npos);
   inv.replace(inv.find(anchor), anchor.size(),
-              anchor + fmt::format("  scheduler: {{kind: slurm, controller: {}}}\n", h[1].name));
+              anchor + fmt::format("  scheduler: {{kind: slurm, controller: {}, munge_key: {}}}\n", h[1].name,
+                                   std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/munge.key.example"));
   const std::string path = tb_->paths().dir + "/slurm.yaml";
   std::ofstream(path) << inv;
   auto run = [&](const std::string& args) {

@@ -17,6 +17,7 @@ namespace gpuforge::cli {
 namespace {
 
 const std::string kExample = std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/h200-ib-32gpu.yaml";
+const std::string kExampleKey = std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/munge.key.example";
 
 struct RunResult {
   int code = 0;
@@ -271,9 +272,96 @@ TEST(Cli, PlanJson) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema"], "gpuforge.plan/v1");
   EXPECT_EQ(j["mode"], "offline");
-  ASSERT_EQ(j["nodes"].size(), 2u);
-  EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");
+  ASSERT_EQ(j["nodes"].size(), 3u);  // head01, login01, gpu[001-004]
+  EXPECT_EQ(j["nodes"][1]["nodes"], "login01");
+  EXPECT_EQ(j["nodes"][2]["nodes"], "gpu[001-004]");
   EXPECT_GT(j["summary"]["add"].get<int>(), 0);
+}
+
+// The munge key (#14): the examples' public key is named and warned about; a Slurm cluster
+// without one, or with a file munged would refuse, is refused before anything is planned;
+// GPUFORGE_MUNGE_KEY wins over the inventory.
+std::string ExampleText() {
+  std::ifstream in(kExample);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string WithKeyLine(const std::string& name, const std::string& line) {
+  std::string text = ExampleText();
+  const std::string from = "    munge_key: munge.key.example\n";
+  EXPECT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), line);
+  return WriteTemp(name, text);
+}
+
+TEST(CliMungeKey, TheExampleKeyIsUsedWithAWarning) {
+  RunResult r = RunCli({"plan", "--offline", "--color", "never", kExample});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("/etc/munge/munge.key"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("warning: " + kExample.substr(0, kExample.rfind('/')) + "/h200-ib-32gpu.yaml:"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("munge.key.example is gpuforge's public example munge key; anyone can forge this cluster's "
+                       "credentials with it"),
+            std::string::npos)
+      << r.err;
+  // Not one line of the key file is printed.
+  std::ifstream key(kExampleKey);
+  for (std::string line; std::getline(key, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_EQ(r.out.find(line), std::string::npos);
+    EXPECT_EQ(r.err.find(line), std::string::npos);
+  }
+}
+
+TEST(CliMungeKey, ASlurmClusterWithoutAKeyIsRefused) {
+  const std::string inv = WithKeyLine("no-key.yaml", "");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"plan", "--offline", inv}, std::vector<std::string>{"plan", inv, "--nodes", "gpu001"}}) {
+    RunResult r = RunCli(args);
+    EXPECT_EQ(r.code, kExitUsage) << r.out << r.err;
+    EXPECT_NE(r.err.find(inv + ": a Slurm cluster (auth/munge) needs the same munge key on every node, and nothing "
+                               "names one: set software.scheduler.munge_key"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(CliMungeKey, KeyFilesMungedWouldRefuseAreRefusedNamingThem) {
+  const std::string dir = std::filesystem::path(WriteTemp("short.key", "0123456789")).parent_path().string();
+  std::filesystem::create_directories(dir + "/key-dir");
+  struct Case {
+    std::string line, why;
+  };
+  for (const Case& c : {Case{"    munge_key: short.key\n", "munge key " + dir + "/short.key holds 10 bytes; munged refuses a key "
+                                                                         "shorter than 32 bytes"},
+                        Case{"    munge_key: key-dir\n", dir + "/key-dir"},
+                        Case{"    munge_key: missing.key\n", dir + "/missing.key"}}) {
+    const std::string inv = WithKeyLine("bad-key.yaml", c.line);
+    RunResult r = RunCli({"plan", "--offline", inv});
+    EXPECT_EQ(r.code, kExitUsage) << c.line << r.err;
+    EXPECT_NE(r.err.find(inv + ":"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(": software.scheduler.munge_key: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.why), std::string::npos) << c.line << r.err;
+  }
+}
+
+TEST(CliMungeKey, TheEnvironmentWinsOverTheInventory) {
+  const std::string key = WriteTemp("env.key", std::string(64, 'e'));
+  const std::string inv = WithKeyLine("env-key.yaml", "    munge_key: missing.key\n");
+  ::setenv("GPUFORGE_MUNGE_KEY", key.c_str(), 1);
+  RunResult r = RunCli({"plan", "--offline", "--color", "never", inv});
+  ::unsetenv("GPUFORGE_MUNGE_KEY");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("munge key, 64 bytes (secret: never shown)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("example munge key"), std::string::npos) << r.err;
+  ::setenv("GPUFORGE_MUNGE_KEY", (key + ".missing").c_str(), 1);
+  RunResult bad = RunCli({"plan", "--offline", inv});
+  ::unsetenv("GPUFORGE_MUNGE_KEY");
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_NE(bad.err.find("GPUFORGE_MUNGE_KEY: "), std::string::npos) << bad.err;
 }
 
 // The example with its nodes on loopback, on a port where nothing listens: every connection
@@ -284,7 +372,8 @@ std::string RefusingInventory() {
   ss << in.rdbuf();
   std::string text = ss.str();
   for (auto [from, to] : {std::pair{std::string("198.18.0."), std::string("127.0.0.")},
-                          std::pair{std::string("port: 22}"), std::string("port: 1}")}}) {
+                          std::pair{std::string("port: 22}"), std::string("port: 1}")},
+                          std::pair{std::string("munge_key: munge.key.example"), "munge_key: " + kExampleKey}}) {
     for (std::size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
   }
   return WriteTemp("refusing.yaml", text);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/model/cluster.h"
 
@@ -157,6 +158,21 @@ TEST(ExamplesModel, H200InfinibandCluster) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->address, "198.18.0.13");
   EXPECT_EQ(n->rack, "r02");
+  // A controller and a login node beside the compute nodes (#14 "Done when"): slurmctld on
+  // one, Slurm's commands without slurmd on the other.
+  const model::Node* login = c.FindNode("login01");
+  ASSERT_NE(login, nullptr);
+  EXPECT_EQ(login->role, model::NodeRole::kLogin);
+  const model::SlurmRole lr = model::SlurmRoleOf(c, *login);
+  EXPECT_TRUE(lr.client && lr.munge);
+  EXPECT_FALSE(lr.slurmd || lr.slurmctld);
+  const model::SlurmRole hr = model::SlurmRoleOf(c, *c.FindNode("head01"));
+  EXPECT_TRUE(hr.slurmctld && hr.munge);
+  EXPECT_FALSE(hr.slurmd);
+  EXPECT_EQ(c.software.scheduler.munge_key,
+            (ExamplesDir() / "munge.key.example").lexically_normal().string());
+  ASSERT_TRUE(c.software.scheduler.health_check.has_value());
+  EXPECT_EQ(c.software.scheduler.health_check->interval_s, 300);
 }
 
 TEST(ExamplesModel, A100RoceKubernetesCluster) {

@@ -52,15 +52,16 @@ TEST_F(LoaderExample, LoadsWithoutDiagnostics) {
 }
 
 TEST_F(LoaderExample, NodesAndGpus) {
-  ASSERT_EQ(c().nodes.size(), 5u);
+  ASSERT_EQ(c().nodes.size(), 6u);
   EXPECT_EQ(c().TotalGpus(), 32);
   std::vector<std::string> names, addrs;
   for (const auto& n : c().nodes) {
     names.push_back(n.name);
     addrs.push_back(n.address);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"head01", "gpu001", "gpu002", "gpu003", "gpu004"}));
-  EXPECT_EQ(addrs, (std::vector<std::string>{"198.18.0.10", "198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"head01", "login01", "gpu001", "gpu002", "gpu003", "gpu004"}));
+  EXPECT_EQ(addrs, (std::vector<std::string>{"198.18.0.10", "198.18.0.15", "198.18.0.11", "198.18.0.12", "198.18.0.13",
+                                             "198.18.0.14"}));
   EXPECT_EQ(c().nodes[0].role, model::NodeRole::kController);
   EXPECT_EQ(c().nodes[0].profile, "head");
   EXPECT_EQ(c().nodes[1].role, model::NodeRole::kCompute);

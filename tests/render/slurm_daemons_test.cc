@@ -54,6 +54,8 @@
 #include <vector>
 
 #include "gpuforge/inventory/loader.h"
+#include "gpuforge/plan/controller_files.h"
+#include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/local.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/validate/drain.h"
@@ -245,6 +247,8 @@ software:
   scheduler:
     kind: slurm
     controller: PFXctl
+    munge_key: KEYFILE
+    health_check: {interval: 5min}
     partitions:
       - {name: gpu, nodes: "PFXg[01-03]", default: true, max_time: 7d}
       - {name: debug, nodes: PFXg01, max_time: 30min}
@@ -313,9 +317,15 @@ class RenderSlurmDaemons : public ::testing::Test {
     ctl_ = prefix_ + "ctl";
     g01_ = prefix_ + "g01";
 
-    std::string yaml = kInventory;
-    for (std::size_t at; (at = yaml.find("PFX")) != std::string::npos;) yaml.replace(at, 3, prefix_);
-    auto loaded = inventory::LoadString(yaml, "slurm-daemons-test.yaml");
+    // The operator's munge key, made here; the sandbox's munged reads the copy plan pushes.
+    std::string key(1024, '\0');
+    std::random_device rd;
+    for (char& ch : key) ch = static_cast<char>(rd());
+    WriteFile(dir_ / "operator.key", key, fs::perms::owner_read);
+    yaml_ = kInventory;
+    for (std::size_t at; (at = yaml_.find("PFX")) != std::string::npos;) yaml_.replace(at, 3, prefix_);
+    yaml_.replace(yaml_.find("KEYFILE"), 7, (dir_ / "operator.key").string());
+    auto loaded = inventory::LoadString(yaml_, "slurm-daemons-test.yaml");
     ASSERT_TRUE(loaded.ok()) << loaded.FormatDiagnostics();
     render::Options o;
     o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
@@ -323,6 +333,7 @@ class RenderSlurmDaemons : public ::testing::Test {
     cluster_ = *loaded.cluster;
     Result<render::Output> out = render::Render(*loaded.cluster, o);
     ASSERT_TRUE(out.ok()) << out.error().message;
+    ASSERT_NO_FATAL_FAILURE(PlanMungeKey(*out));
     Status written = render::WriteTree(*out, (dir_ / "render").string());
     ASSERT_TRUE(written.ok()) << written.error().message;
     ASSERT_NO_FATAL_FAILURE(MakeSandbox());
@@ -436,11 +447,31 @@ class RenderSlurmDaemons : public ::testing::Test {
     fs::copy_file(dir_ / "render" / "_cluster" / "etc" / "gpuforge" / "jobs" / "train.sbatch", dir_ / "train.sbatch");
   }
 
+  // The munge key as plan would push it to g01 (from software.scheduler.munge_key, through the
+  // same checks), written with the mode it would have; its owner stays root, as munged runs as
+  // root here and refuses a key its own user does not own.
+  void PlanMungeKey(const render::Output& out) {
+    Result<std::optional<plan::MungeKeySource>> src = plan::FindMungeKeySource(cluster_, "");
+    ASSERT_TRUE(src.ok() && src->has_value()) << (src.ok() ? "no key source" : src.error().message);
+    Result<std::shared_ptr<const plan::Blob>> key = plan::CheckMungeKey(**src, ReadFile((*src)->path));
+    ASSERT_TRUE(key.ok()) << key.error().message;
+    plan::ControllerFiles local;
+    local.munge_key = *key;
+    const model::Node* g01 = cluster_.FindNode(g01_);
+    ASSERT_NE(g01, nullptr);
+    plan::DesiredNode d = plan::DesiredNodeState(cluster_, *g01, plan::DesiredFiles(out, g01_), plan::AllParts(), nullptr, &local);
+    for (const plan::DesiredFile& f : d.files) {
+      if (f.path != plan::kMungeKeyPath) continue;
+      EXPECT_EQ(f.mode, 0400u);
+      EXPECT_EQ(f.owner, "munge:munge");
+      fs::create_directories(dir_ / "munge");
+      WriteFile(dir_ / "munge" / "munge.key", std::string(f.Content()), static_cast<fs::perms>(f.mode));
+      return;
+    }
+    FAIL() << "plan pushes no munge key to " << g01_;
+  }
+
   void StartMunge() {
-    std::string key(1024, '\0');
-    std::random_device rd;
-    for (char& ch : key) ch = static_cast<char>(rd());
-    WriteFile(dir_ / "munge" / "munge.key", key, fs::perms::owner_read | fs::perms::owner_write);
     const fs::path m = dir_ / "munge";
     munged_ = Spawn("munged",
                     {FindProgram("munged"), "--foreground", "--force", "--socket=" + (m / "socket").string(),
@@ -511,7 +542,7 @@ class RenderSlurmDaemons : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::string prefix_, ctl_, g01_;
+  std::string prefix_, ctl_, g01_, yaml_;
   model::Cluster cluster_;
   int ctl_port_ = 0, slurmd_port_ = 0;
   Daemon munged_, controller_, slurmd_;
@@ -733,6 +764,64 @@ TEST_F(RenderSlurmDaemons, ValidateDrainsFailedNodesResumesItsOwnAndLeavesAForei
     EXPECT_NE(shown.find("DRAIN"), std::string::npos) << shown;
   }
   ::unsetenv("SLURM_CONF");
+}
+
+// The rendered health check program (software.scheduler.health_check) as slurmd runs it: at
+// start, before it registers, as root. It runs this build of gpuforge (validate --local
+// --health --drain-failed) for g01 against the inventory; this machine is not the H200 node the
+// inventory describes, so a fast check fails and gpuforge's own drain drains the node with its
+// reason. Only what must point into the sandbox is changed in the copy: the agent (this build),
+// the inventory and pass marks (the files plan pushes), SLURM_CONF for scontrol.
+TEST_F(RenderSlurmDaemons, SlurmdRunsTheRenderedHealthCheckWhichDrainsAFailedNode) {
+  const fs::path rendered = dir_ / "render" / g01_ / "usr" / "local" / "lib" / "gpuforge" / "healthcheck";
+  ASSERT_TRUE(fs::exists(rendered)) << "no health check program was rendered for " << g01_;
+  EXPECT_EQ(fs::status(rendered).permissions() & fs::perms::mask, static_cast<fs::perms>(0755));
+  std::string program = ReadFile(rendered);
+  auto swap = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(program.find(from), std::string::npos) << from << " is not in\n" << program;
+    program.replace(program.find(from), from.size(), to);
+  };
+  ASSERT_NO_FATAL_FAILURE(swap("exec " + std::string(plan::kAgentPath) + " ", "exec " + std::string(GPUFORGE_BINARY) + " "));
+  WriteFile(dir_ / "cluster.yaml", yaml_);
+  ASSERT_NO_FATAL_FAILURE(swap(std::string(plan::kNodeInventoryPath) + " ", (dir_ / "cluster.yaml").string() + " "));
+  ASSERT_NO_FATAL_FAILURE(swap("GPUFORGE_VALIDATION_DATA=" + std::string(plan::kNodeModelTablePath) + "\n",
+                               "GPUFORGE_VALIDATION_DATA=" + std::string(GPUFORGE_SOURCE_DIR) +
+                                   "/inventories/validation/gpu-models.yaml\nSLURM_CONF=" +
+                                   (dir_ / "etc" / "slurm.conf").string() + "; export SLURM_CONF\n"));
+  const fs::path log = dir_ / "healthcheck.log";
+  // Its one line goes to slurmd's log in production; here to a file the test reads.
+  ASSERT_NO_FATAL_FAILURE(swap("--drain-failed\n", "--drain-failed >>" + log.string() + " 2>&1\n"));
+  WriteFile(dir_ / "healthcheck-rendered", program,
+            fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                fs::perms::others_exec);
+  std::string conf = ReadFile(dir_ / "etc" / "slurm.conf");
+  const std::string stand_in = "HealthCheckProgram=" + (dir_ / "healthcheck").string() + "\n";
+  ASSERT_NE(conf.find(stand_in), std::string::npos);
+  conf.replace(conf.find(stand_in), stand_in.size(), "HealthCheckProgram=" + (dir_ / "healthcheck-rendered").string() + "\n");
+  WriteFile(dir_ / "etc" / "slurm.conf", conf);
+
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  slurmd_ = Spawn("slurmd",
+                  {FindProgram("unshare"), "--mount", "--uts", "--pid", "--fork", "--kill-child", "--propagation",
+                   "private", "/bin/sh", (dir_ / "slurmd.sh").string(), dir_.string(), g01_,
+                   (dir_ / "etc" / "slurm.conf").string(), "8"},
+                  dir_ / "slurmd.out");
+  ASSERT_GT(slurmd_.pid, 0);
+  std::string node;
+  const bool drained = WaitFor(
+      [&] {
+        node = Shell(Env() + "scontrol show node " + g01_).output;
+        return !slurmd_.Running() || node.find("Reason=gpuforge: ") != std::string::npos;
+      },
+      90s);
+  ASSERT_TRUE(drained && slurmd_.Running()) << node << "\n--- health check\n"
+                                            << ReadFile(log) << Tail(ReadFile(dir_ / "slurmd.out"), 20);
+  EXPECT_NE(node.find("DRAIN"), std::string::npos) << node;
+  // (Its one line is for slurmd's log; the sandbox copy appends it to healthcheck.log, shown above
+  // on failure. The drain with gpuforge's reason is what Slurm acts on, and is what is checked.)
+  // slurmd registered all the same (the drain is the health check's, not a bad configuration).
+  EXPECT_TRUE(WaitFor([&] { return Shell(Env() + "scontrol show node " + g01_).output.find("State=IDLE+DRAIN ") != std::string::npos; }, 40s))
+      << Shell(Env() + "scontrol show node " + g01_).output;
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/plan/controller_files.h"
+#include "gpuforge/plan/node_plan.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge {
@@ -650,6 +652,64 @@ TEST(RenderSlurm, JobScriptNeedsANodeWithGpus) {
   for (const std::string& line : Settings(Content(out, "/etc/slurm/slurm.conf"))) {
     EXPECT_EQ(line.find("Gres="), std::string::npos) << line;
     EXPECT_EQ(line.find("DefMemPerGPU"), std::string::npos) << line;
+  }
+}
+
+// software.scheduler.health_check (#16 part 5): without it, no HealthCheck line and no program;
+// with it, slurm.conf's three lines and, on each slurmd node only, a program with that node's
+// inventory name that runs the agent apply installs against the files plan pushes.
+TEST(RenderSlurm, HealthCheckOnlyWhenTheInventoryAsks) {
+  render::Output none = RenderOrDie(LoadYaml(kTwoTier));
+  EXPECT_EQ(Content(none, "/etc/slurm/slurm.conf").find("HealthCheck"), std::string::npos);
+  for (const render::RenderedFile& f : none.files) EXPECT_NE(f.path, plan::kHealthCheckPath) << f.node;
+
+  std::string yaml = kTwoTier;
+  yaml += "    health_check: {interval: 2min, node_state: [idle, cycle, idle]}\n";
+  render::Output out = RenderOrDie(LoadYaml(yaml));
+  const std::string conf = Content(out, "/etc/slurm/slurm.conf");
+  EXPECT_EQ(LinesStartingWith(conf, "HealthCheck"),
+            (std::vector<std::string>{"HealthCheckProgram=/usr/local/lib/gpuforge/healthcheck", "HealthCheckInterval=120",
+                                      "HealthCheckNodeState=IDLE,CYCLE"}));
+  for (const char* node : {"ctl1", "login1"}) EXPECT_EQ(Find(out, node, std::string(plan::kHealthCheckPath)), nullptr) << node;
+  for (const char* node : {"gpu01", "gpu02", "gpu03", "gpu04"}) {
+    const render::RenderedFile* f = Find(out, node, std::string(plan::kHealthCheckPath));
+    ASSERT_NE(f, nullptr) << node;
+    EXPECT_EQ(f->mode, "0755");
+    EXPECT_TRUE(f->content.starts_with("#!/bin/sh\n")) << f->content;
+    // The paths plan pushes the agent, the inventory and the pass marks to (a changed one in
+    // either place fails here).
+    EXPECT_EQ(LinesStartingWith(f->content, "exec "),
+              std::vector<std::string>{fmt::format("exec {} --color never validate {} --local --nodes '{}' --health "
+                                                   "--drain-failed",
+                                                   plan::kAgentPath, plan::kNodeInventoryPath, node)});
+    EXPECT_EQ(LinesStartingWith(f->content, "GPUFORGE_VALIDATION_DATA="),
+              std::vector<std::string>{fmt::format("GPUFORGE_VALIDATION_DATA={}", plan::kNodeModelTablePath)});
+  }
+  // A plain `sh -n` parse of the program as rendered.
+  const render::RenderedFile* g = Find(out, "gpu01", std::string(plan::kHealthCheckPath));
+  ASSERT_NE(g, nullptr);
+  char tmpl[] = "/tmp/gpuforge-healthcheck-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, g->content.data(), g->content.size()), static_cast<ssize_t>(g->content.size()));
+  ::close(fd);
+  const int rc = std::system(fmt::format("sh -n {}", tmpl).c_str());
+  ::unlink(tmpl);
+  EXPECT_EQ(rc, 0);
+}
+
+TEST(RenderSlurm, HealthCheckRefusesWhatSlurmCannotHold) {
+  for (const auto& [value, why] : std::vector<std::pair<std::string, std::string>>{
+           {"{interval: 0s}", "'interval' in software.scheduler.health_check must be whole seconds from 1s to 65535s"},
+           {"{interval: 19h}", "'interval' in software.scheduler.health_check must be whole seconds from 1s to 65535s"},
+           {"{interval: 1.5s}", "'interval' in software.scheduler.health_check must be whole seconds from 1s to 65535s"},
+           {"{node_state: [idle]}", "missing"},
+           {"{interval: 5min, node_state: [drained]}", "node_state 'drained' is not one of alloc, any, cycle, idle, mixed"},
+       }) {
+    std::string yaml = std::string(kTwoTier) + "    health_check: " + value + "\n";
+    auto loaded = inventory::LoadString(yaml, "slurm_test.yaml");
+    EXPECT_FALSE(loaded.ok()) << value;
+    EXPECT_NE(loaded.FormatDiagnostics().find(why), std::string::npos) << value << "\n" << loaded.FormatDiagnostics();
   }
 }
 

@@ -54,8 +54,11 @@ inline constexpr std::string_view kScheduler[] = {"kind",
                                                   "volcano",
                                                   "topology_manager_policy",
                                                   "cpu_manager_policy",
-                                                  "reserved"};
+                                                  "reserved",
+                                                  "munge_key",
+                                                  "health_check"};
 inline constexpr std::string_view kReserved[] = {"cpus", "memory"};
+inline constexpr std::string_view kHealthCheck[] = {"interval", "node_state"};
 inline constexpr std::string_view kPartition[] = {"name", "nodes", "default", "max_time"};
 inline constexpr std::string_view kWorkload[] = {"params",      "precision",           "optimizer",
                                                  "parallelism", "checkpoint_interval", "read_bandwidth_per_gpu"};
@@ -100,6 +103,7 @@ inline constexpr Object kObjects[] = {
     {"software.packages[]", kExtraPackage},
     {"software.scheduler", kScheduler},
     {"software.scheduler.reserved", kReserved},
+    {"software.scheduler.health_check", kHealthCheck},
     {"software.scheduler.partitions[]", kPartition},
     {"workload", kWorkload},
     {"workload.parallelism", kParallelism},

@@ -246,6 +246,17 @@ struct Scheduler {
   std::optional<int> reserved_cpus;
   std::optional<double> reserved_memory_bytes;
   SourcePos where;
+  // Slurm's munge key (#14): the operator's key file, resolved against the inventory's
+  // directory; "" = none named. Only the path: plan and apply read the bytes, nothing else does.
+  std::string munge_key;
+  SourcePos munge_key_where;
+  // slurm.conf's HealthCheck* lines and the program they run (#16 part 5); unset = none.
+  struct HealthCheck {
+    int interval_s = 0;                   // HealthCheckInterval, 1..65535
+    std::vector<std::string> node_state;  // HealthCheckNodeState words (ALLOC, ...); empty = Slurm's ANY
+    SourcePos where;
+  };
+  std::optional<HealthCheck> health_check;
 };
 
 // A package repository gpuforge writes onto nodes (apt sources.list.d or yum.repos.d), so the

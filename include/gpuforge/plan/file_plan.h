@@ -25,14 +25,21 @@ struct Blob {
   std::string sha256;
 };
 
-// One file gpuforge manages on a node: always owned by root:root.
+// One file gpuforge manages on a node.
 struct DesiredFile {
   std::string path;  // absolute
   std::string content;
   unsigned mode = 0644;
   std::shared_ptr<const Blob> blob = nullptr;  // when set, the content (and `content` is empty)
+  std::string owner = "root:root";  // "user:group" apply gives it (the munge key: munge:munge)
+  // A secret (the munge key): its bytes are pushed but never shown. Plans list its size and
+  // source, --diff neither reads the node's copy nor prints the new one, a saved plan holds
+  // only the digest of everything (saved_plan.h).
+  bool secret = false;
   std::string_view Content() const { return blob ? std::string_view(blob->bytes) : std::string_view(content); }
   std::string Sha256() const;
+  // The user part of `owner`, as the node state reports it.
+  std::string_view OwnerUser() const { return std::string_view(owner).substr(0, owner.find(':')); }
 };
 
 // The node's own files from a render. Cluster-wide files (node "", render's _cluster/) are
@@ -89,6 +96,8 @@ struct FileChange {
   bool content = false, mode = false, owner = false;  // what differs, for kChange
   unsigned mode_from = 0, mode_to = 0644;
   std::string owner_from;
+  std::string owner_to = "root";  // the user apply gives it
+  bool secret = false;            // DesiredFile::secret: content never shown
   Impact impact = Impact::kLive;
   std::string handler;
   std::string note;

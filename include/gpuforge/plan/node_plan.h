@@ -14,6 +14,7 @@
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/plan/controller_files.h"
 #include "gpuforge/plan/file_plan.h"
 
 namespace gpuforge::plan {
@@ -72,9 +73,13 @@ struct DesiredNode {
 std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model::Node& n, OsFamily family);
 
 // The node's full desired state; `files` is DesiredFiles(render output, node). With Part::kAgent
-// and an agent, the agent binary is one more file (kAgentPath, mode 0755).
+// and an agent, the agent binary is one more file (kAgentPath, mode 0755). With Part::kFiles,
+// `local`'s files join them: the munge key (secret, 0400 munge:munge) on every node that runs
+// munge, the inventory and the GPU model table on slurmd nodes when the health check is asked
+// for (controller_files.h).
 DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std::vector<DesiredFile> files,
-                             const Parts& parts, const AgentBinary* agent = nullptr);
+                             const Parts& parts, const AgentBinary* agent = nullptr,
+                             const ControllerFiles* local = nullptr);
 
 // What the node reported (apply::ParseNodeState), in the order of the DesiredNode it answers.
 struct ServiceState {

@@ -15,8 +15,13 @@ namespace gpuforge::plan {
 
 std::vector<DesiredFile> DesiredFiles(const render::Output& rendered, std::string_view node) {
   std::vector<DesiredFile> out;
-  for (const render::RenderedFile& f : rendered.files) {
-    if (f.node.empty() || f.node != node) continue;
+  if (node.empty()) return out;
+  // rendered.files is sorted by (node, path) (render.h): the node's files are one run of it,
+  // found in log time, so planning every node stays linear in the files (#14, Scale).
+  auto first = std::lower_bound(rendered.files.begin(), rendered.files.end(), node,
+                                [](const render::RenderedFile& f, std::string_view n) { return f.node < n; });
+  for (auto it = first; it != rendered.files.end() && it->node == node; ++it) {
+    const render::RenderedFile& f = *it;
     DesiredFile d;
     d.path = f.path;
     d.content = f.content;
@@ -91,6 +96,9 @@ std::span<const ImpactRule> ImpactTable() {
                  "drain first, restart slurmd"},
       ImpactRule{"/etc/slurm/cgroup.conf", Impact::kRestart, "systemctl restart slurmd",
                  "drain first, restart slurmd"},
+      // Configless slurmd (render/slurm.cc): the drop-in changes slurmd's command line.
+      ImpactRule{"/etc/systemd/system/slurmd.service.d/", Impact::kRestart,
+                 "systemctl daemon-reload && systemctl restart slurmd", "drain first, daemon-reload, restart slurmd"},
       ImpactRule{"/etc/systemd/system/kubelet.service.d/", Impact::kRestart, kKubeletHandler,
                  "drain first, restart kubelet"},
       ImpactRule{"/etc/kubernetes/kubelet.conf.d/", Impact::kRestart, kKubeletHandler, "drain first, restart kubelet"},

@@ -12,6 +12,7 @@
 
 #include "gpuforge/base/files.h"
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -27,10 +28,10 @@ namespace mustache = kainjow::mustache;
 
 std::vector<const model::Node*> SelectedNodes(const model::Cluster& c, const Options& o) {
   std::vector<const model::Node*> out;
+  // plan --offline names every node in o.nodes: a set keeps that linear (#14, Scale).
+  const std::set<std::string_view> wanted(o.nodes.begin(), o.nodes.end());
   for (const model::Node& n : c.nodes) {
-    if (o.nodes.empty() || std::find(o.nodes.begin(), o.nodes.end(), n.name) != o.nodes.end()) {
-      out.push_back(&n);
-    }
+    if (o.nodes.empty() || wanted.count(n.name) > 0) out.push_back(&n);
   }
   return out;
 }

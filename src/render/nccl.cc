@@ -91,6 +91,8 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const Me
   const model::Software& sw = c.software;
   std::map<std::string, std::string> env_set;
   for (const auto& [k, v] : sw.nccl_env) env_set[k] = v;
+  // The cluster's GPU count is a walk over every node: once, not once per node (#14, Scale).
+  const int gpus = c.TotalGpus();
   for (const model::Node* n : SelectedNodes(c, o)) {
     const model::Profile& p = c.ProfileOf(*n);
     if (p.gpu_count() == 0) continue;
@@ -160,7 +162,6 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const Me
       line("NCCL_SOCKET_IFNAME", "=" + ifname, "bootstrap over the control/storage network interface");
     }
     if (topo) line("NCCL_TOPO_FILE", topo_path, "rendered beside this file from the node's measured PCI tree");
-    int gpus = c.TotalGpus();
     std::string algo = gpus >= 128 ? "Tree" : "Ring";
     for (auto& l : lines) l["why"] = NcclComment(l["why"].get<std::string>());
     // NCCL_CONF_FILE arrived in 2.23 (NCCL env docs: "or in ${NCCL_CONF_FILE} (since 2.23)");

@@ -43,6 +43,17 @@ constexpr const char* kHealthCheckAgent = "/usr/local/lib/gpuforge/gpuforge";
 constexpr const char* kHealthCheckInventory = "/etc/gpuforge/cluster.yaml";
 constexpr const char* kHealthCheckModelTable = "/etc/gpuforge/gpu-models.yaml";
 
+// Configless (docs/render.md, "Configless"): above this many Slurm nodes slurmd fetches its
+// configuration from slurmctld instead of every node holding a copy of slurm.conf and
+// topology.conf, both O(N), so O(N^2) bytes to render, push and keep equal.
+constexpr std::size_t kConfiglessAboveNodes = 128;
+// Debian's slurmd.service (slurm-wlm 22.05.8, debian/slurmd.service) runs
+// `slurmd -D -s $SLURMD_OPTIONS` with EnvironmentFile=-/etc/default/slurmd and
+// ConditionPathExists=/etc/slurm/slurm.conf: a configless node has no slurm.conf, so the
+// drop-in clears the condition and names the server on the command line, leaving
+// /etc/default/slurmd to the operator.
+constexpr const char* kConfiglessDropIn = "/etc/systemd/system/slurmd.service.d/gpuforge-configless.conf";
+
 std::string GresType(const model::GpuSpec& g) {
   if (const model::GpuModelInfo* info = model::FindGpuModel(g.model)) return std::string(info->slurm_type);
   std::string out;
@@ -478,6 +489,12 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   std::string ctl = controller->name;
   if (AddressOf(*controller) != controller->name) ctl += "(" + controller->address + ")";
 
+  // slurmctld serves slurm.conf, gres.conf, cgroup.conf, job_container.conf and
+  // topology.conf to a slurmd started with --conf-server (Slurm 22.05
+  // src/slurmctld/proc_req.c, slurmd_config_files[]); client commands on a node without slurmd
+  // still read /etc/slurm (22.05 has no sackd; its DNS SRV lookup needs a record gpuforge does
+  // not manage), so the controller and login nodes keep their files.
+  const bool configless = v.nodes.size() > kConfiglessAboveNodes;
   TopologyResult topo = BuildTopology(c, v);
   bool tree = !topo.switches.empty();
   nlohmann::json notes = nlohmann::json::array();
@@ -492,7 +509,10 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                               {"scheduler_parameters", SchedulerParameters(v)},
                               {"job_container_base", kJobContainerBase},
                               {"declared_partitions", !s.partitions.empty()},
-                              {"default_partition", s.partitions.empty()}};
+                              {"default_partition", s.partitions.empty()},
+                              {"configless", configless},
+                              {"configless_above", std::to_string(kConfiglessAboveNodes)}};
+
   // HealthCheck* only when the inventory asks (slurm.conf(5): without HealthCheckInterval the
   // program never runs; without HealthCheckNodeState it runs in any state).
   slurm_ctx["health_check"] = s.health_check.has_value();
@@ -524,13 +544,24 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   // Slurm wants the same files on every node (slurm.conf(5)); the cluster-wide copy is the one
   // to review, the per-node copies are what gets pushed.
   for (const File& f : files) plan->jobs.push_back({"", f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+  nlohmann::json dropin_ctx = {{"server", fmt::format("{}:6817", AddressOf(*controller))},
+                                {"nodes", std::to_string(v.nodes.size())},
+                                {"configless_above", std::to_string(kConfiglessAboveNodes)}};
   for (const model::Node* n : SelectedNodes(c, o)) {
     bool slurmd = v.node_names.count(n->name) > 0;
+    bool is_controller = n->name == controller->name;
     bool role = slurmd || n->role == model::NodeRole::kController || n->role == model::NodeRole::kLogin ||
-                n->name == controller->name;
+                is_controller;
     if (!role) continue;
+    if (configless && slurmd && !is_controller) {
+      // Fetches every file from slurmctld; no copy to render, push or keep equal.
+      plan->jobs.push_back({n->name, kConfiglessDropIn, "slurmd-configless.conf.mustache", dropin_ctx,
+                            CommentStyle::kHash, "0644"});
+      continue;
+    }
     for (const File& f : files) {
-      if (f.slurmd_only && !slurmd) continue;
+      // In configless mode the controller serves the slurmd files, so it holds them too.
+      if (f.slurmd_only && !slurmd && !(configless && is_controller)) continue;
       plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
     }
     // slurmd runs the health check program, so only slurmd nodes get it, each with its own

@@ -21,6 +21,10 @@ TEST(PlanImpact, TableClassesEachManagedFile) {
   EXPECT_EQ(ImpactFor("/etc/slurm/topology.conf").impact, Impact::kReload);
   EXPECT_EQ(ImpactFor("/etc/slurm/gres.conf").impact, Impact::kRestart);
   EXPECT_EQ(ImpactFor("/etc/slurm/cgroup.conf").note, "drain first, restart slurmd");
+  // Configless slurmd's drop-in (render/slurm.cc): a new command line takes a reload and a restart.
+  EXPECT_EQ(ImpactFor("/etc/systemd/system/slurmd.service.d/gpuforge-configless.conf").handler,
+            "systemctl daemon-reload && systemctl restart slurmd");
+  EXPECT_EQ(ImpactFor("/etc/systemd/system/slurmd.service.d/x.conf").impact, Impact::kRestart);
   EXPECT_EQ(ImpactFor("/etc/slurm/slurm.conf.bak").impact, Impact::kLive);  // exact names, not prefixes
   EXPECT_EQ(ImpactFor("/etc/whatever").impact, Impact::kLive);
   EXPECT_EQ(ImpactFor("/etc/whatever").handler, "");
@@ -84,6 +88,10 @@ TEST(PlanDesiredFiles, NodeFilesOnlyInPathOrder) {
   EXPECT_EQ(f[1].path, "/etc/sysctl.d/90-gpuforge.conf");
   EXPECT_EQ(f[2].mode, 0755u);
   EXPECT_TRUE(DesiredFiles(out, "").empty());
+  EXPECT_TRUE(DesiredFiles(out, "gpu0").empty());  // a prefix of a node's name is not that node
+  EXPECT_TRUE(DesiredFiles(out, "gpu03").empty());
+  ASSERT_EQ(DesiredFiles(out, "gpu02").size(), 1u);
+  EXPECT_EQ(DesiredFiles(out, "gpu02")[0].content, "other");
 }
 
 TEST(PlanFold, IdenticalPlansFoldUnderAHostlist) {

@@ -713,5 +713,90 @@ TEST(RenderSlurm, HealthCheckRefusesWhatSlurmCannotHold) {
   }
 }
 
+// --- Configless (docs/render.md, "Configless") ------------------------------------------------
+
+// A controller, a login node and `count` GPU nodes with their own addresses.
+std::string ConfiglessYaml(int count) {
+  return fmt::format(R"(version: 1
+cluster: {{name: Big}}
+profiles:
+  gpu:
+    gpus: {{model: H200, count: 8}}
+    cpu: {{model: x, sockets: 2, cores_per_socket: 48, threads_per_core: 2}}
+    memory: 1TiB
+  head:
+    cpu: {{model: x, sockets: 1, cores_per_socket: 16, threads_per_core: 2}}
+    memory: 256GB
+nodes:
+  - {{name: ctl1, address: 10.0.0.2, profile: head, role: controller}}
+  - {{name: login1, address: 10.0.0.3, profile: head, role: login}}
+  - {{name: "gpu[001-{:03}]", address: "10.0.1.[1-{}]", profile: gpu}}
+software:
+  scheduler:
+    kind: slurm
+    controller: ctl1
+)",
+                     count, count);
+}
+
+// Slurm's configuration files and the configless drop-in; the DCGM job-mapping scripts in
+// prolog.d/epilog.d are programs slurmd runs on the node, not configuration it could fetch.
+bool SlurmConfiguration(const render::RenderedFile& f) {
+  if (f.path.starts_with("/etc/slurm/prolog.d/") || f.path.starts_with("/etc/slurm/epilog.d/")) return false;
+  return f.path.starts_with("/etc/slurm/") || f.path.starts_with("/etc/systemd/system/slurmd.service.d/");
+}
+
+std::vector<std::string> PathsOf(const render::Output& out, const std::string& node) {
+  std::vector<std::string> paths;
+  for (const render::RenderedFile& f : out.files) {
+    if (f.node == node && SlurmConfiguration(f)) paths.push_back(f.path);
+  }
+  return paths;
+}
+
+constexpr const char* kDropIn = "/etc/systemd/system/slurmd.service.d/gpuforge-configless.conf";
+
+TEST(RenderSlurm, AtTheThresholdEveryNodeKeepsItsFiles) {
+  render::Output out = RenderOrDie(LoadYaml(ConfiglessYaml(128)));
+  EXPECT_FALSE(HasLine(Content(out, "/etc/slurm/slurm.conf"), "SlurmctldParameters=enable_configless"));
+  EXPECT_EQ(PathsOf(out, "gpu128"), (std::vector<std::string>{"/etc/slurm/cgroup.conf", "/etc/slurm/gres.conf",
+                                                              "/etc/slurm/job_container.conf", "/etc/slurm/slurm.conf"}));
+  EXPECT_EQ(PathsOf(out, "ctl1"), std::vector<std::string>{"/etc/slurm/slurm.conf"});
+}
+
+TEST(RenderSlurm, AboveTheThresholdSlurmdFetchesItsConfiguration) {
+  render::Output out = RenderOrDie(LoadYaml(ConfiglessYaml(129)));
+  const std::string conf = Content(out, "/etc/slurm/slurm.conf");
+  EXPECT_TRUE(HasLine(conf, "SlurmctldParameters=enable_configless")) << conf;
+  // A slurmd node holds no Slurm file, only the drop-in that points slurmd at the controller.
+  EXPECT_EQ(PathsOf(out, "gpu001"), std::vector<std::string>{kDropIn});
+  EXPECT_EQ(PathsOf(out, "gpu129"), std::vector<std::string>{kDropIn});
+  EXPECT_EQ(Settings(Content(out, kDropIn, "gpu001")),
+            (std::vector<std::string>{"[Unit]", "ConditionPathExists=", "[Service]", "ExecStart=",
+                                      "ExecStart=/usr/sbin/slurmd -D -s --conf-server 10.0.0.2:6817 $SLURMD_OPTIONS"}));
+  EXPECT_EQ(Find(out, "gpu001", kDropIn)->mode, "0644");
+  // The controller serves every file slurmd reads, so it holds them all; the login node keeps
+  // the slurm.conf its commands read (22.05 has no sackd), and none of slurmd's.
+  EXPECT_EQ(PathsOf(out, "ctl1"), (std::vector<std::string>{"/etc/slurm/cgroup.conf", "/etc/slurm/gres.conf",
+                                                            "/etc/slurm/job_container.conf", "/etc/slurm/slurm.conf"}));
+  EXPECT_EQ(PathsOf(out, "login1"), std::vector<std::string>{"/etc/slurm/slurm.conf"});
+  EXPECT_EQ(Content(out, "/etc/slurm/slurm.conf", "login1"), conf);
+  EXPECT_EQ(Content(out, "/etc/slurm/gres.conf", "ctl1"), Content(out, "/etc/slurm/gres.conf"));
+}
+
+// The file count grows by one per node above the threshold, not by the files of a copy.
+TEST(RenderSlurm, ConfiglessFilesGrowByOnePerNode) {
+  auto slurm_files = [](const render::Output& out) {
+    std::size_t n = 0;
+    for (const render::RenderedFile& f : out.files) {
+      n += !f.node.empty() && SlurmConfiguration(f);
+    }
+    return n;
+  };
+  std::size_t at_200 = slurm_files(RenderOrDie(LoadYaml(ConfiglessYaml(200))));
+  std::size_t at_201 = slurm_files(RenderOrDie(LoadYaml(ConfiglessYaml(201))));
+  EXPECT_EQ(at_201, at_200 + 1);
+}
+
 }  // namespace
 }  // namespace gpuforge

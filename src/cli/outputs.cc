@@ -11,6 +11,9 @@
 
 #include "gpuforge/base/files.h"
 #include "gpuforge/base/read_file.h"
+#include "gpuforge/report/html_report.h"
+#include "gpuforge/report/junit.h"
+#include "gpuforge/report/prometheus.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -130,6 +133,24 @@ bool WriteOutput(Context& ctx, std::string_view flag, const std::string& path, c
     return false;
   }
   return true;
+}
+
+bool WriteValidateFiles(Context& ctx, const OutputFlags& outputs, const report::RunInfo& info, const model::Cluster& c,
+                        const std::vector<validate::Verdict>& verdicts, const std::optional<report::Comparison>& compared) {
+  bool written = true;
+  if (!outputs.junit.empty()) written &= WriteOutput(ctx, "--junit", outputs.junit, report::ValidateJunit(info, verdicts));
+  if (!outputs.prometheus.empty()) {
+    written &= WriteOutput(ctx, "--prometheus", outputs.prometheus, report::ValidatePrometheus(info, verdicts));
+  }
+  if (!outputs.report.empty()) {
+    written &= WriteOutput(ctx, "--report", outputs.report, report::ValidateHtml(info, c, verdicts, compared));
+  }
+  if (!outputs.save_results.empty()) {
+    const std::string path = (std::filesystem::path(outputs.save_results) / report::SavedResultsName(info)).string();
+    written &= WriteOutput(ctx, "--save-results", path, report::SavedResults(info, verdicts).dump(2) + "\n");
+    if (written && ctx.verbosity >= 0) ctx.Err(fmt::format("validate: results saved to {}\n", path));
+  }
+  return written;
 }
 
 }  // namespace gpuforge::cli

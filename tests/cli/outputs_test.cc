@@ -1,7 +1,8 @@
 // The report files of issue #16 produced by `validate --local` on this machine (the storage
 // probes really run here, through the agent of this build), each checked by its real
 // consumer: JUnit by xmllint against Jenkins' schema and by junitparser, the textfile by
-// promtool, the saved results as a baseline by gpuforge itself. TCP needs a second node, which
+// promtool, the HTML report by headless Chromium, the saved results as a baseline by gpuforge
+// itself. TCP needs a second node, which
 // --local does not have: tests/validate/validate_e2e_test.cc runs it between test hosts.
 
 #include <fmt/format.h>
@@ -60,8 +61,9 @@ class CliOutputs : public ::testing::Test {
 
 TEST_F(CliOutputs, ValidateLocalWritesEveryFormatAndABaselineFlagsARegression) {
   const std::string junit = dir_ / "out/validate.xml", prom = dir_ / "textfile/gpuforge.prom";
-  const std::string saved = dir_ / "results";
-  Ran run = Validate(fmt::format("--format junit --junit {} --prometheus {} --save-results {}", junit, prom, saved));
+  const std::string saved = dir_ / "results", html = dir_ / "report/acceptance.html";
+  Ran run = Validate(
+      fmt::format("--format junit --junit {} --prometheus {} --save-results {} --report {}", junit, prom, saved, html));
   ASSERT_EQ(run.code, 0) << run.out;
   // --format junit on stdout (the "results saved" note goes to stderr, merged here) is the file.
   const std::string xml = Slurp(junit);
@@ -91,6 +93,25 @@ TEST_F(CliOutputs, ValidateLocalWritesEveryFormatAndABaselineFlagsARegression) {
   }
   // No temporary file left beside the .prom (the textfile collector reads the directory).
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ / "textfile"), {}), 1);
+
+  // The acceptance report, as headless Chromium builds it: the verdict, the node, the storage
+  // bars, and nothing refused or failed on the console.
+  const std::string report = Slurp(html);
+  EXPECT_NE(report.find("id=\"verdict\">PASS</span>"), std::string::npos) << report;
+  if (Have("chromium")) {
+    const std::string console = dir_ / "console.txt";
+    Ran dom = Sh(fmt::format("(timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                             "--disable-extensions --user-data-dir={} --enable-logging=stderr --v=0 --dump-dom "
+                             "'file://{}' 2>'{}')",
+                             dir_ / "profile", html, console));
+    ASSERT_EQ(dom.code, 0) << dom.out;
+    for (const char* want : {"id=\"verdict\">PASS</span>", "data-node=\"gpu01\"",
+                             "<figure class=\"bars\" data-check=\"storage.read\">", "<rect class=\"bar\""}) {
+      EXPECT_NE(dom.out.find(want), std::string::npos) << want;
+    }
+    const std::string log = Slurp(console);
+    EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
+  }
 
   std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(saved), {});
   ASSERT_EQ(files.size(), 1u);

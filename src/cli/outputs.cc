@@ -24,8 +24,15 @@ namespace fs = std::filesystem;
 std::string DirProblem(const fs::path& dir) {
   std::error_code ec;
   fs::path d = dir.empty() ? fs::path(".") : dir;
-  // The nearest directory that exists: the write creates the rest below it.
-  while (!fs::exists(d, ec) && d.has_parent_path() && d.parent_path() != d) d = d.parent_path();
+  // The nearest directory that exists: the write creates the rest below it. A relative path
+  // ("out/validate.xml") runs out of parents at its first name, below the working directory.
+  while (!fs::exists(d, ec)) {
+    if (!d.has_parent_path() || d.parent_path() == d) {
+      if (d.is_relative()) d = ".";
+      break;
+    }
+    d = d.parent_path();
+  }
   if (!fs::is_directory(d, ec)) return fmt::format("{} is not a directory", d.string());
   if (d != (dir.empty() ? fs::path(".") : dir)) {
     // Try it: access(2) says yes to root everywhere, but /proc or a read-only mount still

@@ -171,6 +171,28 @@ TEST_F(CliOutputs, UnwritablePathsAreUsageErrorsBeforeAnyNode) {
   EXPECT_NE(r.out.find("add --check"), std::string::npos) << r.out;
 }
 
+// Relative paths are below the working directory, the directories they name made by the
+// write (a relative path used to run out of parents at its first name and was refused as "out
+// is not a directory"); a relative path through a file is still refused.
+TEST_F(CliOutputs, RelativePathsLandBelowTheWorkingDirectory) {
+  const std::string work = dir_ / "work";
+  std::filesystem::create_directories(work);
+  dir_.Write("work/plain", "a file\n");
+  Ran refused = Sh(fmt::format("cd '{}' && {} validate {} --local --checks storage.read --junit plain/v.xml </dev/null",
+                               work, GPUFORGE_BINARY, inventory_));
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("--junit plain/v.xml: plain is not a directory"), std::string::npos) << refused.out;
+  Ran run = Sh(fmt::format("cd '{}' && {} validate {} --local --color never --retries 1 --checks storage.read "
+                           "--param storage.read.size=8MiB --param storage.read.threads=2 --junit out/v.xml "
+                           "--prometheus textfile/g.prom --report report/a.html --save-results results </dev/null",
+                           work, GPUFORGE_BINARY, inventory_));
+  ASSERT_EQ(run.code, 0) << run.out;
+  for (const char* file : {"out/v.xml", "textfile/g.prom", "report/a.html"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(work) / file)) << file << "\n" << run.out;
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(std::filesystem::path(work) / "results"), {}), 1);
+}
+
 TEST_F(CliOutputs, LintAndFactsCheckWriteJunit) {
   const std::string lint = dir_ / "lint.xml";
   Ran r = Gpuforge(fmt::format("lint {} --junit {}", inventory_, lint));

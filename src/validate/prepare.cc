@@ -49,10 +49,18 @@ Status ApplyParams(ValidatePlan& plan, std::span<const std::string> params) {
 }
 
 Result<RunSetup> SetUpRun(const model::Cluster& c, const RunRequest& r) {
-  std::vector<std::string> filter = CheckWords(r.checks);
-  if (r.health) filter = HealthChecks(filter);
-  Result<std::vector<std::string>> checks = SelectChecks(filter);
+  // --checks first (prefixes, an unknown word refused), then --health's narrowing: narrowing
+  // the words themselves turned `--health --checks gpu` into no filter at all, every check.
+  Result<std::vector<std::string>> checks = SelectChecks(CheckWords(r.checks));
   if (!checks.ok()) return checks.error();
+  if (r.health) {
+    *checks = HealthChecks(*checks);
+    if (checks->empty()) {
+      std::string fast;
+      for (const std::string& k : HealthChecks({})) fast += (fast.empty() ? "" : ", ") + k;
+      return Error{fmt::format("--health: --checks names none of the health checks ({})", fast)};
+    }
+  }
   Result<ModelTable> table = LoadModelTable(r.model_table.empty() ? DefaultModelTablePath() : r.model_table);
   if (!table.ok()) return table.error();
   Result<Thresholds> thresholds = Thresholds::For(c, std::move(*table));

@@ -53,6 +53,24 @@ TEST(PrepareRun, SetUpChoosesTheChecksAndRefusesAnUnknownOne) {
   EXPECT_THAT(bad.error().message, HasSubstr("/nonexistent/gpu-models.yaml"));
 }
 
+// --health narrows what --checks selects (keys or prefixes) to the fast rows; a selection with
+// none of them, or an unknown word, is refused, never widened to every check.
+TEST(PrepareRun, HealthNarrowsTheSelectionAndNeverWidensIt) {
+  const model::Cluster c = Example();
+  Result<RunSetup> s = SetUpRun(c, {{"gpu"}, true, ""});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_THAT(s->checks, ElementsAre("gpu.health"));
+  s = SetUpRun(c, {{"facts,ib"}, true, ""});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_THAT(s->checks, ElementsAre("facts", "ib.counters"));
+  Result<RunSetup> none = SetUpRun(c, {{"storage"}, true, ""});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message, "--health: --checks names none of the health checks (facts, gpu.health, ib.counters)");
+  Result<RunSetup> unknown = SetUpRun(c, {{"nosuch"}, true, ""});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error().message, HasSubstr("--checks: 'nosuch' names no check"));
+}
+
 TEST(PrepareRun, ParamsReachTheirChecksRunsAndThePeerKeepsItsOwnRole) {
   const model::Cluster c = Example();
   const std::vector<remote::Target> targets = Targets(c);

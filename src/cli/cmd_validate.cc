@@ -2,77 +2,37 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <filesystem>
-#include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/outputs.h"
 #include "cli/remote_options.h"
 #include "gpuforge/report/baseline.h"
-#include "gpuforge/report/html_report.h"
 #include "gpuforge/report/junit.h"
-#include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
 #include "gpuforge/validate/drain.h"
+#include "gpuforge/validate/health.h"
+#include "gpuforge/validate/prepare.h"
 #include "gpuforge/validate/runner.h"
 
 namespace gpuforge::cli {
 namespace {
 
-// Splits "gpu,storage.read" and repeated --checks into words.
-std::vector<std::string> Words(const std::vector<std::string>& given) {
-  std::vector<std::string> out;
-  for (const std::string& g : given) {
-    std::size_t pos = 0;
-    while (pos <= g.size()) {
-      std::size_t comma = g.find(',', pos);
-      if (comma == std::string::npos) comma = g.size();
-      if (comma > pos) out.push_back(g.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-  }
-  return out;
-}
-
-// --health: the table's fast rows (CheckInfo::health), narrowed by --checks when given.
-std::vector<std::string> HealthChecks(const std::vector<std::string>& selected) {
-  std::vector<std::string> out;
-  for (const validate::CheckInfo& c : validate::Checks()) {
-    if (!c.health) continue;
-    const bool wanted = selected.empty() || std::any_of(selected.begin(), selected.end(), [&](const std::string& k) {
-                          return k == c.key;
-                        });
-    if (wanted) out.emplace_back(c.key);
-  }
-  return out;
-}
-
-// --drain-failed / --resume-passed: scontrol on the controller (this machine with --local, the
-// node a health check runs on), appending an ERROR per node whose step did not happen.
-validate::DrainResult SlurmActions(Context& ctx, const model::Cluster& c, const RemoteFlags& remote,
-                                   std::vector<validate::Verdict>& verdicts, const validate::DrainOptions& d) {
-  const std::string& controller = c.software.scheduler.controller;
-  std::unique_ptr<remote::Session> session;
-  std::string why;
-  std::optional<std::vector<remote::Target>> t;
+// Where --drain-failed and --resume-passed run scontrol: this machine with --local (the node a
+// health check runs on), else the inventory's scheduler.controller through the SSH flags.
+std::optional<remote::Target> SlurmController(Context& ctx, const model::Cluster& c, const RemoteFlags& remote) {
   if (remote.local) {
-    t = std::vector<remote::Target>(1);
-    t->front().node = "localhost";
-  } else if (!controller.empty()) {
-    RemoteFlags to = remote;
-    to.nodes = controller;
-    t = SelectTargets(ctx, c, to);
+    remote::Target t;
+    t.node = "localhost";
+    return t;
   }
-  if (t && t->size() == 1) {
-    Result<std::unique_ptr<remote::Session>> s = MakeConnector(remote)->Connect(t->front());
-    if (s.ok()) session = std::move(*s);
-    if (!s.ok()) why = s.error().message;
-  }
-  if (!why.empty()) ctx.Err(fmt::format("validate: slurm: {}\n", why));
-  validate::DrainResult r = validate::RunDrain(session.get(), remote.local ? "this machine" : controller, c, verdicts, d);
-  verdicts.insert(verdicts.end(), r.errors.begin(), r.errors.end());
-  return r;
+  if (c.software.scheduler.controller.empty()) return std::nullopt;
+  RemoteFlags to = remote;
+  to.nodes = c.software.scheduler.controller;
+  std::optional<std::vector<remote::Target>> t = SelectTargets(ctx, c, to);
+  if (!t || t->size() != 1) return std::nullopt;
+  return t->front();
 }
 
 }  // namespace
@@ -139,57 +99,20 @@ Command ValidateCommand() {
                                       o->inventory, model::ToString(cluster->software.scheduler.kind)));
                 return static_cast<int>(kExitUsage);
               }
-              std::vector<std::string> filter = Words(o->checks);
-              if (o->health) filter = HealthChecks(filter);
-              Result<std::vector<std::string>> checks = validate::SelectChecks(filter);
-              if (!checks.ok()) {
-                ctx.Error(checks.error().message);
-                return static_cast<int>(kExitUsage);
-              }
-              Result<validate::ModelTable> table = validate::LoadModelTable(validate::DefaultModelTablePath());
-              if (!table.ok()) {
-                ctx.Error(table.error().message);
-                return static_cast<int>(kExitUsage);
-              }
-              Result<validate::Thresholds> thresholds = validate::Thresholds::For(*cluster, std::move(*table));
-              if (!thresholds.ok()) {
-                ctx.Error(thresholds.error().message);
+              Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {o->checks, o->health, ""});
+              if (!setup.ok()) {
+                ctx.Error(setup.error().message);
                 return static_cast<int>(kExitUsage);
               }
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
-              std::vector<std::string> names;
-              for (const remote::Target& t : *targets) names.push_back(t.node);
-              validate::ValidatePlan vplan = validate::PlanChecks(*cluster, names, *checks);
-              // --param CHECK.NAME=VALUE, checked against the probe's own parameters.
-              for (const std::string& kv : o->params) {
-                const std::size_t eq = kv.find('=');
-                const std::size_t dot = eq == std::string::npos ? std::string::npos : kv.rfind('.', eq);
-                const validate::CheckInfo* info = dot == std::string::npos ? nullptr : validate::FindCheck(kv.substr(0, dot));
-                if (info == nullptr || info->probe.empty()) {
-                  ctx.Error(fmt::format("--param '{}': expected CHECK.NAME=VALUE for a check that runs a probe", kv));
-                  return static_cast<int>(kExitUsage);
-                }
-                const std::string name = kv.substr(dot + 1, eq - dot - 1), value = kv.substr(eq + 1);
-                std::unique_ptr<probe::Probe> p = probe::FindProbe(info->probe);
-                if (p == nullptr || !probe::ResolveParams(*p, {{name, value}}).ok()) {
-                  ctx.Error(fmt::format("--param '{}': {}", kv,
-                                        p == nullptr ? std::string("this build has no such probe")
-                                                     : probe::ResolveParams(*p, {{name, value}}).error().message));
-                  return static_cast<int>(kExitUsage);
-                }
-                for (validate::PlannedRun& r : vplan.runs) {
-                  if (r.check != info->key) continue;
-                  r.params[name] = value;
-                  // The server side of a pair gets the same settings, but keeps its own role and device.
-                  const bool own = name == "role" || name == "peer" || name == "device" || name == "ib_port";
-                  if (!r.peer_params.empty() && !own) r.peer_params[name] = value;
-                }
+              Result<validate::ValidatePlan> vplan = validate::PlanRun(*cluster, *targets, setup->checks, o->params);
+              if (!vplan.ok()) {
+                ctx.Error(vplan.error().message);
+                return static_cast<int>(kExitUsage);
               }
-              const bool need_agent = std::any_of(vplan.runs.begin(), vplan.runs.end(),
-                                                  [](const validate::PlannedRun& r) { return !r.probe.empty(); });
               std::optional<plan::AgentBinary> agent;
-              if (need_agent) {
+              if (validate::NeedsAgent(*vplan)) {
                 Result<plan::AgentBinary> a = LoadAgent();
                 if (!a.ok()) {
                   ctx.Error(a.error().message);
@@ -204,18 +127,22 @@ Command ValidateCommand() {
               report::RunInfo info{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, o->strict};
               const auto t0 = std::chrono::steady_clock::now();
               validate::PlanRunOptions po;
-              po.run.retries = o->health ? 1 : o->retries;
+              po.run.retries = o->health ? validate::kHealthRetries : o->retries;
               po.run.timeout_s = o->timeout_s;
               po.run.cancel = interrupt.flag();
               po.fanout = o->remote.fanout;
               po.on_progress = [&bar](const remote::Progress& p) { bar.Update(p); };
               std::vector<validate::Verdict> verdicts = validate::RunPlan(
-                  *connector, *targets, *cluster, *thresholds, vplan, agent ? &*agent : nullptr, po);
+                  *connector, *targets, *cluster, setup->thresholds, *vplan, agent ? &*agent : nullptr, po);
               bar.Clear();
               std::optional<validate::DrainResult> drained;
               if (o->drain_failed || o->resume_passed) {
-                drained = SlurmActions(ctx, *cluster, o->remote, verdicts,
-                                       {o->drain_failed, o->resume_passed, o->strict});
+                const std::string& name = o->remote.local ? "this machine" : cluster->software.scheduler.controller;
+                validate::SlurmActions acted =
+                    validate::ActInSlurm(*connector, SlurmController(ctx, *cluster, o->remote), name, *cluster, verdicts,
+                                         {o->drain_failed, o->resume_passed, o->strict});
+                if (!acted.connect_error.empty()) ctx.Err(fmt::format("validate: slurm: {}\n", acted.connect_error));
+                drained = std::move(acted.drain);
               }
               if (o->health) {
                 // NHC's shape: one line, exit 0 when healthy; a HealthCheckProgram's output is
@@ -241,24 +168,7 @@ Command ValidateCommand() {
                 if (compared) ctx.Out(report::BaselineText(*compared, ctx.out_style));
                 if (drained) ctx.Out("\n" + validate::DrainText(*drained));
               }
-              bool written = true;
-              if (!o->outputs.junit.empty()) {
-                written &= WriteOutput(ctx, "--junit", o->outputs.junit, report::ValidateJunit(info, verdicts));
-              }
-              if (!o->outputs.prometheus.empty()) {
-                written &= WriteOutput(ctx, "--prometheus", o->outputs.prometheus,
-                                       report::ValidatePrometheus(info, verdicts));
-              }
-              if (!o->outputs.report.empty()) {
-                written &= WriteOutput(ctx, "--report", o->outputs.report,
-                                       report::ValidateHtml(info, *cluster, verdicts, compared));
-              }
-              if (!o->outputs.save_results.empty()) {
-                const std::string path =
-                    (std::filesystem::path(o->outputs.save_results) / report::SavedResultsName(info)).string();
-                written &= WriteOutput(ctx, "--save-results", path, report::SavedResults(info, verdicts).dump(2) + "\n");
-                if (written && ctx.verbosity >= 0) ctx.Err(fmt::format("validate: results saved to {}\n", path));
-              }
+              const bool written = WriteValidateFiles(ctx, o->outputs, info, *cluster, verdicts, compared);
               const int code = validate::ExitCode(verdicts, o->strict);
               if (!written) return static_cast<int>(kExitUsage);
               if (code == 0 && compared && compared->regressions() > 0) return static_cast<int>(kExitFindings);

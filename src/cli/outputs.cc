@@ -11,6 +11,9 @@
 
 #include "gpuforge/base/files.h"
 #include "gpuforge/base/read_file.h"
+#include "gpuforge/report/html_report.h"
+#include "gpuforge/report/junit.h"
+#include "gpuforge/report/prometheus.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -21,8 +24,15 @@ namespace fs = std::filesystem;
 std::string DirProblem(const fs::path& dir) {
   std::error_code ec;
   fs::path d = dir.empty() ? fs::path(".") : dir;
-  // The nearest directory that exists: the write creates the rest below it.
-  while (!fs::exists(d, ec) && d.has_parent_path() && d.parent_path() != d) d = d.parent_path();
+  // The nearest directory that exists: the write creates the rest below it. A relative path
+  // ("out/validate.xml") runs out of parents at its first name, below the working directory.
+  while (!fs::exists(d, ec)) {
+    if (!d.has_parent_path() || d.parent_path() == d) {
+      if (d.is_relative()) d = ".";
+      break;
+    }
+    d = d.parent_path();
+  }
   if (!fs::is_directory(d, ec)) return fmt::format("{} is not a directory", d.string());
   if (d != (dir.empty() ? fs::path(".") : dir)) {
     // Try it: access(2) says yes to root everywhere, but /proc or a read-only mount still
@@ -130,6 +140,24 @@ bool WriteOutput(Context& ctx, std::string_view flag, const std::string& path, c
     return false;
   }
   return true;
+}
+
+bool WriteValidateFiles(Context& ctx, const OutputFlags& outputs, const report::RunInfo& info, const model::Cluster& c,
+                        const std::vector<validate::Verdict>& verdicts, const std::optional<report::Comparison>& compared) {
+  bool written = true;
+  if (!outputs.junit.empty()) written &= WriteOutput(ctx, "--junit", outputs.junit, report::ValidateJunit(info, verdicts));
+  if (!outputs.prometheus.empty()) {
+    written &= WriteOutput(ctx, "--prometheus", outputs.prometheus, report::ValidatePrometheus(info, verdicts));
+  }
+  if (!outputs.report.empty()) {
+    written &= WriteOutput(ctx, "--report", outputs.report, report::ValidateHtml(info, c, verdicts, compared));
+  }
+  if (!outputs.save_results.empty()) {
+    const std::string path = (std::filesystem::path(outputs.save_results) / report::SavedResultsName(info)).string();
+    written &= WriteOutput(ctx, "--save-results", path, report::SavedResults(info, verdicts).dump(2) + "\n");
+    if (written && ctx.verbosity >= 0) ctx.Err(fmt::format("validate: results saved to {}\n", path));
+  }
+  return written;
 }
 
 }  // namespace gpuforge::cli

@@ -6,9 +6,13 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/app.h"
+#include "gpuforge/model/cluster.h"
 #include "gpuforge/report/baseline.h"
+#include "gpuforge/report/run_info.h"
+#include "gpuforge/validate/validate.h"
 
 namespace gpuforge::cli {
 
@@ -41,5 +45,10 @@ std::optional<report::Baseline> LoadBaseline(Context& ctx, const OutputFlags& fl
 // node_exporter textfile collector asks files to be written); prints the error and returns
 // false when it fails.
 bool WriteOutput(Context& ctx, std::string_view flag, const std::string& path, const std::string& content);
+
+// validate's --junit, --prometheus, --report and --save-results, each written whatever the
+// format printed; false (each error printed) when one could not be written.
+bool WriteValidateFiles(Context& ctx, const OutputFlags& outputs, const report::RunInfo& info, const model::Cluster& c,
+                        const std::vector<validate::Verdict>& verdicts, const std::optional<report::Comparison>& compared);
 
 }  // namespace gpuforge::cli

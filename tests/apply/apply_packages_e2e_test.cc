@@ -7,83 +7,46 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <optional>
 #include <regex>
-#include <sstream>
+#include <string>
 
+#include "testbed/fixture.h"
 #include "testbed/standins.h"
-#include "testbed/testbed.h"
 
 namespace gpuforge::apply {
 namespace {
 
-class ApplyPackagesE2e : public ::testing::Test {
+class ApplyPackagesE2e : public testbed::TestbedTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!testbed::Available(&why)) return;
-    repo_dir_ = fmt::format("{}/gpuforge-apply-repo-{}", std::filesystem::temp_directory_path().string(), ::getpid());
-    std::filesystem::remove_all(repo_dir_);
-    Status built = testbed::BuildRepo(repo_dir_, testbed::kPackages);
-    if (!built.ok()) repo_error_ = built.error().message;
-  }
-  static void TearDownTestSuite() {
-    if (!repo_dir_.empty()) std::filesystem::remove_all(repo_dir_);
-  }
-
   void SetUp() override {
-    std::string why;
-    if (!testbed::Available(&why)) GTEST_SKIP() << why;
-    ASSERT_TRUE(repo_error_.empty()) << repo_error_;
-    testbed::Options o;
-    o.hosts = 2;
-    o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-    ASSERT_TRUE(tb.ok()) << tb.error().message;
-    tb_.emplace(std::move(*tb));
+    if (!Bring(testbed::WithStandInGpu(2))) return;
+    Result<std::string> repo = testbed::StandinRepo();
+    ASSERT_TRUE(repo.ok()) << repo.error().message;
     for (std::size_t i = 0; i < tb_->hosts().size(); ++i) {
       Status st = testbed::InstallStandins(*tb_, i);
       ASSERT_TRUE(st.ok()) << st.error().message;
-      st = testbed::CopyRepo(*tb_, i, repo_dir_);
+      st = testbed::CopyRepo(*tb_, i, *repo);
       ASSERT_TRUE(st.ok()) << st.error().message;
       // Automatic NUMA balancing on, as a fresh kernel may have it; the inventory wants it off.
-      ASSERT_EQ(Ssh(i, "sysctl -w kernel.numa_balancing=1 >/dev/null && sysctl -n kernel.numa_balancing"), "1\n");
+      ASSERT_EQ(SshOutput(i, "sysctl -w kernel.numa_balancing=1 >/dev/null && sysctl -n kernel.numa_balancing"), "1\n");
     }
     // The testbed's inventory (one H200 per host, driver 580.159.04, CUDA 13.0, NCCL 2.28.9)
     // with the local repository added.
-    std::ifstream in(tb_->paths().inventory);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    inventory_ = ss.str();
+    inventory_ = Inventory();
     const std::string anchor = "  nccl: {version: \"2.28.9\"}\n";
     ASSERT_NE(inventory_.find(anchor), std::string::npos) << inventory_;
     inventory_.replace(inventory_.find(anchor), anchor.size(),
                        anchor + "  repositories:\n    - {name: local, url: \"file:/srv/gpuforge-repo\", trusted: true}\n");
-    inventory_path_ = tb_->paths().dir + "/packages.yaml";
     WriteInventory(inventory_);
   }
 
-  void WriteInventory(const std::string& text) { std::ofstream(inventory_path_, std::ios::trunc) << text; }
-
-  std::string Ssh(std::size_t i, const std::string& command) {
-    auto r = testbed::RunCommand(tb_->SshArgv(i, "root", command));
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? r->output : "";
-  }
+  void WriteInventory(const std::string& text) { inventory_path_ = WriteFile("packages.yaml", text); }
 
   testbed::CommandOutput Gpuforge(const std::string& command, const std::string& input, const std::string& rest = "") {
     // A saved plan records its own parts, and rollback has none.
     const bool takes_only = command != "rollback" && input.find(".plan") == std::string::npos;
-    std::string cmd = fmt::format("{} {} {} {} {} --known-hosts {} --ssh-config none --color never 2>&1 </dev/null",
-                                  GPUFORGE_BINARY, command, input, rest, takes_only ? only_ : "",
-                                  tb_->paths().known_hosts);
-    auto r = testbed::RunCommand({"/bin/sh", "-c", cmd}, std::chrono::seconds(600));
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? *r : testbed::CommandOutput{-1, ""};
+    return TestbedTest::Gpuforge(fmt::format("{} {} {} {}", command, input, rest, takes_only ? only_ : ""));
   }
 
   static std::string RunId(const std::string& output) {
@@ -92,9 +55,6 @@ class ApplyPackagesE2e : public ::testing::Test {
     return m[1].str();
   }
 
-  inline static std::string repo_dir_;
-  inline static std::string repo_error_;
-  std::optional<testbed::Testbed> tb_;
   std::string inventory_;
   std::string inventory_path_;
   // The agent (tens of MB in a sanitizer build, hashed on both sides by every plan) is the
@@ -114,7 +74,7 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
                            "+ /usr/local/lib/gpuforge/gpuforge (mode 0755)"}) {
     EXPECT_NE(plan.output.find(line), std::string::npos) << line << "\n" << plan.output;
   }
-  EXPECT_EQ(Ssh(0, "dpkg-query -W libnccl2 2>&1 | head -1; test -e /etc/nccl.conf && echo present || echo absent"),
+  EXPECT_EQ(SshOutput(0, "dpkg-query -W libnccl2 2>&1 | head -1; test -e /etc/nccl.conf && echo present || echo absent"),
             "dpkg-query: no packages found matching libnccl2\nabsent\n");
 
   testbed::CommandOutput apply = Gpuforge("apply", inventory_path_, "--yes");
@@ -124,25 +84,25 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
   EXPECT_NE(apply.output.find("Reboot needed (drain first): tb[01-02]"), std::string::npos) << apply.output;
   for (std::size_t i = 0; i < 2; ++i) {
     // The pinned versions, though 2.27.7 is in the repository too.
-    EXPECT_EQ(Ssh(i, "dpkg-query -W -f '${Package} ${Version}\\n' nvidia-open-580 libnccl2 libnccl-dev "
+    EXPECT_EQ(SshOutput(i, "dpkg-query -W -f '${Package} ${Version}\\n' nvidia-open-580 libnccl2 libnccl-dev "
                      "datacenter-gpu-manager-4-cuda13 cuda-toolkit-13-0"),
               "cuda-toolkit-13-0 13.0.2-1\ndatacenter-gpu-manager-4-cuda13 1:4.4.1-1\n"
               "libnccl-dev 2.28.9-1+cuda13.0\nlibnccl2 2.28.9-1+cuda13.0\nnvidia-open-580 580.159.04-1\n");
-    EXPECT_EQ(Ssh(i, "systemctl is-enabled nvidia-dcgm nvidia-persistenced; systemctl is-active nvidia-dcgm "
+    EXPECT_EQ(SshOutput(i, "systemctl is-enabled nvidia-dcgm nvidia-persistenced; systemctl is-active nvidia-dcgm "
                      "nvidia-persistenced; sysctl -n kernel.numa_balancing"),
               "enabled\nenabled\nactive\nactive\n0\n");
-    EXPECT_EQ(Ssh(i, "cat /etc/apt/sources.list.d/gpuforge-local.list | grep -v '^#'"),
+    EXPECT_EQ(SshOutput(i, "cat /etc/apt/sources.list.d/gpuforge-local.list | grep -v '^#'"),
               "deb [trusted=yes] file:/srv/gpuforge-repo ./\n");
   }
   // The agent: the build's copy without debug information, byte for byte, and it runs there.
   auto local = testbed::RunCommand({"sha256sum", std::string(GPUFORGE_BINARY) + "-agent"});
   ASSERT_TRUE(local.ok());
-  EXPECT_EQ(Ssh(1, "sha256sum < /usr/local/lib/gpuforge/gpuforge | cut -d' ' -f1; stat -c '%a %U' "
+  EXPECT_EQ(SshOutput(1, "sha256sum < /usr/local/lib/gpuforge/gpuforge | cut -d' ' -f1; stat -c '%a %U' "
                    "/usr/local/lib/gpuforge/gpuforge; /usr/local/lib/gpuforge/gpuforge --version >/dev/null && echo runs"),
             local->output.substr(0, 64) + "\n755 root\nruns\n");
   // apt-get update fetched gpuforge's repository (its index is in apt's lists) in one install
   // transaction.
-  EXPECT_EQ(Ssh(0, "ls /var/lib/apt/lists | grep -c '_srv_gpuforge-repo_._Packages'; "
+  EXPECT_EQ(SshOutput(0, "ls /var/lib/apt/lists | grep -c '_srv_gpuforge-repo_._Packages'; "
                    "grep -c '^Commandline: apt-get -q -y install' /var/log/apt/history.log"),
             "1\n1\n");
 
@@ -154,7 +114,7 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
   EXPECT_NE(second.output.find("tb[01-02] (2): no changes"), std::string::npos) << second.output;
   // Nothing ran the second time: the first run's two journal lines (its intent record and its
   // completion record), one apt transaction.
-  EXPECT_EQ(Ssh(1, "wc -l < /var/lib/gpuforge/journal.jsonl; "
+  EXPECT_EQ(SshOutput(1, "wc -l < /var/lib/gpuforge/journal.jsonl; "
                    "grep -c '^Commandline: apt-get -q -y install' /var/log/apt/history.log"),
             "2\n1\n");
 }
@@ -176,15 +136,15 @@ TEST_F(ApplyPackagesE2e, APinChangeDowngradesAndAStaleSavedPlanIsRefused) {
 
   // Host 0 changes after the plan was made: apply of the saved plan refuses it, carries out the
   // plan on host 1, and leaves host 0 as it was.
-  Ssh(0, "echo '# edited by hand' >> /etc/nccl.conf");
+  SshOutput(0, "echo '# edited by hand' >> /etc/nccl.conf");
   testbed::CommandOutput stale = Gpuforge("apply", saved, "--yes");
   EXPECT_EQ(stale.exit_code, 1) << stale.output;
   EXPECT_NE(stale.output.find(tb_->hosts()[0].name + " (1): refused: the node changed since the plan was made"),
             std::string::npos)
       << stale.output;
-  EXPECT_EQ(Ssh(0, "dpkg-query -W -f '${Version}\\n' libnccl2; tail -1 /etc/nccl.conf"),
+  EXPECT_EQ(SshOutput(0, "dpkg-query -W -f '${Version}\\n' libnccl2; tail -1 /etc/nccl.conf"),
             "2.28.9-1+cuda13.0\n# edited by hand\n");
-  EXPECT_EQ(Ssh(1, "dpkg-query -W -f '${Version}\\n' libnccl2 libnccl-dev"), "2.27.7-1+cuda13.0\n2.27.7-1+cuda13.0\n");
+  EXPECT_EQ(SshOutput(1, "dpkg-query -W -f '${Version}\\n' libnccl2 libnccl-dev"), "2.27.7-1+cuda13.0\n2.27.7-1+cuda13.0\n");
 
   // An inventory edited after the plan makes the whole plan stale; nothing is touched.
   WriteInventory(older + "\n# a comment is a change too\n");
@@ -197,7 +157,7 @@ TEST_F(ApplyPackagesE2e, APinChangeDowngradesAndAStaleSavedPlanIsRefused) {
   ASSERT_EQ(Gpuforge("plan", inventory_path_, "--out " + saved).exit_code, 0);
   testbed::CommandOutput fresh = Gpuforge("apply", saved, "--yes");
   EXPECT_EQ(fresh.exit_code, 0) << fresh.output;
-  EXPECT_EQ(Ssh(0, "dpkg-query -W -f '${Version}\\n' libnccl2; tail -1 /etc/nccl.conf | grep -c edited || true"),
+  EXPECT_EQ(SshOutput(0, "dpkg-query -W -f '${Version}\\n' libnccl2; tail -1 /etc/nccl.conf | grep -c edited || true"),
             "2.27.7-1+cuda13.0\n0\n");
   EXPECT_EQ(Gpuforge("plan", inventory_path_, "--detailed-exitcode").exit_code, 0);
 }
@@ -206,7 +166,7 @@ TEST_F(ApplyPackagesE2e, AFileNoLongerRenderedIsRemovedAndRollbackPutsItBack) {
   only_ = "--only files,packages,modules,sysctl,services";
   ASSERT_EQ(Gpuforge("apply", inventory_path_, "--yes").exit_code, 0);
   const std::string list = "/etc/apt/sources.list.d/gpuforge-local.list";
-  const std::string before = Ssh(0, "sha256sum " + list);
+  const std::string before = SshOutput(0, "sha256sum " + list);
   // The repository leaves the inventory (the packages stay at their pins, so no apt is needed).
   WriteInventory(inventory_.substr(0, inventory_.find("  repositories:\n")) +
                  inventory_.substr(inventory_.find("trusted: true}\n") + 15));
@@ -219,7 +179,7 @@ TEST_F(ApplyPackagesE2e, AFileNoLongerRenderedIsRemovedAndRollbackPutsItBack) {
   ASSERT_EQ(apply.exit_code, 0) << apply.output;
   const std::string run = RunId(apply.output);
   ASSERT_FALSE(run.empty()) << apply.output;
-  EXPECT_EQ(Ssh(0, "test -e " + list + " && echo present || echo absent; grep -c gpuforge-local "
+  EXPECT_EQ(SshOutput(0, "test -e " + list + " && echo present || echo absent; grep -c gpuforge-local "
                    "/var/lib/gpuforge/managed-files || true"),
             "absent\n0\n");
   EXPECT_EQ(Gpuforge("plan", inventory_path_, "--detailed-exitcode").exit_code, 0);
@@ -227,8 +187,8 @@ TEST_F(ApplyPackagesE2e, AFileNoLongerRenderedIsRemovedAndRollbackPutsItBack) {
   testbed::CommandOutput back = Gpuforge("rollback", inventory_path_, "--run " + run + " --yes");
   EXPECT_EQ(back.exit_code, 0) << back.output;
   EXPECT_NE(back.output.find("restored " + list), std::string::npos) << back.output;
-  EXPECT_EQ(Ssh(0, "sha256sum " + list), before);
-  EXPECT_EQ(Ssh(0, "grep -c gpuforge-local /var/lib/gpuforge/managed-files"), "1\n");
+  EXPECT_EQ(SshOutput(0, "sha256sum " + list), before);
+  EXPECT_EQ(SshOutput(0, "grep -c gpuforge-local /var/lib/gpuforge/managed-files"), "1\n");
   // The restored file is gpuforge's again, so the plan removes it again.
   testbed::CommandOutput replan = Gpuforge("plan", inventory_path_, "--detailed-exitcode");
   EXPECT_EQ(replan.exit_code, 2) << replan.output;

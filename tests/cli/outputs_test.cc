@@ -1,7 +1,8 @@
 // The report files of issue #16 produced by `validate --local` on this machine (the storage
 // probes really run here, through the agent of this build), each checked by its real
 // consumer: JUnit by xmllint against Jenkins' schema and by junitparser, the textfile by
-// promtool, the saved results as a baseline by gpuforge itself. TCP needs a second node, which
+// promtool, the HTML report by headless Chromium, the saved results as a baseline by gpuforge
+// itself. TCP needs a second node, which
 // --local does not have: tests/validate/validate_e2e_test.cc runs it between test hosts.
 
 #include <fmt/format.h>
@@ -60,8 +61,9 @@ class CliOutputs : public ::testing::Test {
 
 TEST_F(CliOutputs, ValidateLocalWritesEveryFormatAndABaselineFlagsARegression) {
   const std::string junit = dir_ / "out/validate.xml", prom = dir_ / "textfile/gpuforge.prom";
-  const std::string saved = dir_ / "results";
-  Ran run = Validate(fmt::format("--format junit --junit {} --prometheus {} --save-results {}", junit, prom, saved));
+  const std::string saved = dir_ / "results", html = dir_ / "report/acceptance.html";
+  Ran run = Validate(
+      fmt::format("--format junit --junit {} --prometheus {} --save-results {} --report {}", junit, prom, saved, html));
   ASSERT_EQ(run.code, 0) << run.out;
   // --format junit on stdout (the "results saved" note goes to stderr, merged here) is the file.
   const std::string xml = Slurp(junit);
@@ -91,6 +93,25 @@ TEST_F(CliOutputs, ValidateLocalWritesEveryFormatAndABaselineFlagsARegression) {
   }
   // No temporary file left beside the .prom (the textfile collector reads the directory).
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ / "textfile"), {}), 1);
+
+  // The acceptance report, as headless Chromium builds it: the verdict, the node, the storage
+  // bars, and nothing refused or failed on the console.
+  const std::string report = Slurp(html);
+  EXPECT_NE(report.find("id=\"verdict\">PASS</span>"), std::string::npos) << report;
+  if (Have("chromium")) {
+    const std::string console = dir_ / "console.txt";
+    Ran dom = Sh(fmt::format("(timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                             "--disable-extensions --user-data-dir={} --enable-logging=stderr --v=0 --dump-dom "
+                             "'file://{}' 2>'{}')",
+                             dir_ / "profile", html, console));
+    ASSERT_EQ(dom.code, 0) << dom.out;
+    for (const char* want : {"id=\"verdict\">PASS</span>", "data-node=\"gpu01\"",
+                             "<figure class=\"bars\" data-check=\"storage.read\">", "<rect class=\"bar\""}) {
+      EXPECT_NE(dom.out.find(want), std::string::npos) << want;
+    }
+    const std::string log = Slurp(console);
+    EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
+  }
 
   std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(saved), {});
   ASSERT_EQ(files.size(), 1u);
@@ -148,6 +169,28 @@ TEST_F(CliOutputs, UnwritablePathsAreUsageErrorsBeforeAnyNode) {
   r = Gpuforge(fmt::format("facts {} --format junit", inventory_));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("add --check"), std::string::npos) << r.out;
+}
+
+// Relative paths are below the working directory, the directories they name made by the
+// write (a relative path used to run out of parents at its first name and was refused as "out
+// is not a directory"); a relative path through a file is still refused.
+TEST_F(CliOutputs, RelativePathsLandBelowTheWorkingDirectory) {
+  const std::string work = dir_ / "work";
+  std::filesystem::create_directories(work);
+  dir_.Write("work/plain", "a file\n");
+  Ran refused = Sh(fmt::format("cd '{}' && {} validate {} --local --checks storage.read --junit plain/v.xml </dev/null",
+                               work, GPUFORGE_BINARY, inventory_));
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("--junit plain/v.xml: plain is not a directory"), std::string::npos) << refused.out;
+  Ran run = Sh(fmt::format("cd '{}' && {} validate {} --local --color never --retries 1 --checks storage.read "
+                           "--param storage.read.size=8MiB --param storage.read.threads=2 --junit out/v.xml "
+                           "--prometheus textfile/g.prom --report report/a.html --save-results results </dev/null",
+                           work, GPUFORGE_BINARY, inventory_));
+  ASSERT_EQ(run.code, 0) << run.out;
+  for (const char* file : {"out/v.xml", "textfile/g.prom", "report/a.html"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(work) / file)) << file << "\n" << run.out;
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(std::filesystem::path(work) / "results"), {}), 1);
 }
 
 TEST_F(CliOutputs, LintAndFactsCheckWriteJunit) {

@@ -1,7 +1,7 @@
-// gpu.copy, gpu.h2d, gpu.d2h, gpu.compute and gpu.gemm against a fake CUDA driver API and a fake
-// cuBLASLt: function pointers to the fakes below, which keep "device memory" in host vectors,
-// run the FMA kernel's and the GEMM's arithmetic on the host, and fail, corrupt or stall on
-// request. This is what is tested without a GPU; none of these probes has run on a real one.
+// gpu.copy, gpu.h2d, gpu.d2h, gpu.compute and gpu.gemm against the fake CUDA driver API
+// (fake_cuda.h) and a fake cuBLASLt (below): "device memory" is host memory, the FMA kernel's
+// and the GEMM's arithmetic run on the host, and the fakes fail, corrupt or stall on request.
+// This is what is tested without a GPU; none of these probes has run on a real one.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuforge/probe/probe.h"
+#include "probe/fake_cuda.h"
 #include "probe/gpu/compute.h"
 #include "probe/gpu/copy.h"
 #include "probe/gpu/cuda_api.h"
@@ -33,334 +34,41 @@
 namespace gpuforge::probe::internal {
 namespace {
 
-struct FakeDevice {
-  std::string bus_id;
-  std::string name = "NVIDIA H200";
-  int cc_major = 9, cc_minor = 0, sms = 4, threads_per_sm = 512;
-  int clock_khz = 0;  // > 0: the driver answers CU_DEVICE_ATTRIBUTE_CLOCK_RATE
-  int host_numa = -1;  // >= 0: the driver answers CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID
-};
+// Whether the kernel gets one thread's sum wrong.
+enum class Corrupt { kNone, kKernel };
 
-enum class Corrupt { kNone, kCopies, kKernel, kGemm };
-
-struct FakeCuda {
-  std::vector<FakeDevice> devices;
-  CUresult init_rc = CUDA_SUCCESS;
-  std::string fail_call;  // the call that fails, as the fakes name it ("cuMemAlloc")
-  CUresult fail_rc = CUDA_ERROR_OUT_OF_MEMORY;
-  int fail_device = -1;  // only while this device's context is current; -1: any
-  Corrupt corrupt = Corrupt::kNone;
-  float round_ms = 0.5f;  // what cuEventElapsedTime answers
-  std::vector<unsigned char> image = {0x50, 0xed, 0x55, 0xba};
-
-  int current = -1;
-  std::map<CUdeviceptr, std::vector<unsigned char>> memory;
-  CUdeviceptr next = 0x10000000;
-  std::set<void*> host;
-  int retained = 0, streams = 0, events = 0, modules = 0;
-  std::map<std::string, int> calls;
-
-  // cuBLASLt
-  int lt_handles = 0, lt_descs = 0, lt_layouts = 0, lt_prefs = 0;
-  int heuristic_found = 1;
-  std::uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;  // cuBLASLt's default: any
-  std::uint64_t layout_rows = 0;
-};
-
-FakeCuda* g = nullptr;
-
-CUresult Call(const char* name) {
-  ++g->calls[name];
-  if (g->fail_call == name && (g->fail_device < 0 || g->fail_device == g->current)) {
-    return g->fail_rc;
-  }
-  return CUDA_SUCCESS;
-}
-
-unsigned char* Resolve(CUdeviceptr p, std::size_t n) {
-  auto it = g->memory.upper_bound(p);
-  if (it == g->memory.begin()) return nullptr;
-  --it;
-  if (p + n > it->first + it->second.size()) return nullptr;
-  return it->second.data() + (p - it->first);
-}
-
-// A bad copy path: one word of the destination comes out wrong.
-void Damage(unsigned char* dst, std::size_t n) {
-  if (g->corrupt == Corrupt::kCopies && n >= 32) dst[28] ^= 0x10;
-}
-
-CUresult GetErrorString(CUresult rc, const char** s) {
-  static const std::map<CUresult, const char*> kText = {
-      {CUDA_ERROR_OUT_OF_MEMORY, "out of memory"},
-      {CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"},
-      {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
-      {CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"},
-      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
-       "system has unsupported display driver / cuda driver combination"},
-  };
-  auto it = kText.find(rc);
-  if (it == kText.end()) {
-    *s = nullptr;
+// gpuforge_fma_fp32's arithmetic on the host (a = 1: every step adds b).
+CUresult FmaKernel(FakeCuda& cuda, const FakeKernelLaunch& l, Corrupt corrupt) {
+  if (l.grid[1] != 1 || l.grid[2] != 1 || l.block[1] != 1 || l.block[2] != 1 || l.extra != nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *s = it->second;
-  return CUDA_SUCCESS;
-}
-CUresult GetErrorName(CUresult rc, const char** s) {
-  static const std::map<CUresult, const char*> kNames = {
-      {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
-      {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"},
-      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-      {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
-      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
-  };
-  auto it = kNames.find(rc);
-  *s = it == kNames.end() ? nullptr : it->second;
-  return it == kNames.end() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-}
-CUresult Init(unsigned) {
-  ++g->calls["cuInit"];
-  return g->init_rc;
-}
-CUresult DeviceGetCount(int* n) {
-  *n = static_cast<int>(g->devices.size());
-  return Call("cuDeviceGetCount");
-}
-CUresult DeviceGet(CUdevice* d, int i) {
-  *d = i;
-  return Call("cuDeviceGet");
-}
-CUresult DeviceGetName(char* s, int len, CUdevice d) {
-  std::strncpy(s, g->devices.at(d).name.c_str(), len);
-  return Call("cuDeviceGetName");
-}
-CUresult DeviceGetPCIBusId(char* s, int len, CUdevice d) {
-  std::strncpy(s, g->devices.at(d).bus_id.c_str(), len);
-  return Call("cuDeviceGetPCIBusId");
-}
-CUresult DeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
-  const FakeDevice& dev = g->devices.at(d);
-  switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *v = dev.cc_major;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *v = dev.cc_minor;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *v = dev.sms;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-      *v = dev.threads_per_sm;
-      break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-      if (dev.clock_khz <= 0) return CUDA_ERROR_INVALID_VALUE;
-      *v = dev.clock_khz;
-      break;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
-      if (dev.host_numa < 0) return CUDA_ERROR_INVALID_VALUE;  // a driver before CUDA 12.2
-      *v = dev.host_numa;
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  return Call("cuDeviceGetAttribute");
-}
-CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
-  if (CUresult rc = Call("cuDevicePrimaryCtxRetain")) return rc;
-  *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(d + 1));
-  ++g->retained;
-  return CUDA_SUCCESS;
-}
-CUresult PrimaryCtxRelease(CUdevice) {
-  --g->retained;
-  return Call("cuDevicePrimaryCtxRelease");
-}
-CUresult CtxSetCurrent(CUcontext c) {
-  g->current = c == nullptr ? -1 : static_cast<int>(reinterpret_cast<std::uintptr_t>(c)) - 1;
-  return Call("cuCtxSetCurrent");
-}
-CUresult MemAlloc(CUdeviceptr* p, std::size_t n) {
-  if (CUresult rc = Call("cuMemAlloc")) return rc;
-  *p = g->next;
-  g->memory[*p].assign(n, 0xa5);  // what fresh device memory might hold: not zeros
-  g->next += (n + 0xffff) & ~std::size_t{0xffff};
-  return CUDA_SUCCESS;
-}
-CUresult MemFree(CUdeviceptr p) {
-  ++g->calls["cuMemFree"];
-  return g->memory.erase(p) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-CUresult MemHostAlloc(void** p, std::size_t n, unsigned) {
-  if (CUresult rc = Call("cuMemHostAlloc")) return rc;
-  *p = std::malloc(n);
-  g->host.insert(*p);
-  return CUDA_SUCCESS;
-}
-CUresult MemFreeHost(void* p) {
-  if (g->host.erase(p) != 1) return CUDA_ERROR_INVALID_VALUE;
-  std::free(p);
-  return CUDA_SUCCESS;
-}
-CUresult MemsetD32(CUdeviceptr p, unsigned v, std::size_t n) {
-  if (CUresult rc = Call("cuMemsetD32")) return rc;
-  unsigned char* d = Resolve(p, n * 4);
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(d + 4 * i, &v, 4);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t n) {
-  if (CUresult rc = Call("cuMemcpyHtoD")) return rc;
-  unsigned char* d = Resolve(dst, n);
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(d, src, n);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
-  if (CUresult rc = Call("cuMemcpyDtoH")) return rc;
-  const unsigned char* s = Resolve(src, n);
-  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, s, n);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream) {
-  if (CUresult rc = Call("cuMemcpyHtoDAsync")) return rc;
-  unsigned char* d = Resolve(dst, n);
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(d, src, n);
-  Damage(d, n);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstream) {
-  if (CUresult rc = Call("cuMemcpyDtoHAsync")) return rc;
-  const unsigned char* s = Resolve(src, n);
-  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, s, n);
-  Damage(static_cast<unsigned char*>(dst), n);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream) {
-  if (CUresult rc = Call("cuMemcpyDtoDAsync")) return rc;
-  unsigned char* d = Resolve(dst, n);
-  const unsigned char* s = Resolve(src, n);
-  if (d == nullptr || s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(d, s, n);
-  Damage(d, n);
-  return CUDA_SUCCESS;
-}
-CUresult StreamCreate(CUstream* s, unsigned) {
-  if (CUresult rc = Call("cuStreamCreate")) return rc;
-  *s = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(0x5000 + ++g->streams));
-  return CUDA_SUCCESS;
-}
-CUresult StreamDestroy(CUstream) {
-  --g->streams;
-  return CUDA_SUCCESS;
-}
-CUresult StreamSynchronize(CUstream) { return Call("cuStreamSynchronize"); }
-CUresult EventCreate(CUevent* e, unsigned) {
-  if (CUresult rc = Call("cuEventCreate")) return rc;
-  *e = reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(0x6000 + ++g->events));
-  return CUDA_SUCCESS;
-}
-CUresult EventDestroy(CUevent) {
-  --g->events;
-  return CUDA_SUCCESS;
-}
-CUresult EventRecord(CUevent, CUstream) { return Call("cuEventRecord"); }
-CUresult EventSynchronize(CUevent) { return Call("cuEventSynchronize"); }
-CUresult EventElapsedTime(float* ms, CUevent, CUevent) {
-  *ms = g->round_ms;
-  return Call("cuEventElapsedTime");
-}
-CUresult ModuleLoadData(CUmodule* m, const void* image) {
-  if (CUresult rc = Call("cuModuleLoadData")) return rc;
-  if (image != g->image.data()) return CUDA_ERROR_INVALID_IMAGE;
-  *m = reinterpret_cast<CUmodule>(static_cast<std::uintptr_t>(0x7000 + ++g->modules));
-  return CUDA_SUCCESS;
-}
-CUresult ModuleUnload(CUmodule) {
-  --g->modules;
-  return CUDA_SUCCESS;
-}
-CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
-  if (CUresult rc = Call("cuModuleGetFunction")) return rc;
-  if (std::string(name) != "gpuforge_fma_fp32") return CUDA_ERROR_NOT_FOUND;
-  *f = reinterpret_cast<CUfunction>(std::uintptr_t{0x8000});
-  return CUDA_SUCCESS;
-}
-// Runs gpuforge_fma_fp32's arithmetic on the host (a = 1: every step adds b).
-CUresult LaunchKernel(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                      unsigned bz, unsigned, CUstream, void** params, void** extra) {
-  if (CUresult rc = Call("cuLaunchKernel")) return rc;
-  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const CUdeviceptr out = *static_cast<CUdeviceptr*>(params[0]);
-  const float a = *static_cast<float*>(params[1]);
-  const float b = *static_cast<float*>(params[2]);
-  const int loops = *static_cast<int*>(params[3]);
+  const CUdeviceptr out = *static_cast<CUdeviceptr*>(l.params[0]);
+  const float a = *static_cast<float*>(l.params[1]);
+  const float b = *static_cast<float*>(l.params[2]);
+  const int loops = *static_cast<int*>(l.params[3]);
   if (a != 1.0f) return CUDA_ERROR_INVALID_VALUE;
-  const std::size_t threads = std::size_t{gx} * bx;
-  unsigned char* d = Resolve(out, threads * 4);
+  const std::size_t threads = std::size_t{l.grid[0]} * l.block[0];
+  unsigned char* d = cuda.Resolve(out, threads * 4);
   if (d == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
   for (std::size_t t = 0; t < threads; ++t) {
     float sum = 0;
     for (int j = 0; j < 16; ++j) sum += static_cast<float>((t & 1023) + j) + b * loops;
-    if (g->corrupt == Corrupt::kKernel && t == 5) sum += 1;
+    if (corrupt == Corrupt::kKernel && t == 5) sum += 1;
     std::memcpy(d + 4 * t, &sum, 4);
   }
   return CUDA_SUCCESS;
 }
 
-CudaApi FakeCudaApi() {
-  CudaApi api;
-  api.cuGetErrorString = GetErrorString;
-  api.cuGetErrorName = GetErrorName;
-  api.cuInit = Init;
-  api.cuDeviceGetCount = DeviceGetCount;
-  api.cuDeviceGet = DeviceGet;
-  api.cuDeviceGetName = DeviceGetName;
-  api.cuDeviceGetAttribute = DeviceGetAttribute;
-  api.cuDeviceGetPCIBusId = DeviceGetPCIBusId;
-  api.cuDevicePrimaryCtxRetain = PrimaryCtxRetain;
-  api.cuDevicePrimaryCtxRelease = PrimaryCtxRelease;
-  api.cuCtxSetCurrent = CtxSetCurrent;
-  api.cuMemAlloc = MemAlloc;
-  api.cuMemFree = MemFree;
-  api.cuMemHostAlloc = MemHostAlloc;
-  api.cuMemFreeHost = MemFreeHost;
-  api.cuMemsetD32 = MemsetD32;
-  api.cuMemcpyHtoD = MemcpyHtoD;
-  api.cuMemcpyDtoH = MemcpyDtoH;
-  api.cuMemcpyHtoDAsync = MemcpyHtoDAsync;
-  api.cuMemcpyDtoHAsync = MemcpyDtoHAsync;
-  api.cuMemcpyDtoDAsync = MemcpyDtoDAsync;
-  api.cuStreamCreate = StreamCreate;
-  api.cuStreamDestroy = StreamDestroy;
-  api.cuStreamSynchronize = StreamSynchronize;
-  api.cuEventCreate = EventCreate;
-  api.cuEventDestroy = EventDestroy;
-  api.cuEventRecord = EventRecord;
-  api.cuEventSynchronize = EventSynchronize;
-  api.cuEventElapsedTime = EventElapsedTime;
-  api.cuModuleLoadData = ModuleLoadData;
-  api.cuModuleUnload = ModuleUnload;
-  api.cuModuleGetFunction = ModuleGetFunction;
-  api.cuLaunchKernel = LaunchKernel;
-  return api;
-}
-
-CudaLoader FakeLoader() {
-  auto api = std::make_shared<CudaApi>(FakeCudaApi());
-  return [api] { return CudaLoad{api, "", ""}; };
-}
+CudaLoader FakeLoader() { return FakeCuda::Loader(); }
 
 class GpuCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    g = &fake_;
     // The driver lists the GPUs out of bus order: gpu0 is device 1.
     fake_.devices = {{"0000:9A:00.0"}, {"0000:1B:00.0"}};
+    fake_.kernels["gpuforge_fma_fp32"] = [this](FakeCuda& cuda, const FakeKernelLaunch& l) {
+      return FmaKernel(cuda, l, corrupt_);
+    };
   }
   void TearDown() override {
     // Whatever happened, everything the probe took is given back.
@@ -370,8 +78,7 @@ class GpuCudaTest : public ::testing::Test {
     EXPECT_EQ(fake_.streams, 0);
     EXPECT_EQ(fake_.events, 0);
     EXPECT_EQ(fake_.modules, 0);
-    EXPECT_EQ(fake_.current, -1);
-    g = nullptr;
+    EXPECT_EQ(FakeCuda::Current(), -1);
   }
 
   static ProbeResult RunIt(Probe& p, std::map<std::string, std::string> given,
@@ -382,6 +89,7 @@ class GpuCudaTest : public ::testing::Test {
   }
 
   FakeCuda fake_;
+  Corrupt corrupt_ = Corrupt::kNone;
 };
 
 const std::map<std::string, std::string> kSmall = {
@@ -443,7 +151,7 @@ TEST_F(GpuCudaTest, HostCopiesCountBytesCopied) {
 }
 
 TEST_F(GpuCudaTest, ADamagedCopyIsWrongDataOnEveryGpuAndDirection) {
-  fake_.corrupt = Corrupt::kCopies;
+  fake_.damage_copies = true;
   std::unique_ptr<Probe> p = MakeGpuCopyProbe(FakeLoader());
   ProbeResult r = RunIt(*p, kSmall);
   EXPECT_EQ(r.outcome, Outcome::kError);
@@ -582,12 +290,14 @@ TEST_F(GpuCudaTest, HostBuffersAreAllocatedOnTheGpusLocalCpus) {
   // The CPUs the thread had when cuMemHostAlloc ran.
   static std::vector<int> seen;
   seen.clear();
-  CudaApi api = FakeCudaApi();
+  CudaApi api = FakeCuda::Api();
+  static decltype(api.cuMemHostAlloc) fake_host_alloc;
+  fake_host_alloc = api.cuMemHostAlloc;
   api.cuMemHostAlloc = [](void** p, std::size_t n, unsigned flags) {
     cpu_set_t now;
     sched_getaffinity(0, sizeof now, &now);
     seen.push_back(CPU_COUNT(&now));
-    return MemHostAlloc(p, n, flags);
+    return fake_host_alloc(p, n, flags);
   };
   auto shared = std::make_shared<CudaApi>(api);
   std::unique_ptr<Probe> p = MakeGpuH2dProbeAt([shared] { return CudaLoad{shared, "", ""}; }, root.string());
@@ -674,7 +384,7 @@ TEST(GpuComputePeakTest, LanesPerSmFollowTheProgrammingGuide) {
 }
 
 TEST_F(GpuCudaTest, ComputeWithOneWrongThreadIsWrongData) {
-  fake_.corrupt = Corrupt::kKernel;
+  corrupt_ = Corrupt::kKernel;
   std::unique_ptr<Probe> p = MakeGpuComputeProbe(FakeLoader(), fake_.image);
   const ProbeResult r = RunIt(*p, kKernel);
   EXPECT_EQ(r.code, "gpu.wrong_data");
@@ -691,7 +401,7 @@ TEST_F(GpuCudaTest, ComputeWithoutKernelsOrOnOldGpusSkips) {
   EXPECT_EQ(r.code, "gpu.no_kernels");
   EXPECT_EQ(r.reason, "this build has no GPU kernels: nvcc was not found at build time");
 
-  for (FakeDevice& d : fake_.devices) {
+  for (FakeCudaDevice& d : fake_.devices) {
     d.name = "Tesla T4";
     d.cc_major = 7;
     d.cc_minor = 5;
@@ -721,18 +431,32 @@ TEST_F(GpuCudaTest, ComputeNamesAModuleThatDoesNotLoad) {
 
 #if GPUFORGE_HAVE_CUBLASLT
 
+// A fake cuBLASLt over the fake driver's memory: the product really computed on the host.
+struct FakeLtState {
+  FakeCuda* cuda = nullptr;
+  std::string fail_call;  // the call that answers CUBLAS_STATUS_NOT_SUPPORTED
+  bool corrupt = false;   // one sampled element of the product comes out NaN
+  int handles = 0, descs = 0, layouts = 0, prefs = 0;
+  int heuristic_found = 1;
+  std::uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;  // cuBLASLt's default: any
+  std::uint64_t layout_rows = 0;
+  std::map<std::string, int> calls;
+};
+
+FakeLtState* lt = nullptr;
+
 cublasStatus_t LtCall(const char* name) {
-  ++g->calls[name];
-  return g->fail_call == name ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
+  ++lt->calls[name];
+  return lt->fail_call == name ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtCreate(cublasLtHandle_t* h) {
   if (cublasStatus_t s = LtCall("cublasLtCreate")) return s;
-  ++g->lt_handles;
+  ++lt->handles;
   *h = reinterpret_cast<cublasLtHandle_t>(std::uintptr_t{0x9000});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtDestroy(cublasLtHandle_t) {
-  --g->lt_handles;
+  --lt->handles;
   return CUBLAS_STATUS_SUCCESS;
 }
 std::size_t LtVersion() { return 130100; }
@@ -743,12 +467,12 @@ const char* LtStatusString(cublasStatus_t s) {
 cublasStatus_t LtDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
                             cudaDataType_t scale) {
   if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_INVALID_VALUE;
-  ++g->lt_descs;
+  ++lt->descs;
   *d = reinterpret_cast<cublasLtMatmulDesc_t>(std::uintptr_t{0x9100});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtDescDestroy(cublasLtMatmulDesc_t) {
-  --g->lt_descs;
+  --lt->descs;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, std::uint64_t rows,
@@ -756,28 +480,28 @@ cublasStatus_t LtLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, std:
   if (type != CUDA_R_16BF || rows != cols || ld != static_cast<std::int64_t>(rows)) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
-  ++g->lt_layouts;
-  g->layout_rows = rows;
+  ++lt->layouts;
+  lt->layout_rows = rows;
   *l = reinterpret_cast<cublasLtMatrixLayout_t>(std::uintptr_t{0x9200});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtLayoutDestroy(cublasLtMatrixLayout_t) {
-  --g->lt_layouts;
+  --lt->layouts;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtPrefCreate(cublasLtMatmulPreference_t* p) {
-  ++g->lt_prefs;
+  ++lt->prefs;
   *p = reinterpret_cast<cublasLtMatmulPreference_t>(std::uintptr_t{0x9300});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtPrefDestroy(cublasLtMatmulPreference_t) {
-  --g->lt_prefs;
+  --lt->prefs;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t LtPrefSet(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attr,
                          const void* value, std::size_t size) {
   if (attr == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK && size == 4) {
-    std::memcpy(&g->reduction_mask, value, 4);
+    std::memcpy(&lt->reduction_mask, value, 4);
     return CUBLAS_STATUS_SUCCESS;
   }
   return attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == 8
@@ -789,7 +513,7 @@ cublasStatus_t LtHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatri
                            cublasLtMatmulPreference_t, int requested,
                            cublasLtMatmulHeuristicResult_t results[], int* found) {
   if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
-  *found = g->heuristic_found;
+  *found = lt->heuristic_found;
   if (*found > 0) results[0] = cublasLtMatmulHeuristicResult_t{};
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -814,10 +538,11 @@ cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alph
   if (*static_cast<const float*>(alpha) != 1 || *static_cast<const float*>(beta) != 0 || c != d) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
-  const std::uint64_t n = g->layout_rows;
+  const std::uint64_t n = lt->layout_rows;
   const std::size_t bytes = n * n * 2;
+  std::lock_guard lock(lt->cuda->m);
   auto at = [&](const void* p) {
-    return reinterpret_cast<std::uint16_t*>(Resolve(reinterpret_cast<CUdeviceptr>(p), bytes));
+    return reinterpret_cast<std::uint16_t*>(lt->cuda->Resolve(reinterpret_cast<CUdeviceptr>(p), bytes));
   };
   const std::uint16_t* pa = at(a);
   const std::uint16_t* pb = at(b);
@@ -831,7 +556,7 @@ cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alph
   // What the heuristic would pick at small dims when allowed: split-K in 16 parts whose
   // partial sums are added in bf16 (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE or INPLACE).
   const bool bf16_split =
-      n <= 1024 && (g->reduction_mask & (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE |
+      n <= 1024 && (lt->reduction_mask & (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE |
                                          CUBLASLT_REDUCTION_SCHEME_INPLACE)) != 0;
   const std::uint64_t part = bf16_split ? n / 16 : n;
   for (std::uint64_t j = 0; j < n; ++j) {
@@ -845,7 +570,7 @@ cublasStatus_t LtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void* alph
       pd[i + j * n] = ToBf16(total);
     }
   }
-  if (g->corrupt == Corrupt::kGemm) pd[13 + 13 * n] = 0x7fc0;  // a sampled element: NaN
+  if (lt->corrupt) pd[13 + 13 * n] = 0x7fc0;  // a sampled element: NaN
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -870,13 +595,20 @@ CublasLtLoader FakeLt() {
 
 class GpuGemmTest : public GpuCudaTest {
  protected:
+  void SetUp() override {
+    GpuCudaTest::SetUp();
+    lt_.cuda = &fake_;
+    lt = &lt_;
+  }
   void TearDown() override {
-    EXPECT_EQ(fake_.lt_handles, 0);
-    EXPECT_EQ(fake_.lt_descs, 0);
-    EXPECT_EQ(fake_.lt_layouts, 0);
-    EXPECT_EQ(fake_.lt_prefs, 0);
+    EXPECT_EQ(lt_.handles, 0);
+    EXPECT_EQ(lt_.descs, 0);
+    EXPECT_EQ(lt_.layouts, 0);
+    EXPECT_EQ(lt_.prefs, 0);
+    lt = nullptr;
     GpuCudaTest::TearDown();
   }
+  FakeLtState lt_;
 };
 
 const std::map<std::string, std::string> kGemm = {
@@ -894,7 +626,7 @@ TEST_F(GpuGemmTest, MeasuresAndChecksASampleOfTheProduct) {
   EXPECT_DOUBLE_EQ(m.value, 2.0 * 256 * 256 * 256 / 0.001 / 1e12);
   EXPECT_EQ(m.info.at("library"), "libcublasLt.so.13 (version 130100)");
   EXPECT_EQ(m.info.at("m_n_k"), "256x256x256");
-  EXPECT_EQ(fake_.calls["cublasLtMatmul"], 2);
+  EXPECT_EQ(lt_.calls["cublasLtMatmul"], 2);
 }
 
 // cuBLASLt may split K at small dims and add the parts in bf16; the probe allows only fp32
@@ -904,14 +636,14 @@ TEST_F(GpuGemmTest, SmallDimsAskForNoBf16SplitK) {
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
   const ProbeResult r = RunIt(*p, {{"dim", "512"}, {"warmup", "0"}, {"iters", "1"}, {"repeats", "1"}});
   ASSERT_EQ(r.outcome, Outcome::kOk) << r.code << ": " << r.reason;
-  EXPECT_EQ(fake_.reduction_mask,
+  EXPECT_EQ(lt_.reduction_mask,
             std::uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
   EXPECT_NE(r.measurements[0].info.at("reduction").find("fp32 partial sums"), std::string::npos);
 }
 
 TEST_F(GpuGemmTest, AWrongElementIsWrongData) {
   fake_.devices.resize(1);
-  fake_.corrupt = Corrupt::kGemm;
+  lt_.corrupt = true;
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
   const ProbeResult r = RunIt(*p, kGemm);
   EXPECT_EQ(r.code, "gpu.wrong_data");
@@ -923,15 +655,15 @@ TEST_F(GpuGemmTest, AWrongElementIsWrongData) {
 
 TEST_F(GpuGemmTest, CublasErrorsAndMissingAlgorithmsNameTheCall) {
   fake_.devices.resize(1);
-  fake_.fail_call = "cublasLtMatmul";
+  lt_.fail_call = "cublasLtMatmul";
   std::unique_ptr<Probe> p = MakeGpuGemmProbe(FakeLoader(), FakeLt());
   ProbeResult r = RunIt(*p, kGemm);
   EXPECT_EQ(r.code, "gpu.cublas_error");
   EXPECT_EQ(r.reason,
             "gpu0 (0000:9a:00.0): cublasLtMatmul failed: the requested functionality is not "
             "supported (cublasStatus_t 15)");
-  fake_.fail_call.clear();
-  fake_.heuristic_found = 0;
+  lt_.fail_call.clear();
+  lt_.heuristic_found = 0;
   r = RunIt(*p, kGemm);
   EXPECT_EQ(r.code, "gpu.cublas_error");
   EXPECT_EQ(r.reason,

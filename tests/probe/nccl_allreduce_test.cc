@@ -1,7 +1,7 @@
-// nccl.allreduce against a fake CUDA driver API and a fake NCCL: "device memory" is host
-// vectors, and the fake NCCL really reduces every rank's buffer (across threads, so two agents
-// in two threads form one multi-node communicator through a fake controller exchange). The
-// fakes fail, corrupt, hang and report asynchronous errors on request. None of this has run on
+// nccl.allreduce against the fake CUDA driver API (fake_cuda.h) and a fake NCCL: "device
+// memory" is host memory, and the fake NCCL really reduces every rank's buffer (across
+// threads, so two agents in two threads form one multi-node communicator through a fake
+// controller exchange). The fakes fail, corrupt, hang and report asynchronous errors on request. None of this has run on
 // a real GPU; one test opens the real libnccl.so.2 when it is there and asks its version.
 
 #include <gtest/gtest.h>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpuforge/probe/probe.h"
+#include "probe/fake_cuda.h"
 #include "probe/gpu/cuda_api.h"
 #include "probe/nccl/allreduce.h"
 #include "probe/nccl/nccl_api.h"
@@ -137,221 +138,27 @@ TEST(NcclLoaderTest, TheRealLibraryTellsItsVersion) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fake CUDA: thread-safe, since two agents may run in two threads; the current context is per
-// thread, as in the driver. Streams run each operation when it is enqueued, and the check
-// kernels run on the host (see kernels/nccl_check_abi.h for what they compute).
-
-struct FakeDevice {
-  std::string bus_id;
-};
-
-struct FakeCuda {
-  std::mutex m;
-  std::vector<FakeDevice> devices;
-  CUresult init_rc = CUDA_SUCCESS;
-  std::string fail_call;
-  CUresult fail_rc = CUDA_ERROR_OUT_OF_MEMORY;
-  std::map<CUdeviceptr, std::vector<unsigned char>> memory;
-  CUdeviceptr next = 0x10000000;
-  int retained = 0, streams = 0, modules = 0;
-  std::map<std::string, int> calls;
-  std::size_t dtoh_bytes = 0;  // copied back to the host, over every cuMemcpyDtoH
-  // Streams found done (cuStreamQuery) before one stays busy until a communicator is aborted;
-  // -1: none hangs. `on_hang` runs when it starts hanging.
-  int syncs_before_hang = -1;
-  bool stream_hung = false;
-  std::function<void()> on_hang;
-};
-
-FakeCuda* g = nullptr;
-thread_local int current = -1;
-
-CUresult Call(const char* name) {
-  std::lock_guard lock(g->m);
-  ++g->calls[name];
-  return g->fail_call == name ? g->fail_rc : CUDA_SUCCESS;
-}
-
-unsigned char* Resolve(CUdeviceptr p, std::size_t n) {  // under g->m
-  auto it = g->memory.upper_bound(p);
-  if (it == g->memory.begin()) return nullptr;
-  --it;
-  if (p + n > it->first + it->second.size()) return nullptr;
-  return it->second.data() + (p - it->first);
-}
-
-CUresult GetErrorString(CUresult rc, const char** s) {
-  *s = rc == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : nullptr;
-  return *s != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-CUresult GetErrorName(CUresult rc, const char** s) {
-  *s = rc == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : nullptr;
-  return *s != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-CUresult Init(unsigned) { return g->init_rc; }
-CUresult DeviceGetCount(int* n) {
-  *n = static_cast<int>(g->devices.size());
-  return Call("cuDeviceGetCount");
-}
-CUresult DeviceGet(CUdevice* d, int i) {
-  *d = i;
-  return Call("cuDeviceGet");
-}
-CUresult DeviceGetName(char* s, int len, CUdevice) {
-  std::strncpy(s, "NVIDIA H200", len);
-  return Call("cuDeviceGetName");
-}
-CUresult DeviceGetPCIBusId(char* s, int len, CUdevice d) {
-  std::strncpy(s, g->devices.at(d).bus_id.c_str(), len);
-  return Call("cuDeviceGetPCIBusId");
-}
-CUresult DeviceGetAttribute(int* v, CUdevice_attribute, CUdevice) {
-  *v = 9;
-  return Call("cuDeviceGetAttribute");
-}
-CUresult PrimaryCtxRetain(CUcontext* c, CUdevice d) {
-  if (CUresult rc = Call("cuDevicePrimaryCtxRetain")) return rc;
-  *c = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(d + 1));
-  std::lock_guard lock(g->m);
-  ++g->retained;
-  return CUDA_SUCCESS;
-}
-CUresult PrimaryCtxRelease(CUdevice) {
-  {
-    std::lock_guard lock(g->m);
-    --g->retained;
-  }
-  return Call("cuDevicePrimaryCtxRelease");
-}
-CUresult CtxSetCurrent(CUcontext c) {
-  current = c == nullptr ? -1 : static_cast<int>(reinterpret_cast<std::uintptr_t>(c)) - 1;
-  return Call("cuCtxSetCurrent");
-}
-CUresult MemAlloc(CUdeviceptr* p, std::size_t n) {
-  if (CUresult rc = Call("cuMemAlloc")) return rc;
-  std::lock_guard lock(g->m);
-  *p = g->next;
-  g->memory[*p].assign(n, 0);
-  g->next += (n + 0xffff) & ~std::size_t{0xffff};
-  return CUDA_SUCCESS;
-}
-CUresult MemFree(CUdeviceptr p) {
-  std::lock_guard lock(g->m);
-  ++g->calls["cuMemFree"];
-  return g->memory.erase(p) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-CUresult MemsetD32(CUdeviceptr p, unsigned v, std::size_t n) {
-  if (CUresult rc = Call("cuMemsetD32")) return rc;
-  std::lock_guard lock(g->m);
-  unsigned char* d = Resolve(p, n * 4);
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(d + 4 * i, &v, 4);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t n) {
-  if (CUresult rc = Call("cuMemcpyHtoD")) return rc;
-  std::lock_guard lock(g->m);
-  unsigned char* d = Resolve(dst, n);
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(d, src, n);
-  return CUDA_SUCCESS;
-}
-CUresult MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
-  if (CUresult rc = Call("cuMemcpyDtoH")) return rc;
-  std::lock_guard lock(g->m);
-  const unsigned char* s = Resolve(src, n);
-  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  g->dtoh_bytes += n;
-  std::memcpy(dst, s, n);
-  return CUDA_SUCCESS;
-}
-CUresult MemsetD32Async(CUdeviceptr p, unsigned v, std::size_t n, CUstream s) {
-  if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;  // the probe keeps off the default stream
-  return MemsetD32(p, v, n);
-}
-CUresult StreamCreate(CUstream* s, unsigned flags) {
-  if (CUresult rc = Call("cuStreamCreate")) return rc;
-  if (flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(g->m);
-  *s = reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(0x5000 + ++g->streams));
-  return CUDA_SUCCESS;
-}
-CUresult StreamDestroy(CUstream) {
-  std::lock_guard lock(g->m);
-  --g->streams;
-  return CUDA_SUCCESS;
-}
-bool AnyCommAborted();
-CUresult StreamSynchronize(CUstream s) {
-  if (CUresult rc = Call("cuStreamSynchronize")) return rc;
-  // Only the legacy default stream is synchronised; NCCL's streams are polled.
-  return s == nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-// Operations run when enqueued, so a stream is done unless it hangs: a collective whose peer is
-// gone, busy until the communicator is aborted (given up after 5 s, so a probe that cannot
-// abort fails the test instead of hanging it).
-CUresult StreamQuery(CUstream s) {
-  if (CUresult rc = Call("cuStreamQuery")) return rc;
-  if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  static std::chrono::steady_clock::time_point give_up;
-  bool starts = false;
-  {
-    std::lock_guard lock(g->m);
-    if (!g->stream_hung) {
-      if (g->syncs_before_hang < 0 || g->syncs_before_hang-- > 0) return CUDA_SUCCESS;
-      g->syncs_before_hang = -1;
-      g->stream_hung = starts = true;
-      give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    }
-  }
-  if (starts && g->on_hang) g->on_hang();
-  if (AnyCommAborted()) return CUDA_SUCCESS;
-  return std::chrono::steady_clock::now() < give_up ? CUDA_ERROR_NOT_READY : CUDA_ERROR_LAUNCH_TIMEOUT;
-}
+// The check kernels on the fake driver (fake_cuda.h), element by element on the host (see
+// kernels/nccl_check_abi.h for what they compute).
 
 // The embedded fatbin, as far as the fake driver cares: where it lies.
 const std::array<unsigned char, 4> kFakeImage = {'f', 'a', 't', 0};
-const CUfunction kFillFn = reinterpret_cast<CUfunction>(std::uintptr_t{0x8001});
-const CUfunction kVerifyFn = reinterpret_cast<CUfunction>(std::uintptr_t{0x8002});
 
-CUresult ModuleLoadData(CUmodule* m, const void* image) {
-  if (CUresult rc = Call("cuModuleLoadData")) return rc;
-  if (image != kFakeImage.data()) return CUDA_ERROR_INVALID_IMAGE;
-  std::lock_guard lock(g->m);
-  *m = reinterpret_cast<CUmodule>(static_cast<std::uintptr_t>(0x7000 + ++g->modules));
-  return CUDA_SUCCESS;
-}
-CUresult ModuleUnload(CUmodule) {
-  std::lock_guard lock(g->m);
-  --g->modules;
-  return CUDA_SUCCESS;
-}
-CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
-  if (CUresult rc = Call("cuModuleGetFunction")) return rc;
-  const std::string want = name;
-  if (want != "gpuforge_nccl_fill" && want != "gpuforge_nccl_verify") return CUDA_ERROR_NOT_FOUND;
-  *f = want == "gpuforge_nccl_fill" ? kFillFn : kVerifyFn;
-  return CUDA_SUCCESS;
-}
-// gpuforge_nccl_fill and gpuforge_nccl_verify, element by element on the host.
-CUresult LaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                      unsigned by, unsigned bz, unsigned, CUstream stream, void** params,
-                      void** extra) {
-  if (CUresult rc = Call(fn == kFillFn ? "fill" : "verify")) return rc;
-  if (CUresult rc = Call("cuLaunchKernel")) return rc;
-  if (gx == 0 || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 || stream == nullptr ||
-      extra != nullptr) {
+// gpuforge_nccl_fill and gpuforge_nccl_verify; under cuda.m.
+CUresult CheckKernel(FakeCuda& cuda, const FakeKernelLaunch& l, bool fill) {
+  if (l.grid[0] == 0 || l.grid[1] != 1 || l.grid[2] != 1 || l.block[0] != 256 || l.block[1] != 1 ||
+      l.block[2] != 1 || l.stream == nullptr || l.extra != nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  void** params = l.params;
   const CUdeviceptr p = *static_cast<CUdeviceptr*>(params[0]);
   const auto n = *static_cast<unsigned long long*>(params[1]);
   const auto phase = *static_cast<unsigned long long*>(params[2]);
   const unsigned period = *static_cast<unsigned*>(params[3]);
   if (period < 1 || period > 3) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(g->m);
-  unsigned char* d = Resolve(p, n * 4);
+  unsigned char* d = cuda.Resolve(p, n * 4);
   if (d == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (fn == kFillFn) {
+  if (fill) {
     for (unsigned long long i = 0; i < n; ++i) {
       const float v = static_cast<float>(1 + (i + phase) % period);
       std::memcpy(d + 4 * i, &v, 4);
@@ -360,8 +167,8 @@ CUresult LaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsi
   }
   const float want[3] = {*static_cast<float*>(params[4]), *static_cast<float*>(params[5]),
                          *static_cast<float*>(params[6])};
-  unsigned char* wrong = Resolve(*static_cast<CUdeviceptr*>(params[7]), 8);
-  unsigned char* first_bad = Resolve(*static_cast<CUdeviceptr*>(params[8]), 8);
+  unsigned char* wrong = cuda.Resolve(*static_cast<CUdeviceptr*>(params[7]), 8);
+  unsigned char* first_bad = cuda.Resolve(*static_cast<CUdeviceptr*>(params[8]), 8);
   if (wrong == nullptr || first_bad == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
   unsigned long long count = 0, first = 0;
   std::memcpy(&count, wrong, 8);
@@ -378,35 +185,7 @@ CUresult LaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsi
   return CUDA_SUCCESS;
 }
 
-CudaApi FakeCudaApi() {
-  CudaApi api;
-  api.cuGetErrorString = GetErrorString;
-  api.cuGetErrorName = GetErrorName;
-  api.cuInit = Init;
-  api.cuDeviceGetCount = DeviceGetCount;
-  api.cuDeviceGet = DeviceGet;
-  api.cuDeviceGetName = DeviceGetName;
-  api.cuDeviceGetAttribute = DeviceGetAttribute;
-  api.cuDeviceGetPCIBusId = DeviceGetPCIBusId;
-  api.cuDevicePrimaryCtxRetain = PrimaryCtxRetain;
-  api.cuDevicePrimaryCtxRelease = PrimaryCtxRelease;
-  api.cuCtxSetCurrent = CtxSetCurrent;
-  api.cuMemAlloc = MemAlloc;
-  api.cuMemFree = MemFree;
-  api.cuMemsetD32 = MemsetD32;
-  api.cuMemsetD32Async = MemsetD32Async;
-  api.cuMemcpyHtoD = MemcpyHtoD;
-  api.cuMemcpyDtoH = MemcpyDtoH;
-  api.cuStreamCreate = StreamCreate;
-  api.cuStreamDestroy = StreamDestroy;
-  api.cuStreamSynchronize = StreamSynchronize;
-  api.cuStreamQuery = StreamQuery;
-  api.cuModuleLoadData = ModuleLoadData;
-  api.cuModuleUnload = ModuleUnload;
-  api.cuModuleGetFunction = ModuleGetFunction;
-  api.cuLaunchKernel = LaunchKernel;
-  return api;  // the probe calls nothing else; a call to a null entry would crash the test
-}
+FakeCuda* g = nullptr;  // the fixture's, for the fake NCCL
 
 // ---------------------------------------------------------------------------------------------
 // Fake NCCL: communicators grouped by their unique id; a collective completes when every rank
@@ -507,7 +286,7 @@ ncclResult_t CommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int ran
   c->clique.assign(id.internal, sizeof id.internal);
   c->nranks = nranks;
   c->rank = rank;
-  c->device = current;
+  c->device = FakeCuda::Current();
   for (const auto& other : n->comms) {
     if (other->clique == c->clique && (other->rank == rank || other->nranks != nranks)) {
       return ncclInvalidUsage;
@@ -545,8 +324,8 @@ ncclResult_t RunQueued() {
     std::lock_guard cuda(g->m);
     std::lock_guard lock(n->m);
     for (const QueuedOp& op : ops) {
-      const unsigned char* src = Resolve(reinterpret_cast<CUdeviceptr>(op.send), op.count * 4);
-      unsigned char* dst = Resolve(reinterpret_cast<CUdeviceptr>(op.recv), op.count * 4);
+      const unsigned char* src = g->Resolve(reinterpret_cast<CUdeviceptr>(op.send), op.count * 4);
+      unsigned char* dst = g->Resolve(reinterpret_cast<CUdeviceptr>(op.recv), op.count * 4);
       if (src == nullptr || dst == nullptr) return ncclInvalidArgument;
       if (op.comm->nranks == 1 && !n->corrupt) {
         std::memmove(dst, src, op.count * 4);  // the reduction of one rank; fast for big buffers
@@ -572,7 +351,7 @@ ncclResult_t RunQueued() {
             const std::size_t every = n->corrupt_every > 0 ? n->corrupt_every : result.size();
             for (std::size_t i = 1; i < result.size(); i += every) result[i] += 1;
           }
-          std::memcpy(Resolve(dst, c.count * 4), result.data(), c.count * 4);
+          std::memcpy(g->Resolve(dst, c.count * 4), result.data(), c.count * 4);
         }
         n->collectives.erase(key);
         n->done.insert(key);
@@ -748,6 +527,15 @@ class NcclAllReduceTest : public ::testing::Test {
     n = &nccl_;
     // The driver lists the GPUs out of bus order: gpu0 is device 1.
     cuda_.devices = {{"0000:9A:00.0"}, {"0000:1B:00.0"}};
+    cuda_.image = kFakeImage;
+    cuda_.kernels["gpuforge_nccl_fill"] = [](FakeCuda& c, const FakeKernelLaunch& l) { return CheckKernel(c, l, true); };
+    cuda_.kernels["gpuforge_nccl_verify"] = [](FakeCuda& c, const FakeKernelLaunch& l) {
+      return CheckKernel(c, l, false);
+    };
+    // NCCL's streams are polled (cuStreamQuery), never synchronised; a hung one ends when a
+    // communicator is aborted.
+    cuda_.polled_streams = true;
+    cuda_.hang_ends = AnyCommAborted;
   }
   void TearDown() override {
     // Whatever happened, everything the probe took is given back, each thing once.
@@ -755,7 +543,7 @@ class NcclAllReduceTest : public ::testing::Test {
     EXPECT_EQ(cuda_.retained, 0);
     EXPECT_EQ(cuda_.streams, 0);
     EXPECT_EQ(cuda_.modules, 0);
-    EXPECT_EQ(current, -1);
+    EXPECT_EQ(FakeCuda::Current(), -1);
     for (const auto& c : nccl_.comms) EXPECT_TRUE(c->destroyed || c->aborted) << "rank " << c->rank;
     EXPECT_EQ(nccl_.bad_releases, 0);
     EXPECT_EQ(group_depth, 0);
@@ -765,7 +553,7 @@ class NcclAllReduceTest : public ::testing::Test {
 
   // With the check kernels by default; an empty span is a build without them.
   std::unique_ptr<Probe> Make(std::span<const unsigned char> kernels = kFakeImage) {
-    auto cuda = std::make_shared<CudaApi>(FakeCudaApi());
+    auto cuda = std::make_shared<CudaApi>(FakeCuda::Api());
     auto nccl = std::make_shared<NcclApi>(FakeNcclApi());
     return MakeNcclAllReduceProbe(
         [cuda] {
@@ -875,8 +663,8 @@ TEST_F(NcclAllReduceTest, SweepsLikeAllReducePerfOnTwoGpus) {
   // Filled and checked on the GPUs: per row and rank one fill and one verify, and only the two
   // counters come back.
   EXPECT_EQ(busbw->info.at("check"), "gpu");
-  EXPECT_EQ(cuda_.calls["fill"], 5 * 2 * 2);
-  EXPECT_EQ(cuda_.calls["verify"], 5 * 2 * 2);
+  EXPECT_EQ(cuda_.calls["gpuforge_nccl_fill"], 5 * 2 * 2);
+  EXPECT_EQ(cuda_.calls["gpuforge_nccl_verify"], 5 * 2 * 2);
   EXPECT_EQ(cuda_.calls["cuModuleLoadData"], 2);
   EXPECT_EQ(cuda_.calls["cuMemcpyHtoD"], 0);
   EXPECT_EQ(cuda_.dtoh_bytes, 5u * 2 * 2 * 16);
@@ -1252,7 +1040,7 @@ TEST_F(NcclAllReduceTest, TheQuickPresetIsOneSizeOfAHundredOps) {
 
 TEST_F(NcclAllReduceTest, LoadersDecideSkip) {
   auto nccl = std::make_shared<NcclApi>(FakeNcclApi());
-  auto cuda = std::make_shared<CudaApi>(FakeCudaApi());
+  auto cuda = std::make_shared<CudaApi>(FakeCuda::Api());
   auto log = [this] { return std::make_unique<FakeLog>(&level_); };
   std::unique_ptr<Probe> no_cuda = MakeNcclAllReduceProbe(
       [] {
@@ -1304,7 +1092,7 @@ TEST_F(NcclAllReduceTest, TwoAgentsFormOneCommunicatorAndAverageTheirTimes) {
   ProbeResult r1;
   std::thread agent1([&] {
     r1 = RunIt(*p1, params1, nullptr, exchange.For(1));
-    EXPECT_EQ(current, -1);
+    EXPECT_EQ(FakeCuda::Current(), -1);
   });
   const ProbeResult r0 = RunIt(*p0, params0, nullptr, exchange.For(0));
   agent1.join();

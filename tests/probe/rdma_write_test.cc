@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "gpuforge/probe/probe.h"
+#include "probe/fake_cuda.h"
 #include "probe/gpu/cuda_api.h"
 #include "probe/rdma/verbs_api.h"
 #include "probe/rdma/write.h"
@@ -83,7 +84,8 @@ struct Fabric {
   int reg_mr_errno = ENOMEM;
   bool refuse_relaxed_ordering = false;  // an old kernel: the optional flag is EINVAL
   std::vector<int> registered_access;    // of every region registered
-  std::set<uintptr_t> gpu_memory;  // reg_mr of these addresses fails with EFAULT (no peermem)
+  // reg_mr of an address this says is GPU memory fails with EFAULT (no peermem); unset: none is.
+  std::function<bool(const void*)> gpu_memory;
   bool drop_writes = false;        // writes complete but nothing lands
   bool dmabuf = false;             // the library has ibv_reg_dmabuf_mr (IBVERBS_1.12)
   int wc_error_at = -1;            // the send (0-based) that completes with wc_error
@@ -217,7 +219,7 @@ struct Fabric {
         errno = EINVAL;
         return nullptr;
       }
-      if (f->gpu_memory.contains(reinterpret_cast<uintptr_t>(addr))) {
+      if (f->gpu_memory && f->gpu_memory(addr)) {
         errno = EFAULT;
         return nullptr;
       }
@@ -830,95 +832,18 @@ TEST_F(RdmaWriteTest, CancelStopsTheLatencyWait) {
 
 
 #if GPUFORGE_HAVE_CUDA
-// Just enough of the CUDA driver for one GPU whose memory is host memory, so that the fake
-// fabric can copy into it: GPUDirect's two registration paths.
-namespace fake_gpu {
-bool dmabuf_export = true;
-std::atomic<int> allocations{0};
-Fabric* refuse_in = nullptr;  // when set, its reg_mr refuses every GPU allocation (no peermem)
-CUresult Init(unsigned) { return CUDA_SUCCESS; }
-CUresult Count(int* n) {
-  *n = 1;
-  return CUDA_SUCCESS;
-}
-CUresult Get(CUdevice* d, int i) {
-  *d = i;
-  return CUDA_SUCCESS;
-}
-CUresult Name(char* name, int len, CUdevice) {
-  std::snprintf(name, static_cast<std::size_t>(len), "NVIDIA H200");
-  return CUDA_SUCCESS;
-}
-CUresult Attribute(int* v, CUdevice_attribute a, CUdevice) {
-  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0 : 132;
-  return CUDA_SUCCESS;
-}
-CUresult BusId(char* id, int len, CUdevice) {
-  std::snprintf(id, static_cast<std::size_t>(len), "0000:1B:00.0");
-  return CUDA_SUCCESS;
-}
-CUresult Retain(CUcontext* c, CUdevice) {
-  *c = reinterpret_cast<CUcontext>(std::uintptr_t{0x10});
-  return CUDA_SUCCESS;
-}
-CUresult Release(CUdevice) { return CUDA_SUCCESS; }
-CUresult SetCurrent(CUcontext) { return CUDA_SUCCESS; }
-CUresult Alloc(CUdeviceptr* p, size_t n) {
-  void* m = std::aligned_alloc(4096, n);
-  std::memset(m, 0, n);
-  *p = reinterpret_cast<CUdeviceptr>(m);
-  ++allocations;
-  if (refuse_in != nullptr) {
-    std::lock_guard l(refuse_in->mu);
-    refuse_in->gpu_memory.insert(reinterpret_cast<uintptr_t>(m));
-  }
-  return CUDA_SUCCESS;
-}
-CUresult Free(CUdeviceptr p) {
-  std::free(reinterpret_cast<void*>(p));
-  --allocations;
-  return CUDA_SUCCESS;
-}
-CUresult Export(void* handle, CUdeviceptr, size_t size, CUmemRangeHandleType type, unsigned long long) {
-  if (!dmabuf_export || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || size % (2u << 20) != 0) {
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  *static_cast<int*>(handle) = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return CUDA_SUCCESS;
-}
-CUresult ErrorString(CUresult, const char** s) {
-  *s = "fake error";
-  return CUDA_SUCCESS;
-}
-CudaLoad Load() {
-  auto api = std::make_shared<CudaApi>();
-  api->cuInit = Init;
-  api->cuDeviceGetCount = Count;
-  api->cuDeviceGet = Get;
-  api->cuDeviceGetName = Name;
-  api->cuDeviceGetAttribute = Attribute;
-  api->cuDeviceGetPCIBusId = BusId;
-  api->cuDevicePrimaryCtxRetain = Retain;
-  api->cuDevicePrimaryCtxRelease = Release;
-  api->cuCtxSetCurrent = SetCurrent;
-  api->cuMemAlloc = Alloc;
-  api->cuMemFree = Free;
-  api->cuMemGetHandleForAddressRange = Export;
-  api->cuGetErrorString = ErrorString;
-  api->cuGetErrorName = ErrorString;
-  return {api, "", ""};
-}
-}  // namespace fake_gpu
-
 // GPUDirect: the client's buffer is GPU 0's memory. nvidia-peermem registers it with plain
 // ibv_reg_mr; without peermem (reg_mr of GPU memory fails with EFAULT) the DMA-BUF path takes
 // over; without either the probe says what is missing.
 TEST_F(RdmaWriteTest, GpuMemoryRegistersThroughPeermemElseDmabufElseSaysWhy) {
+  // One GPU whose memory is host memory, so that the fake fabric can copy into it.
+  FakeCuda cuda;
+  cuda.devices = {{"0000:1B:00.0"}};
   auto run = [&](const std::string& label) {
     auto server = MakeRdmaWriteBwProbe(Loader(), NoCuda);
     RdmaTestHooks hooks;
     hooks.sys_module_dir = "/nonexistent-" + label;  // no nvidia_peermem listed
-    auto client = MakeRdmaWriteBwProbe(Loader(), fake_gpu::Load, hooks);
+    auto client = MakeRdmaWriteBwProbe(Loader(), FakeCuda::Loader(), hooks);
     Params cp = BwParams("client", "mlx5_1");
     cp["gpu"] = "0";
     TwoWay x;
@@ -932,19 +857,21 @@ TEST_F(RdmaWriteTest, GpuMemoryRegistersThroughPeermemElseDmabufElseSaysWhy) {
   // reg_mr refuses GPU memory, as a kernel without peermem does; the library has DMA-BUF.
   fabric_.dmabuf = true;
   api_ = fabric_.Api();
-  fake_gpu::refuse_in = &fabric_;
+  {
+    std::lock_guard l(fabric_.mu);
+    fabric_.gpu_memory = [&cuda](const void* p) { return cuda.IsDeviceMemory(p); };
+  }
   const ProbeResult dmabuf = run("dmabuf");
   ASSERT_EQ(dmabuf.outcome, Outcome::kOk) << dmabuf.code << ": " << dmabuf.reason;
   EXPECT_EQ(dmabuf.measurements[0].info.at("registration"), "dmabuf");
 
-  fake_gpu::dmabuf_export = false;
+  cuda.dmabuf_export = false;
   const ProbeResult neither = run("neither");
-  fake_gpu::dmabuf_export = true;
-  fake_gpu::refuse_in = nullptr;
   EXPECT_EQ(neither.code, "rdma.no_gpudirect");
   EXPECT_NE(neither.reason.find("nvidia-peermem kernel module, which is not loaded"), std::string::npos)
       << neither.reason;
-  EXPECT_EQ(fake_gpu::allocations.load(), 0);  // every GPU buffer freed
+  EXPECT_TRUE(cuda.memory.empty());  // every GPU buffer freed
+  EXPECT_EQ(cuda.retained, 0);
 }
 #endif
 }  // namespace

@@ -15,7 +15,7 @@
 
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/ssh.h"
-#include "testbed/testbed.h"
+#include "testbed/fixture.h"
 
 namespace gpuforge::remote {
 namespace {
@@ -24,19 +24,10 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-class SshE2e : public ::testing::Test {
+// Each test brings up the hosts it needs (`if (!Bring(n)) return;`: skipped where this
+// machine cannot run a testbed).
+class SshE2e : public testbed::TestbedTest {
  protected:
-  void Bring(int hosts, bool netns = false) {
-    std::string why;
-    if (!testbed::Available(&why)) GTEST_SKIP() << why;
-    testbed::Options o;
-    o.hosts = hosts;
-    o.netns = netns;
-    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-    ASSERT_TRUE(tb.ok()) << tb.error().message;
-    tb_.emplace(std::move(*tb));
-  }
-
   Target TargetOf(std::size_t i, const std::string& user = "root") const {
     const testbed::Host& h = tb_->hosts()[i];
     Target t;
@@ -64,12 +55,10 @@ class SshE2e : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.error().message;
     return r.ok() ? std::move(*r) : ExecResult{};
   }
-
-  std::optional<testbed::Testbed> tb_;
 };
 
 TEST_F(SshE2e, RunsCommandsAsRootAndAsAUserWithSudo) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto root = Connect(0);
   ASSERT_TRUE(root);
   ExecResult r = Must(root->Exec("id -un; echo out; echo err >&2; exit 3", {}));
@@ -89,7 +78,7 @@ TEST_F(SshE2e, RunsCommandsAsRootAndAsAUserWithSudo) {
 }
 
 TEST_F(SshE2e, StdinReachesTheCommandAndQuotingSurvives) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   ExecOptions o;
@@ -101,7 +90,7 @@ TEST_F(SshE2e, StdinReachesTheCommandAndQuotingSurvives) {
 
 // The agent's exchange rides on this: a line out, an answer in, more lines, then EOF on close.
 TEST_F(SshE2e, AConversingCommandGetsAnswersToItsLinesAndEofWhenClosed) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   ExecOptions o;
@@ -120,7 +109,7 @@ TEST_F(SshE2e, AConversingCommandGetsAnswersToItsLinesAndEofWhenClosed) {
 }
 
 TEST_F(SshE2e, UnknownHostKeyIsRefusedWithItsFingerprint) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   fs::path empty = tb_->paths().dir + "/empty_known_hosts";
   std::ofstream(empty).close();
   SshOptions o = Options();
@@ -146,7 +135,7 @@ TEST_F(SshE2e, UnknownHostKeyIsRefusedWithItsFingerprint) {
 }
 
 TEST_F(SshE2e, AChangedHostKeyIsAHardErrorEvenWithAcceptNew) {
-  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  if (!Bring(2)) return;
   // Host 1's key recorded under host 0's address: what a reinstalled node looks like.
   std::ifstream in(tb_->paths().known_hosts);
   std::string line, other;
@@ -187,7 +176,7 @@ std::string Slurp(const fs::path& p) {
 // libssh 0.10 reads a host whose line it cannot parse as "not found", so accept-new used to
 // append the presented key, changed or not (issue #12, item 4).
 TEST_F(SshE2e, AnUnreadableKnownHostsLineRefusesEvenWithAcceptNew) {
-  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  if (!Bring(2)) return;
   const testbed::Host& h0 = tb_->hosts()[0];
   const testbed::Host& h1 = tb_->hosts()[1];
   std::string other = KeyPartOf(tb_->paths().known_hosts, h1.address);
@@ -209,7 +198,7 @@ TEST_F(SshE2e, AnUnreadableKnownHostsLineRefusesEvenWithAcceptNew) {
 }
 
 TEST_F(SshE2e, ARevokedHostKeyIsRefusedAndNeverRecorded) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   const testbed::Host& h = tb_->hosts()[0];
   std::string own = KeyPartOf(tb_->paths().known_hosts, h.address);
   ASSERT_FALSE(own.empty());
@@ -232,7 +221,7 @@ TEST_F(SshE2e, ARevokedHostKeyIsRefusedAndNeverRecorded) {
 }
 
 TEST_F(SshE2e, AWildcardOrHashedLineWithAnotherKeyIsAChangeNotANewHost) {
-  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  if (!Bring(2)) return;
   const testbed::Host& h0 = tb_->hosts()[0];
   std::string other = KeyPartOf(tb_->paths().known_hosts, tb_->hosts()[1].address);
   ASSERT_FALSE(other.empty());
@@ -262,7 +251,7 @@ TEST_F(SshE2e, AWildcardOrHashedLineWithAnotherKeyIsAChangeNotANewHost) {
 // OpenSSL prompts for a PEM key's passphrase on the terminal when libssh gives it no callback
 // (issue #12, item 5); now the key is skipped and the message says what to do.
 TEST_F(SshE2e, AnEncryptedKeyIsNeverPromptedFor) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   std::string key = tb_->paths().dir + "/encrypted";
   auto gen = testbed::RunCommand({"ssh-keygen", "-q", "-m", "PEM", "-t", "rsa", "-b", "2048", "-N", "a passphrase",
                                   "-f", key});
@@ -297,7 +286,7 @@ TEST_F(SshE2e, AnEncryptedKeyIsNeverPromptedFor) {
 }
 
 TEST_F(SshE2e, AnUnknownKeyIsRefusedAuthentication) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   std::string key = tb_->paths().dir + "/stranger";
   auto gen = testbed::RunCommand({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key});
   ASSERT_TRUE(gen.ok() && gen->exit_code == 0);
@@ -323,7 +312,7 @@ TEST_F(SshE2e, AnUnknownKeyIsRefusedAuthentication) {
 }
 
 TEST_F(SshE2e, UploadReplacesAtomicallyWithModeAndOwner) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   UploadOptions o;
@@ -347,7 +336,7 @@ TEST_F(SshE2e, UploadReplacesAtomicallyWithModeAndOwner) {
 }
 
 TEST_F(SshE2e, AFailedUploadLeavesTheOldFileAndNoTemporary) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   ASSERT_TRUE(s->Upload("old\n", "/etc/gpuforge-keep.conf", {}).ok());
@@ -368,7 +357,7 @@ TEST_F(SshE2e, AFailedUploadLeavesTheOldFileAndNoTemporary) {
 // `mv -f TMP PATH` with a directory planted at PATH moves the file into it and succeeds: the
 // upload reported written what no consumer reads (issue #12, item 12). Over SFTP and through sudo.
 TEST_F(SshE2e, AnUploadNeverLandsInsideADirectoryPlantedAtItsPath) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto root = Connect(0);
   auto user = Connect(0, "gpuforge");
   ASSERT_TRUE(root && user);
@@ -387,7 +376,7 @@ TEST_F(SshE2e, AnUploadNeverLandsInsideADirectoryPlantedAtItsPath) {
 }
 
 TEST_F(SshE2e, ANonRootUserWritesUnderEtcThroughSudo) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0, "gpuforge");
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->Upload("x\n", "/etc/nccl.conf", {}).ok()) << "the plain user should not write /etc";
@@ -401,7 +390,7 @@ TEST_F(SshE2e, ANonRootUserWritesUnderEtcThroughSudo) {
 }
 
 TEST_F(SshE2e, ACommandThatNeverEndsIsStoppedOnTheNode) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   ExecOptions o;
@@ -421,7 +410,7 @@ TEST_F(SshE2e, ACommandThatNeverEndsIsStoppedOnTheNode) {
 // Under sudo (Debian's sudoers has use_pty) the command runs in a session of its own, outside
 // the login shell's process group; the stop must find it through the process tree.
 TEST_F(SshE2e, ATimedOutSudoCommandIsStoppedToo) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0, "gpuforge");
   ASSERT_TRUE(s);
   ExecOptions o;
@@ -435,7 +424,7 @@ TEST_F(SshE2e, ATimedOutSudoCommandIsStoppedToo) {
 }
 
 TEST_F(SshE2e, OutputOverTheCapStopsTheCommand) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   ExecOptions o;
@@ -450,7 +439,7 @@ TEST_F(SshE2e, OutputOverTheCapStopsTheCommand) {
 }
 
 TEST_F(SshE2e, CancelStopsARunningCommand) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   auto s = Connect(0);
   ASSERT_TRUE(s);
   std::atomic<bool> cancel{false};
@@ -469,7 +458,7 @@ TEST_F(SshE2e, CancelStopsARunningCommand) {
 // Every fault ends in a clear per-host error within its timeout while the other hosts
 // complete: host down, a host that accepts TCP and never answers, a command that never ends.
 TEST_F(SshE2e, FaultsStayWithTheirHost) {
-  ASSERT_NO_FATAL_FAILURE(Bring(4));
+  if (!Bring(4)) return;
   ASSERT_TRUE(tb_->StopHost(1).ok());
   ASSERT_TRUE(tb_->HangHost(2).ok());
   std::vector<Target> targets;
@@ -508,7 +497,7 @@ TEST_F(SshE2e, FaultsStayWithTheirHost) {
 // vanish and nothing answers): that host ends at its timeout with the process unconfirmed,
 // the others finish.
 TEST_F(SshE2e, ALinkCutMidCommandEndsAtTheTimeout) {
-  ASSERT_NO_FATAL_FAILURE(Bring(3, /*netns=*/true));
+  if (!Bring(3, /*netns=*/true)) return;
   std::vector<Target> targets;
   for (std::size_t i = 0; i < 3; ++i) targets.push_back(TargetOf(i));
   auto ssh = MakeSshConnector(Options());
@@ -537,7 +526,7 @@ TEST_F(SshE2e, ALinkCutMidCommandEndsAtTheTimeout) {
 
 // What the inventory leaves unset comes from the ssh config's Host block for the node's name.
 TEST_F(SshE2e, SshConfigFillsWhatTheInventoryLeavesUnset) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   const testbed::Host& h = tb_->hosts()[0];
   std::string config = tb_->paths().dir + "/alias_config";
   std::ofstream(config) << fmt::format("Host alias-node\n  HostName {}\n  Port {}\n  User gpuforge\n  IdentityFile {}\n",
@@ -569,7 +558,7 @@ TEST_F(SshE2e, SshConfigFillsWhatTheInventoryLeavesUnset) {
 }
 
 TEST_F(SshE2e, TheKeyCanComeFromSshAgent) {
-  ASSERT_NO_FATAL_FAILURE(Bring(1));
+  if (!Bring(1)) return;
   std::string sock = tb_->paths().dir + "/agent.sock";
   auto agent = testbed::RunCommand({"ssh-agent", "-a", sock, "-s"});
   ASSERT_TRUE(agent.ok() && agent->exit_code == 0);
@@ -598,7 +587,7 @@ TEST_F(SshE2e, TheKeyCanComeFromSshAgent) {
 // The jump host carries the connection (OpenSSH's ssh -W on this machine); a jump host that
 // does not answer makes the node unreachable, which shows the jump is really used.
 TEST_F(SshE2e, AJumpHostCarriesTheConnection) {
-  ASSERT_NO_FATAL_FAILURE(Bring(2));
+  if (!Bring(2)) return;
   Target t = TargetOf(1);
   const testbed::Host& j = tb_->hosts()[0];
   t.jump = Endpoint{j.address, j.port, "root"};
@@ -617,56 +606,38 @@ TEST_F(SshE2e, AJumpHostCarriesTheConnection) {
 
 // gpuforge run and facts as a user runs them, on the testbed's own inventory.
 TEST_F(SshE2e, RunFoldsIdenticalOutputAndReportsFailures) {
-  ASSERT_NO_FATAL_FAILURE(Bring(3));
+  if (!Bring(3)) return;
   ASSERT_TRUE(tb_->StopHost(2).ok());
-  std::string cmd = fmt::format("{} run {} --known-hosts {} --ssh-config none --color never -- 'echo same; hostname >&2' 2>&1",
-                                GPUFORGE_BINARY, tb_->paths().inventory, tb_->paths().known_hosts);
-  auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->exit_code, 1) << r->output;
+  testbed::CommandOutput r = Gpuforge("run " + tb_->paths().inventory, "-- 'echo same; hostname >&2'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   const auto& h = tb_->hosts();
-  EXPECT_NE(r->output.find(fmt::format("---------------\n{} (1)\n---------------\nsame\nstderr:\n{}\n", h[0].name, h[0].name)),
+  EXPECT_NE(r.output.find(fmt::format("---------------\n{} (1)\n---------------\nsame\nstderr:\n{}\n", h[0].name, h[0].name)),
             std::string::npos)
-      << r->output;
-  EXPECT_NE(r->output.find(fmt::format("{} (1)\n---------------\nunreachable: cannot connect to root@{}:{}: Connection refused\n",
+      << r.output;
+  EXPECT_NE(r.output.find(fmt::format("{} (1)\n---------------\nunreachable: cannot connect to root@{}:{}: Connection refused\n",
                                        h[2].name, h[2].address, h[2].port)),
             std::string::npos)
-      << r->output;
-  EXPECT_NE(r->output.find("run: 2 ok, 0 failed, 1 unreachable, 3 nodes in "), std::string::npos) << r->output;
+      << r.output;
+  EXPECT_NE(r.output.find("run: 2 ok, 0 failed, 1 unreachable, 3 nodes in "), std::string::npos) << r.output;
 
-  std::string same = fmt::format("{} run {} --nodes {} --known-hosts {} --ssh-config none --color never -- echo same",
-                                 GPUFORGE_BINARY, tb_->paths().inventory, h[0].name + "," + h[1].name,
-                                 tb_->paths().known_hosts);
-  auto folded = testbed::RunCommand({"/bin/sh", "-c", same});
-  ASSERT_TRUE(folded.ok());
-  EXPECT_EQ(folded->exit_code, 0) << folded->output;
-  EXPECT_NE(folded->output.find("tb[01-02] (2)\n---------------\nsame\n"), std::string::npos) << folded->output;
+  testbed::CommandOutput folded =
+      Gpuforge(fmt::format("run {} --nodes {}", tb_->paths().inventory, h[0].name + "," + h[1].name), "-- echo same");
+  EXPECT_EQ(folded.exit_code, 0) << folded.output;
+  EXPECT_NE(folded.output.find("tb[01-02] (2)\n---------------\nsame\n"), std::string::npos) << folded.output;
 }
 
 TEST_F(SshE2e, FactsCheckGathersTheStandInGpuAndReportsDrift) {
-  std::string why;
-  if (!testbed::Available(&why)) GTEST_SKIP() << why;
-  testbed::Options o;
-  o.hosts = 2;
   // STAND-IN: the hosts' nvidia-smi prints outputs recorded on one real H200 machine.
-  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-  ASSERT_TRUE(tb.ok()) << tb.error().message;
-  tb_.emplace(std::move(*tb));
+  if (!Bring(testbed::WithStandInGpu(2))) return;
   // The inventory says two GPUs per node; the stand-in shows one: drift every machine has.
-  std::ifstream in(tb_->paths().inventory);
-  std::string inventory((std::istreambuf_iterator<char>(in)), {});
+  std::string inventory = Inventory();
   const std::string one = "gpus: {model: H200, count: 1}";
   ASSERT_NE(inventory.find(one), std::string::npos) << inventory;
   inventory.replace(inventory.find(one), one.size(), "gpus: {model: H200, count: 2}");
-  std::string two = tb_->paths().dir + "/two-gpus.yaml";
-  std::ofstream(two) << inventory;
-  std::string cmd = fmt::format("{} facts {} --check --format json --known-hosts {} --ssh-config none 2>/dev/null",
-                                GPUFORGE_BINARY, two, tb_->paths().known_hosts);
-  auto r = testbed::RunCommand({"/bin/sh", "-c", cmd});
-  ASSERT_TRUE(r.ok());
-  nlohmann::json j = nlohmann::json::parse(r->output, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r->output;
+  const std::string two = WriteFile("two-gpus.yaml", inventory);
+  testbed::CommandOutput r = Gpuforge("facts " + two + " --check --format json", "", testbed::Stderr::kDropped);
+  nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
   ASSERT_EQ(j["nodes"].size(), 2u);
   for (const auto& n : j["nodes"]) {
     ASSERT_EQ(n["gpus"].size(), 1u) << n.dump();
@@ -674,7 +645,7 @@ TEST_F(SshE2e, FactsCheckGathersTheStandInGpuAndReportsDrift) {
     EXPECT_EQ(n["gpus"][0]["pci_bus_id"], "0000:00:06.0");
     EXPECT_EQ(n["driver_cuda_version"], "13.0");
   }
-  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   int count_drift = 0;
   for (const auto& d : j["drift"]) {
     if (d["code"] == "gpu.count") {

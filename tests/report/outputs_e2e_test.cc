@@ -9,11 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 
 #include "report/consumers.h"
-#include "testbed/testbed.h"
+#include "testbed/fixture.h"
 
 namespace gpuforge::report {
 namespace {
@@ -22,45 +21,33 @@ using gpuforge::testing::Have;
 using gpuforge::testing::Ran;
 using gpuforge::testing::Sh;
 
-TEST(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
-  std::string why;
-  if (!testbed::Available(&why)) GTEST_SKIP() << why;
-  testbed::Options o;
-  o.hosts = 2;
-  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-  ASSERT_TRUE(tb.ok()) << tb.error().message;
-  for (std::size_t i = 0; i < 2; ++i) {
-    auto r = testbed::RunCommand(tb->SshArgv(i, "root", "mkdir -p /var/tmp/gpuforge-outputs"));
-    ASSERT_TRUE(r.ok() && r->exit_code == 0);
-  }
-  std::ifstream in(tb->paths().inventory);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string inv = ss.str();
+class ReportOutputsE2e : public testbed::TestbedTest {};
+
+TEST_F(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
+  if (!Bring(testbed::WithStandInGpu(2))) return;
+  for (std::size_t i = 0; i < 2; ++i) Out(i, "mkdir -p /var/tmp/gpuforge-outputs");
+  std::string inv = Inventory();
   const std::string net = "testbed: {role: compute,";
   ASSERT_NE(inv.find(net), std::string::npos) << inv;
   inv.replace(inv.find(net), net.size(), "testbed: {role: control,");
   inv += "\nstorage:\n  tiers:\n    - {name: scratch, kind: local-nvme, role: hot, read_bandwidth: 1GB/s, "
          "mount: /var/tmp/gpuforge-outputs}\n"
          "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n";
-  const std::string dir = tb->paths().dir;
-  const std::string path = dir + "/outputs.yaml";
-  std::ofstream(path, std::ios::trunc) << inv;
+  const std::string dir = tb_->paths().dir;
+  const std::string path = WriteFile("outputs.yaml", inv);
   auto validate = [&](const std::string& args) {
-    return Sh(fmt::format("{} validate {} --known-hosts {} --ssh-config none --color never --retries 1 "
-                          "--checks storage.read,tcp --param storage.read.size=8MiB --param storage.read.threads=2 "
-                          "--param tcp.bandwidth.bytes=32MiB {} </dev/null",
-                          GPUFORGE_BINARY, path, tb->paths().known_hosts, args));
+    return Gpuforge(fmt::format("validate {} --retries 1 --checks storage.read,tcp --param storage.read.size=8MiB "
+                                "--param storage.read.threads=2 --param tcp.bandwidth.bytes=32MiB {}",
+                                path, args));
   };
   const std::string junit = dir + "/validate.xml", prom = dir + "/textfile/gpuforge.prom", saved = dir + "/results";
   const std::string html = dir + "/acceptance.html";
   // An unwritable report path is a usage error before any node is touched.
-  Ran refused = validate("--report /proc/gpuforge/acceptance.html");
-  EXPECT_EQ(refused.code, 2) << refused.out;
-  EXPECT_NE(refused.out.find("--report /proc/gpuforge/acceptance.html"), std::string::npos) << refused.out;
-  Ran run = validate(fmt::format("--junit {} --prometheus {} --save-results {} --report {}", junit, prom, saved, html));
-  ASSERT_EQ(run.code, 0) << run.out;
+  testbed::CommandOutput refused = validate("--report /proc/gpuforge/acceptance.html");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--report /proc/gpuforge/acceptance.html"), std::string::npos) << refused.output;
+  testbed::CommandOutput run = validate(fmt::format("--junit {} --prometheus {} --save-results {} --report {}", junit, prom, saved, html));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
   {
     // The acceptance report of a real run: both nodes, the storage bars, the TCP pair's cell
     // and each test case's own time in the JUnit.
@@ -77,7 +64,7 @@ TEST(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
     js << jin.rdbuf();
     EXPECT_NE(js.str().find("classname=\"gpuforge.validate.tcp.bandwidth\" time=\""), std::string::npos) << js.str();
   }
-  EXPECT_NE(run.out.find("PASS  tcp.bandwidth"), std::string::npos) << run.out;
+  EXPECT_NE(run.output.find("PASS  tcp.bandwidth"), std::string::npos) << run.output;
   if (Have("xmllint")) {
     Ran ok = Sh(fmt::format("xmllint --noout --schema '{}/report/junit-10.xsd' '{}'", GPUFORGE_TEST_DATA_DIR, junit));
     EXPECT_EQ(ok.code, 0) << ok.out;
@@ -102,11 +89,11 @@ TEST(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline) {
   ASSERT_EQ(files.size(), 1u);
   // The same run as its own baseline, with a tolerance no noise reaches: nothing regressed.
   run = validate(fmt::format("--baseline {} --baseline-tolerance 99 --format json", files[0].string()));
-  EXPECT_EQ(run.code, 0) << run.out;
-  nlohmann::json j = nlohmann::json::parse(run.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << run.out;
-  EXPECT_GE(j["baseline"]["changes"].size(), 3u) << run.out;
-  EXPECT_EQ(j["baseline"]["regressions"], 0) << run.out;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << run.output;
+  EXPECT_GE(j["baseline"]["changes"].size(), 3u) << run.output;
+  EXPECT_EQ(j["baseline"]["regressions"], 0) << run.output;
 }
 
 }  // namespace

@@ -6,46 +6,21 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "testbed/fixture.h"
 #include "testbed/standins.h"
-#include "testbed/testbed.h"
 
 namespace gpuforge::testbed {
 namespace {
 
 // ---- the tests -------------------------------------------------------------------------------
 
-class StandinsE2e : public ::testing::Test {
+class StandinsE2e : public TestbedTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!Available(&why)) return;
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        fmt::format("{}/gpuforge-standins-XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      repo_error_ = fmt::format("mkdtemp {} failed", pattern);
-      return;
-    }
-    temp_dir_ = pattern;
-    repo_dir_ = pattern + "/repo";
-    // Built once for the suite: dpkg-deb for eleven packages takes seconds.
-    Status built = BuildRepo(repo_dir_, kPackages);
-    if (!built.ok()) repo_error_ = built.error().message;
-  }
-
-  static void TearDownTestSuite() {
-    if (!temp_dir_.empty()) RunCommand({"rm", "-rf", temp_dir_});
-    temp_dir_.clear();
-  }
-
   void SetUp() override {
     std::string why;
     if (!Available(&why)) GTEST_SKIP() << why;
@@ -55,34 +30,16 @@ class StandinsE2e : public ::testing::Test {
         GTEST_SKIP() << tool << " is not installed (dpkg-scanpackages comes with dpkg-dev)";
       }
     }
-    ASSERT_EQ(repo_error_, "");
-    Options o;
-    o.hosts = 2;
-    Result<Testbed> tb = Testbed::Start(o);
-    ASSERT_TRUE(tb.ok()) << tb.error().message;
-    tb_.emplace(std::move(*tb));
+    Result<std::string> repo = StandinRepo();
+    ASSERT_TRUE(repo.ok()) << repo.error().message;
+    repo_dir_ = *repo;
+    if (!Bring(2)) return;
     // Host 0 gets the stand-ins; host 1 stays as the testbed made it.
     Status installed = InstallStandins(*tb_, 0);
     ASSERT_TRUE(installed.ok()) << installed.error().message;
   }
 
-  CommandOutput Ssh(std::size_t i, const std::string& command) {
-    Result<CommandOutput> r = RunCommand(tb_->SshArgv(i, "root", "{ " + command + "\n} 2>&1"));
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? *r : CommandOutput{-1, ""};
-  }
-
-  // The output of `command` on host i, which must succeed.
-  std::string Out(std::size_t i, const std::string& command) {
-    CommandOutput r = Ssh(i, command);
-    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
-    return r.output;
-  }
-
-  inline static std::string temp_dir_;    // this machine's; holds repo_dir_
-  inline static std::string repo_dir_;    // the stand-in repository (kPackages)
-  inline static std::string repo_error_;  // why it could not be built
-  std::optional<Testbed> tb_;
+  std::string repo_dir_;  // the stand-in repository (kPackages) on this machine
 };
 
 TEST_F(StandinsE2e, StandinsShadowTheRealToolsForRootAndThroughSudoOnTheirHostOnly) {

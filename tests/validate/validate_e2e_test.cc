@@ -15,30 +15,17 @@
 #include <sstream>
 
 #include "gpuforge/validate/agent.h"
-#include "testbed/testbed.h"
+#include "testbed/fixture.h"
 
 namespace gpuforge::validate {
 namespace {
 
-class ValidateE2e : public ::testing::Test {
+class ValidateE2e : public testbed::TestbedTest {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!testbed::Available(&why)) GTEST_SKIP() << why;
-    testbed::Options o;
-    o.hosts = 2;
-    o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-    ASSERT_TRUE(tb.ok()) << tb.error().message;
-    tb_.emplace(std::move(*tb));
-    for (std::size_t i = 0; i < 2; ++i) {
-      auto r = testbed::RunCommand(tb_->SshArgv(i, "root", "mkdir -p /var/tmp/gpuforge-validate"));
-      ASSERT_TRUE(r.ok() && r->exit_code == 0);
-    }
-    std::ifstream in(tb_->paths().inventory);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    base_ = ss.str();
+    if (!Bring(testbed::WithStandInGpu(2))) return;
+    for (std::size_t i = 0; i < 2; ++i) Out(i, "mkdir -p /var/tmp/gpuforge-validate");
+    base_ = Inventory();
     // The hosts' network carries control traffic (so tcp.bandwidth pairs them), a storage tier
     // lives on each host's disk, and a small workload gives the checkpoint a size.
     const std::string net = "testbed: {role: compute,";
@@ -54,21 +41,15 @@ workload: {params: 100M, precision: bf16, optimizer: adam, parallelism: {data: 2
   }
 
   testbed::CommandOutput Validate(const std::string& thresholds, const std::string& args) {
-    const std::string path = tb_->paths().dir + "/validate.yaml";
-    std::ofstream(path, std::ios::trunc) << base_ << thresholds;
+    const std::string path = WriteFile("validate.yaml", base_ + thresholds);
     // Small sizes: the storage checks measure a few MiB here, not the page-cache-proof default.
-    std::string cmd = fmt::format(
-        "{} validate {} --known-hosts {} --ssh-config none --color never --retries 1 "
+    return Gpuforge(fmt::format(
+        "validate {} --retries 1 "
         "--param storage.read.size=8MiB --param storage.read.threads=2 --param storage.checkpoint.size=8MiB "
-        "--param storage.metadata.files=50 --param storage.metadata.latency_ops=20 --param tcp.bandwidth.bytes=32MiB {} "
-        "2>&1 </dev/null",
-        GPUFORGE_BINARY, path, tb_->paths().known_hosts, args);
-    auto r = testbed::RunCommand({"/bin/sh", "-c", cmd}, std::chrono::seconds(600));
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? *r : testbed::CommandOutput{-1, ""};
+        "--param storage.metadata.files=50 --param storage.metadata.latency_ops=20 --param tcp.bandwidth.bytes=32MiB {}",
+        path, args));
   }
 
-  std::optional<testbed::Testbed> tb_;
   std::string base_;
 };
 
@@ -89,29 +70,21 @@ TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
   ASSERT_TRUE(sum.ok() && sum->exit_code == 0);
   const std::string pushed = "/var/lib/gpuforge/agent/gpuforge-agent-" + sum->output.substr(0, 64);
   // Gone when the run ended: nothing validate pushed is left on the node to trust later.
-  auto r = testbed::RunCommand(tb_->SshArgv(0, "root", "ls -A /var/lib/gpuforge 2>/dev/null | grep -c agent; true"));
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->output, "0\n");
+  EXPECT_EQ(SshOutput(0, "ls -A /var/lib/gpuforge 2>/dev/null | grep -c agent; true"), "0\n");
 
   // While a run uses it, it is root's, in a root-only directory: the guard in front of every
   // exec refuses a copy another user owns, with exit 126, whatever its bytes.
-  r = testbed::RunCommand(tb_->SshArgv(0, "root",
-                                       "mkdir -p /var/lib/gpuforge/agent && cp " + agent + " " + pushed +
-                                           " && chown gpuforge " + pushed));
-  ASSERT_TRUE(r.ok() && r->exit_code == 0) << r->output;
+  Out(0, "mkdir -p /var/lib/gpuforge/agent && cp " + agent + " " + pushed + " && chown gpuforge " + pushed);
   PlannedRun probe;
   probe.probe = "storage.read";
-  r = testbed::RunCommand(tb_->SshArgv(0, "root", VerifiedAgentCommand({pushed, sum->output.substr(0, 64)}, probe, 30)));
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->exit_code, 126) << r->output;
-  EXPECT_NE(r->output.find("refusing to run the agent " + pushed), std::string::npos) << r->output;
+  testbed::CommandOutput r = Ssh(0, VerifiedAgentCommand({pushed, sum->output.substr(0, 64)}, probe, 30));
+  EXPECT_EQ(r.exit_code, 126) << r.output;
+  EXPECT_NE(r.output.find("refusing to run the agent " + pushed), std::string::npos) << r.output;
   // validate itself replaces such a copy with its own, and the checks still pass.
   out = Validate(easy, "--checks storage");
   EXPECT_EQ(out.exit_code, 0) << out.output;
   // The storage probes cleaned up after themselves.
-  auto left = testbed::RunCommand(tb_->SshArgv(1, "root", "ls -A /var/tmp/gpuforge-validate | wc -l"));
-  ASSERT_TRUE(left.ok());
-  EXPECT_EQ(left->output, "0\n");
+  EXPECT_EQ(SshOutput(1, "ls -A /var/tmp/gpuforge-validate | wc -l"), "0\n");
 }
 
 // The test hosts have no GPU driver: every GPU check runs the agent there and says SKIP with the

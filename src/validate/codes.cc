@@ -66,6 +66,7 @@ constexpr auto kCodes = std::to_array<CodeInfo>({
      "", "no_rdma_nic"},
     {"rdma.no_pair", State::kSkip, "left out: fewer than two selected nodes have InfiniBand or RoCE compute NICs",
      "", "no_rdma_pair"},
+    {"tcp.no_pair", State::kSkip, "left out: fewer than two selected nodes share a storage or control network", ""},
     {"storage.no_mount", State::kSkip, "left out: no storage tier in the inventory names a mount (with checkpoints: true, for storage.checkpoint)",
      "", "no_storage_mount"},
     {"storage.no_workload", State::kSkip, "the inventory has no workload, so there is no checkpoint size to time",

@@ -111,6 +111,7 @@ void PlanCheckpoint(const PlanContext& ctx, const CheckInfo& check, ValidatePlan
 // the nodes share; the server side is the peer.
 void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {
   const model::Cluster& c = ctx.cluster;
+  bool paired = false;
   for (const model::Network& net : c.networks) {
     if (net.role != model::NetRole::kStorage && net.role != model::NetRole::kControl) continue;
     std::vector<const model::Node*> on;
@@ -123,6 +124,7 @@ void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& 
       }
     }
     if (on.size() < 2) continue;
+    paired = true;
     for (std::size_t i = 0; i < on.size(); ++i) {
       const model::Node* peer = on[(i + 1) % on.size()];
       if (on.size() == 2 && i == 1) break;  // two nodes: one pair
@@ -136,6 +138,12 @@ void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& 
       r.peer_params = {{"role", "server"}, {"port", "0"}};
       plan.runs.push_back(std::move(r));
     }
+  }
+  // One node (validate --local, or --nodes naming one): said, as rdma.no_pair is, never a
+  // silent absence. A loopback pair would pass without the NIC carrying a byte.
+  if (!paired) {
+    LeaveOut(plan, check, ctx.nodes.empty() ? "-" : ctx.nodes.front(), "tcp.no_pair",
+             "fewer than two selected nodes share a storage or control network");
   }
 }
 

@@ -13,40 +13,30 @@
 #include <sstream>
 
 #include "report/consumers.h"
-#include "testbed/testbed.h"
+#include "testbed/fixture.h"
 
 namespace gpuforge::facts {
 namespace {
 
 using gpuforge::testing::Ran;
 using gpuforge::testing::Sh;
+using FactsSavedE2e = testbed::TestbedTest;
 
-TEST(FactsSavedE2e, FactsSaveThenRenderFactsUsesWhatTheNodeMeasured) {
-  std::string why;
-  if (!testbed::Available(&why)) GTEST_SKIP() << why;
-  testbed::Options o;
-  o.hosts = 1;
-  o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-  Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-  ASSERT_TRUE(tb.ok()) << tb.error().message;
-  std::ifstream in(tb->paths().inventory);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string inv = ss.str();
+TEST_F(FactsSavedE2e, FactsSaveThenRenderFactsUsesWhatTheNodeMeasured) {
+  if (!Bring(testbed::WithStandInGpu(1))) return;
+  std::string inv = Inventory();
   const std::string nccl = "nccl: {version: \"2.28.9\"}";
   ASSERT_NE(inv.find(nccl), std::string::npos) << inv;
   inv.replace(inv.find(nccl), nccl.size(), "nccl: {version: \"2.28.9\", topo_file: /etc/nccl-topology.xml}");
-  const std::string dir = tb->paths().dir;
-  const std::string path = dir + "/saved.yaml";
-  std::ofstream(path, std::ios::trunc) << inv;
+  const std::string path = WriteFile("saved.yaml", inv);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
   const std::string saved = dir + "/facts";
 
-  Ran facts = Sh(fmt::format("{} facts {} --known-hosts {} --ssh-config none --color never --save {} </dev/null",
-                             GPUFORGE_BINARY, path, tb->paths().known_hosts, saved));
-  ASSERT_EQ(facts.code, 0) << facts.out;
-  EXPECT_NE(facts.out.find("facts: saved 1 node in " + saved), std::string::npos) << facts.out;
+  testbed::CommandOutput facts = Gpuforge(fmt::format("facts {} --save {}", path, saved));
+  ASSERT_EQ(facts.exit_code, 0) << facts.output;
+  EXPECT_NE(facts.output.find("facts: saved 1 node in " + saved), std::string::npos) << facts.output;
   const std::string file = saved + "/tb01.facts";
-  ASSERT_TRUE(std::filesystem::is_regular_file(file)) << facts.out;
+  ASSERT_TRUE(std::filesystem::is_regular_file(file)) << facts.output;
   std::ifstream fin(file);
   std::stringstream fs;
   fs << fin.rdbuf();

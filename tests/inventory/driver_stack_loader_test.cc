@@ -37,16 +37,16 @@ TEST(LoaderDriverStack, KeysLoad) {
 TEST(LoaderDriverStack, BadValuesNameTheirPlace) {
   LoadOutcome g = WithLine("  rdma: {", "  rdma: {kind: doca-ofed, gpudirect: dmabuf}");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.FormatDiagnostics().find("h200.yaml:119:"), std::string::npos) << g.FormatDiagnostics();
+  EXPECT_NE(g.FormatDiagnostics().find("h200.yaml:126:"), std::string::npos) << g.FormatDiagnostics();
   EXPECT_NE(g.FormatDiagnostics().find("dma-buf"), std::string::npos) << g.FormatDiagnostics();
   LoadOutcome m = WithLine("  os: {",
                            "  os: {distro: ubuntu, version: \"24.04\", memlock_group: \"a b\"}");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.FormatDiagnostics().find("h200.yaml:108:"), std::string::npos) << m.FormatDiagnostics();
+  EXPECT_NE(m.FormatDiagnostics().find("h200.yaml:115:"), std::string::npos) << m.FormatDiagnostics();
   EXPECT_NE(m.FormatDiagnostics().find("memlock_group"), std::string::npos) << m.FormatDiagnostics();
   LoadOutcome k = WithLine("  driver: {", "  driver: {branch: \"580\", kernel_modules: opne}");
   ASSERT_FALSE(k.ok());
-  EXPECT_NE(k.FormatDiagnostics().find("h200.yaml:109:"), std::string::npos) << k.FormatDiagnostics();
+  EXPECT_NE(k.FormatDiagnostics().find("h200.yaml:116:"), std::string::npos) << k.FormatDiagnostics();
 }
 
 }  // namespace

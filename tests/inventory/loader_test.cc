@@ -59,9 +59,9 @@ TEST_F(LoaderExample, NodesAndGpus) {
     names.push_back(n.name);
     addrs.push_back(n.address);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"head01", "login01", "gpu001", "gpu002", "gpu003", "gpu004"}));
-  EXPECT_EQ(addrs, (std::vector<std::string>{"198.18.0.10", "198.18.0.15", "198.18.0.11", "198.18.0.12", "198.18.0.13",
-                                             "198.18.0.14"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"head01", "gpu001", "gpu002", "gpu003", "gpu004", "login01"}));
+  EXPECT_EQ(addrs, (std::vector<std::string>{"198.18.0.10", "198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14",
+                                             "198.18.0.15"}));
   EXPECT_EQ(c().nodes[0].role, model::NodeRole::kController);
   EXPECT_EQ(c().nodes[0].profile, "head");
   EXPECT_EQ(c().nodes[1].role, model::NodeRole::kCompute);
@@ -69,6 +69,8 @@ TEST_F(LoaderExample, NodesAndGpus) {
   EXPECT_EQ(c().nodes[1].groups, (std::vector<std::string>{"train"}));
   EXPECT_EQ(c().nodes[0].where.line, 65);
   EXPECT_EQ(c().nodes[4].where.line, 70);
+  EXPECT_EQ(c().nodes[5].role, model::NodeRole::kLogin);
+  EXPECT_EQ(c().nodes[5].where.line, 77);
   EXPECT_EQ(c().ComputeNodes().size(), 4u);
 }
 
@@ -162,8 +164,8 @@ TEST_F(LoaderExample, LinksZipBothSides) {
   EXPECT_EQ(c().links[32].b.ToString(), "spine1:1");
   EXPECT_EQ(c().links[63].a.ToString(), "leaf4:40");
   EXPECT_EQ(c().links[63].b.ToString(), "spine1:32");
-  EXPECT_EQ(c().links[0].where.line, 88);
-  EXPECT_EQ(c().links[63].where.line, 95);
+  EXPECT_EQ(c().links[0].where.line, 95);
+  EXPECT_EQ(c().links[63].where.line, 102);
 }
 
 TEST_F(LoaderExample, SwitchesAndNetworks) {
@@ -198,7 +200,7 @@ TEST_F(LoaderExample, RacksZippedWithNodes) {
   EXPECT_EQ(c().racks[0].cooling, model::Cooling::kLiquid);
   std::vector<std::string> racks;
   for (const auto& n : c().nodes) racks.push_back(n.rack);
-  EXPECT_EQ(racks, (std::vector<std::string>{"r01", "r01", "r01", "r02", "r02"}));
+  EXPECT_EQ(racks, (std::vector<std::string>{"r01", "r01", "r01", "r02", "r02", "r01"}));
   EXPECT_EQ(c().site.rack_power_limit_w, 40000);
   EXPECT_EQ(c().site.cooling, model::Cooling::kLiquid);
   EXPECT_DOUBLE_EQ(c().site.pue, 1.3);

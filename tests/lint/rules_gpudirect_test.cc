@@ -50,7 +50,7 @@ TEST(LintGpuDirect, PeermemWithoutThePeerMemoryApiIsAnErrorAtSoftwareRdma) {
             "software.rdma.kind is rdma-core: set it to doca-ofed, or use DMA-BUF (open kernel modules of branch 515 "
             "or later on Linux 5.12 or later)");
   EXPECT_EQ(f[0].where.file, "h200.yaml");
-  EXPECT_EQ(f[0].where.line, 119) << "software.rdma's line";
+  EXPECT_EQ(f[0].where.line, 126) << "software.rdma's line";
   EXPECT_GT(f[0].where.col, 0);
 }
 

@@ -200,7 +200,7 @@ TEST(OnlinePlan, APendingHandlerIsAChangeWithNothingElseToDo) {
 // cgroup.conf and topology.conf: pin both directions on the examples that have them.
 TEST(OfflinePlan, ShowsTheSlurmFilesRenderWritesAndNoInventedKubeletFile) {
   Example e = Load("h200-ib-32gpu.yaml");
-  const model::Node& n = e.cluster.nodes.back();
+  const model::Node& n = *e.cluster.FindNode("gpu004");
   DesiredNode d = DesiredNodeState(e.cluster, n, DesiredFiles(e.rendered, n.name), AllParts());
   std::set<std::string> files;
   for (const Resource& r : DesiredState(e.cluster, n, d, true)) {

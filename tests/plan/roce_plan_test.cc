@@ -27,10 +27,28 @@ TEST(RocePlan, ImpactAndHandlers) {
   EXPECT_EQ(ImpactFor("/etc/sysctl.d/91-gpuforge-roce.conf").handler, "sysctl --system");
   // Both files changing runs the handler once.
   NodePlan p;
-  p.files.push_back({"/etc/systemd/system/gpuforge-roce.service", Action::kCreate, false, false, false, 0, 0644, "",
-                     unit.impact, std::string(unit.handler), ""});
-  p.files.push_back({"/usr/local/sbin/gpuforge-roce-setup", Action::kChange, true, false, false, 0755, 0755, "root",
-                     script.impact, std::string(script.handler), ""});
+  {
+    FileChange f;
+    f.path = "/etc/systemd/system/gpuforge-roce.service";
+    f.action = Action::kCreate;
+    f.mode_from = 0;
+    f.mode_to = 0644;
+    f.impact = unit.impact;
+    f.handler = std::string(unit.handler);
+    p.files.push_back(std::move(f));
+  }
+  {
+    FileChange f;
+    f.path = "/usr/local/sbin/gpuforge-roce-setup";
+    f.action = Action::kChange;
+    f.content = true;
+    f.mode_from = 0755;
+    f.mode_to = 0755;
+    f.owner_from = "root";
+    f.impact = script.impact;
+    f.handler = std::string(script.handler);
+    p.files.push_back(std::move(f));
+  }
   EXPECT_EQ(p.Handlers(), std::vector<std::string>{std::string(script.handler)});
   EXPECT_EQ(p.WorstImpact(), Impact::kRestart);
 }

@@ -400,10 +400,27 @@ TEST(RenderK8s, KubeletFilesShareOneRestartHandler) {
             "systemctl daemon-reload && systemctl stop kubelet && rm -f /var/lib/kubelet/cpu_manager_state "
             "/var/lib/kubelet/memory_manager_state && systemctl start kubelet");
   plan::NodePlan p;
-  p.files.push_back({kKubelet, plan::Action::kChange, true, false, false, 0644, 0644, "", config.impact,
-                     std::string(config.handler), ""});
-  p.files.push_back({kKubeletUnit, plan::Action::kCreate, false, false, false, 0, 0644, "", unit.impact,
-                     std::string(unit.handler), ""});
+  {
+    plan::FileChange f;
+    f.path = kKubelet;
+    f.action = plan::Action::kChange;
+    f.content = true;
+    f.mode_from = 0644;
+    f.mode_to = 0644;
+    f.impact = config.impact;
+    f.handler = std::string(config.handler);
+    p.files.push_back(std::move(f));
+  }
+  {
+    plan::FileChange f;
+    f.path = kKubeletUnit;
+    f.action = plan::Action::kCreate;
+    f.mode_from = 0;
+    f.mode_to = 0644;
+    f.impact = unit.impact;
+    f.handler = std::string(unit.handler);
+    p.files.push_back(std::move(f));
+  }
   EXPECT_EQ(p.Handlers(), std::vector<std::string>{std::string(config.handler)});
 }
 

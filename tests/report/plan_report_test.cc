@@ -86,8 +86,8 @@ TEST(PlanReport, Offline) {
   EXPECT_EQ(j["lint"], LintJson(c, lint));
   EXPECT_EQ(j["estimates"], EstimateJson(c, est));
   ASSERT_EQ(j["nodes"].size(), classes.size());
-  EXPECT_EQ(j["nodes"][2]["nodes"], "gpu[001-004]");  // after head01 and login01
-  EXPECT_EQ(j["nodes"][2]["resources"][0]["action"], "create");
+  EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");  // after head01, before login01
+  EXPECT_EQ(j["nodes"][1]["resources"][0]["action"], "create");
   EXPECT_EQ(j["summary"].dump(), fmt::format(R"({{"add":{},"change":0,"destroy":0}})", resources));
 }
 

@@ -29,8 +29,14 @@ foreach(line IN LISTS lines)
       math(EXPR suites "${suites} + 1")
     endif()
   elseif(line MATCHES "^  ([A-Za-z0-9_/]+)$" AND NOT suite STREQUAL "")
+    # Taken before the next MATCHES, which overwrites CMAKE_MATCH_1: an empty test name would
+    # be the filter "Suite.", which selects nothing and passes.
+    set(test "${CMAKE_MATCH_1}")
+    if(test STREQUAL "")
+      message(FATAL_ERROR "an empty test name under ${suite} in ${TEST_EXE} --gtest_list_tests")
+    endif()
     if(suite MATCHES "${SLOW_SUITES}")
-      set(name "${suite}.${CMAKE_MATCH_1}")
+      set(name "${suite}.${test}")
       string(APPEND body "add_test([==[${name}]==] [==[${TEST_EXE}]==] [==[--gtest_filter=${name}]==])\n"
         "set_tests_properties([==[${name}]==] PROPERTIES TIMEOUT ${TIMEOUT} LABELS slow COST 1000)\n")
       math(EXPR singles "${singles} + 1")

@@ -40,7 +40,7 @@ class CliOutputs : public ::testing::Test {
     ASSERT_NE(inv.find(mount), std::string::npos);
     std::filesystem::create_directories(dir_ / "scratch");
     inv.replace(inv.find(mount), mount.size(), "mount: " + (dir_ / "scratch"));
-    inv += "\nvalidation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n";
+    inv += "\nvalidation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    storage.metadata.max_p99_latency_ms: 10000\n";
     inventory_ = dir_.Write("lab.yaml", inv);
   }
 

@@ -32,7 +32,8 @@ TEST_F(ReportOutputsE2e, ValidateOverTestHostsWritesJunitPrometheusAndABaseline)
   inv.replace(inv.find(net), net.size(), "testbed: {role: control,");
   inv += "\nstorage:\n  tiers:\n    - {name: scratch, kind: local-nvme, role: hot, read_bandwidth: 1GB/s, "
          "mount: /var/tmp/gpuforge-outputs}\n"
-         "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n";
+         "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n"
+      "    storage.metadata.max_p99_latency_ms: 10000\n";
   const std::string dir = tb_->paths().dir;
   const std::string path = WriteFile("outputs.yaml", inv);
   auto validate = [&](const std::string& args) {

@@ -55,7 +55,8 @@ workload: {params: 100M, precision: bf16, optimizer: adam, parallelism: {data: 2
 
 TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
   const std::string easy =
-      "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n";
+      "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 0.0001\n    tcp.bandwidth.min_fraction: 0.0001\n"
+      "    storage.metadata.max_p99_latency_ms: 10000\n";
   testbed::CommandOutput out = Validate(easy, "--checks storage,tcp");
   EXPECT_EQ(out.exit_code, 0) << out.output;
   for (const char* line : {"PASS  storage.read        /var/tmp/gpuforge-validate",
@@ -140,7 +141,10 @@ TEST_F(ValidateE2e, NcclChecksSkipPerNodeAndPerMemberWithoutADriver) {
 // --local: this machine is the node; no SSH. The agent runs here, from the build.
 TEST_F(ValidateE2e, LocalRunsTheChecksOnThisMachineWithoutSsh) {
   std::filesystem::create_directories("/var/tmp/gpuforge-validate");
-  testbed::CommandOutput out = Validate("", "--local --nodes tb01 --checks storage.metadata --format json");
+  // A mark this machine meets under any load (the guide's 10 ms p99 is a verdict on real storage,
+  // and a busy 2-core CI machine once measured 10.2 ms on its own disk).
+  testbed::CommandOutput out = Validate("validation:\n  thresholds:\n    storage.metadata.max_p99_latency_ms: 10000\n",
+                                        "--local --nodes tb01 --checks storage.metadata --format json");
   EXPECT_EQ(out.exit_code, 0) << out.output;
   nlohmann::json j = nlohmann::json::parse(out.output, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out.output;

@@ -53,9 +53,9 @@ Command RenderCommand() {
                 }
                 opts.nodes = std::move(*names);
               }
-              std::optional<render::MeasuredPci> measured;
+              std::optional<render::Measured> measured;
               if (!o->facts.empty()) {
-                measured = LoadMeasuredPci(ctx, *cluster, o->facts);
+                measured = LoadMeasured(ctx, *cluster, o->facts);
                 if (!measured) return static_cast<int>(kExitUsage);
               }
               Result<render::Output> out =

@@ -44,13 +44,15 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
 // (and a warning for the public example key) and returns nullopt when one cannot be used.
 std::optional<plan::ControllerFiles> LoadControllerFiles(Context& ctx, const model::Cluster& cluster,
                                                          const std::string& inventory);
-// --facts DIR (plan, apply, render): the measured PCI trees saved by `facts --save DIR`, from
-// which alone the NCCL topology file is rendered (#13). Prints the error and returns nullopt
-// when a saved file is damaged; notes nodes without a tree when the inventory asks for a file.
-std::optional<render::MeasuredPci> LoadMeasuredPci(Context& ctx, const model::Cluster& cluster,
+// --facts DIR (plan, apply, render): what `facts --save DIR` kept of each node: its measured PCI
+// tree, from which alone the NCCL topology file is rendered (#13), and its GPUs' minors, from
+// which gres.conf's File= lines are (#14). Prints the error and returns nullopt when a saved
+// file is damaged; notes the nodes that lack what the inventory asks to render.
+std::optional<render::Measured> LoadMeasured(Context& ctx, const model::Cluster& cluster,
                                                    const std::string& facts_dir);
 inline constexpr const char* kFactsDirHelp =
-    "Facts saved by `gpuforge facts --save DIR`: the NCCL topology file is rendered from the PCI tree each node measured";
+    "Facts saved by `gpuforge facts --save DIR`: the NCCL topology file and gres.conf's device files are rendered from "
+    "what each node measured";
 // The agent binary to push (Part::kAgent): gpuforge-agent beside this binary, else itself.
 Result<plan::AgentBinary> LoadAgent();
 // --only: "" is everything; prints the error and returns nullopt for an unknown part.

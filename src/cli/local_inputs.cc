@@ -63,9 +63,9 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
   render::Options ro;
   ro.inventory_label = std::filesystem::path(inventory).filename().string();
   for (const remote::Target& t : targets) ro.nodes.push_back(t.node);
-  std::optional<render::MeasuredPci> measured;
+  std::optional<render::Measured> measured;
   if (!facts_dir.empty()) {
-    measured = LoadMeasuredPci(ctx, cluster, facts_dir);
+    measured = LoadMeasured(ctx, cluster, facts_dir);
     if (!measured) return std::nullopt;
   }
   Result<render::Output> out = measured ? render::Render(cluster, ro, *measured) : render::Render(cluster, ro);
@@ -144,20 +144,33 @@ std::optional<plan::ControllerFiles> LoadControllerFiles(Context& ctx, const mod
   return files;
 }
 
-std::optional<render::MeasuredPci> LoadMeasuredPci(Context& ctx, const model::Cluster& cluster,
-                                                   const std::string& facts_dir) {
-  Result<facts::SavedPci> saved = facts::LoadSavedPci(facts_dir, cluster);
+std::optional<render::Measured> LoadMeasured(Context& ctx, const model::Cluster& cluster,
+                                             const std::string& facts_dir) {
+  Result<facts::SavedMeasured> saved = facts::LoadSavedMeasured(facts_dir, cluster);
   if (!saved.ok()) {
     ctx.Error(saved.error().message);
     return std::nullopt;
   }
-  if (!cluster.software.nccl_topo_file.empty() && ctx.verbosity >= 0) {
-    for (const auto& [node, why] : saved->missing) {
-      ctx.Err(fmt::format("gpuforge: {} {}: no measured PCI tree ({}); its NCCL topology file is not rendered\n",
-                          ctx.err_style.Yellow("note:"), node, why));
+  if (ctx.verbosity >= 0) {
+    const std::string note = ctx.err_style.Yellow("note:");
+    if (!cluster.software.nccl_topo_file.empty()) {
+      for (const auto& [node, why] : saved->missing) {
+        ctx.Err(fmt::format("gpuforge: {} {}: no measured PCI tree ({}); its NCCL topology file is not rendered\n", note,
+                            node, why));
+      }
+    }
+    const model::Scheduler& s = cluster.software.scheduler;
+    if (s.kind == model::SchedulerKind::kSlurm && !s.gres_autodetect_nvml) {
+      for (const auto& [node, why] : saved->gpus_missing) {
+        const model::Node* n = cluster.FindNode(node);
+        if (n == nullptr || cluster.ProfileOf(*n).gpu_count() == 0) continue;
+        ctx.Err(fmt::format("gpuforge: {} {}: no measured GPU minors ({}); its gres.conf File= is assumed from the "
+                            "inventory\n",
+                            note, node, why));
+      }
     }
   }
-  return std::move(saved->trees);
+  return render::Measured{std::move(saved->trees), std::move(saved->gpus)};
 }
 
 Result<plan::AgentBinary> LoadAgent() {

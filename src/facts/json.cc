@@ -110,6 +110,7 @@ J ToJson(const NodeFacts& f) {
                      {"performance_state", d.performance_state},
                      {"mig_enabled", Opt(d.mig_enabled)},
                      {"module_id", Opt(d.module_id)},
+                     {"minor_number", Opt(d.minor_number)},
                      {"inforom_image", d.inforom_image},
                      {"gsp_firmware", d.gsp_firmware},
                      {"remapped_rows_pending", Opt(d.remapped_rows_pending)},

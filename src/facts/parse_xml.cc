@@ -67,6 +67,9 @@ Result<SmiLog> ParseSmiXml(std::string_view input) {
     if (mig == "Enabled") d.mig_enabled = true;
     if (mig == "Disabled") d.mig_enabled = false;
     d.module_id = text::ToIntIn(Text(g, "platformInfo/module_id"), 0, 1 << 16);
+    // 255 is /dev/nvidiactl (open-gpu-kernel-modules kernel-open/common/inc/nv-linux.h,
+    // NV_CONTROL_DEVICE_MINOR) and 254 /dev/nvidia-modeset: never a GPU's.
+    d.minor_number = text::ToIntIn(Text(g, "minor_number"), 0, 253);
     d.inforom_image = Text(g, "inforom_version/img_version");
     d.gsp_firmware = Text(g, "gsp_firmware_version");
     d.remapped_rows_pending = YesNo(g, "remapped_rows/remapped_row_pending");

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "gpuforge/base/files.h"
@@ -38,12 +40,40 @@ Result<std::size_t> SaveGathered(const std::string& dir, const Collected& collec
   return written;
 }
 
-Result<SavedPci> LoadSavedPci(const std::string& dir, const model::Cluster& c) {
+Result<std::vector<model::MeasuredGpu>> MeasuredGpusOf(const NodeFacts& f) {
+  const Section* xml = f.FindSection("nvidia-smi-xml");
+  if (f.gpus.empty()) {
+    const Section* q = f.FindSection("nvidia-smi-query");
+    return Error{q != nullptr && q->outcome == Outcome::kAbsent ? "nvidia-smi is not installed"
+                                                                 : "nvidia-smi listed no GPU"};
+  }
+  std::vector<model::MeasuredGpu> out;
+  std::set<int> minors;
+  for (const Gpu& g : f.gpus) {
+    if (g.pci_bus_id.empty()) return Error{fmt::format("GPU {} has no PCI bus id", g.index)};
+    if (!g.detail || !g.detail->minor_number) {
+      if (xml == nullptr || xml->outcome != Outcome::kOk) return Error{"no nvidia-smi -q -x section"};
+      return Error{fmt::format("GPU {} ({}) has no <minor_number> in nvidia-smi -q -x", g.index, g.pci_bus_id)};
+    }
+    if (!minors.insert(*g.detail->minor_number).second) {
+      return Error{fmt::format("two GPUs report minor number {}", *g.detail->minor_number)};
+    }
+    std::optional<int> numa;
+    for (const PciDevice& d : f.pci) {
+      if (d.bdf == g.pci_bus_id) numa = d.numa_node;
+    }
+    out.push_back({g.pci_bus_id, *g.detail->minor_number, numa});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.bdf < b.bdf; });
+  return out;
+}
+
+Result<SavedMeasured> LoadSavedMeasured(const std::string& dir, const model::Cluster& c) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return Error{fmt::format("--facts: {} is not a directory (write one with `gpuforge facts --save {}`)", dir, dir)};
   }
-  SavedPci out;
+  SavedMeasured out;
   for (const model::Node& n : c.nodes) {
     std::filesystem::path f = FileOf(dir, n.name);
     if (!std::filesystem::exists(f, ec)) {
@@ -54,6 +84,11 @@ Result<SavedPci> LoadSavedPci(const std::string& dir, const model::Cluster& c) {
     if (!text.ok()) return Error{fmt::format("--facts: {}", text.error().message)};
     Result<NodeFacts> facts = ParseGather(n.name, *text);
     if (!facts.ok()) return Error{fmt::format("--facts: {}: {}", f.string(), facts.error().message)};
+    if (Result<std::vector<model::MeasuredGpu>> g = MeasuredGpusOf(*facts); g.ok()) {
+      out.gpus.emplace(n.name, std::move(*g));
+    } else {
+      out.gpus_missing.emplace_back(n.name, fmt::format("{}: {}", f.string(), g.error().message));
+    }
     if (facts->pci_tree) {
       out.trees.emplace(n.name, std::move(*facts->pci_tree));
     } else {

@@ -44,6 +44,7 @@ void Loader::LoadScheduler(const YAML::Node& n) {
     s.controller = *c;
   }
   if (auto g = r_.Choice(n, "gres_autodetect", what, {"nvml", "off"})) s.gres_autodetect_nvml = *g == "nvml";
+  if (auto g = r_.Choice(n, "configless", what, {"auto", "on", "off"}); g && *g != "auto") s.configless = *g == "on";
   if (auto v = r_.Bool(n, "volcano", what)) s.volcano = *v;
   if (auto p = r_.Choice(n, "topology_manager_policy", what, {"none", "best-effort", "restricted", "single-numa-node"})) {
     s.topology_manager_policy = *p;

@@ -143,6 +143,15 @@ bool IsLeftoverTemporary(std::string_view path) {
   return false;
 }
 
+const ImpactRule* ImpactWithoutSlurmd(std::string_view path) {
+  static constexpr ImpactRule kServed{"", Impact::kReload, "scontrol reconfigure",
+                                      "slurmctld serves it (configless); each slurmd takes it at its restart"};
+  for (std::string_view p : {"/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/job_container.conf"}) {
+    if (path == p) return &kServed;
+  }
+  return nullptr;
+}
+
 const ImpactRule& ImpactFor(std::string_view path) {
   for (const ImpactRule& r : ImpactTable()) {
     if (r.prefix.empty()) return r;
@@ -205,7 +214,7 @@ Result<NodePlan> PlanNode(std::string_view node, std::span<const DesiredFile> de
       return Error{fmt::format("node {}: {} is not a regular file (a link or a directory); gpuforge does not replace it",
                                node, d.path)};
     }
-    const ImpactRule& rule = ImpactFor(d.path);
+    const ImpactRule& rule = d.impact != nullptr ? *d.impact : ImpactFor(d.path);
     FileChange c;
     c.path = d.path;
     c.mode_to = d.mode;

@@ -204,6 +204,9 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
   if (parts.count(Part::kFiles)) {
     d.files = std::move(files);
     const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
+    if (!slurm.slurmd) {
+      for (DesiredFile& f : d.files) f.impact = ImpactWithoutSlurmd(f.path);
+    }
     if (local != nullptr && local->munge_key && slurm.munge) {
       DesiredFile key = shared(kMungeKeyPath, kMungeKeyMode, local->munge_key);
       key.owner = std::string(kMungeKeyOwner);

@@ -50,11 +50,11 @@ std::string DefaultTemplatesDir() {
 
 Plan CollectJobs(const model::Cluster& c, const Options& o) { return CollectJobs(c, o, {}); }
 
-Plan CollectJobs(const model::Cluster& c, const Options& o, const MeasuredPci& measured) {
+Plan CollectJobs(const model::Cluster& c, const Options& o, const Measured& measured) {
   Plan plan;
-  AddNcclJobs(c, o, &plan, &measured);
+  AddNcclJobs(c, o, &plan, &measured.pci);
   AddOsJobs(c, o, &plan);
-  AddSlurmJobs(c, o, &plan);
+  AddSlurmJobs(c, o, &plan, &measured.gpus);
   AddKubernetesJobs(c, o, &plan);
   AddMonitoringJobs(c, o, &plan);
   AddRoceJobs(c, o, &plan);
@@ -199,7 +199,7 @@ std::string DropStandaloneLines(const std::string& rendered) {
 
 Result<Output> Render(const model::Cluster& c, const Options& o) { return Render(c, o, {}); }
 
-Result<Output> Render(const model::Cluster& c, const Options& o, const MeasuredPci& measured) {
+Result<Output> Render(const model::Cluster& c, const Options& o, const Measured& measured) {
   Plan plan = CollectJobs(c, o, measured);
   std::string dir = o.templates_dir.empty() ? DefaultTemplatesDir() : o.templates_dir;
   std::map<std::string, std::unique_ptr<mustache::mustache>> cache;

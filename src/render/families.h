@@ -33,7 +33,9 @@ bool AddNcclTopologyJob(const model::Cluster& c, const MeasuredPci* measured, co
                         const model::Profile& p, const std::vector<const model::NicSpec*>& rdma,
                         Plan* plan);
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan);
-void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan);
+// `gpus`: the nodes' measured GPUs (measured.h); a node without them gets gres.conf File=
+// lines assumed from the inventory, marked as such.
+void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredGpus* gpus = nullptr);
 void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddRoceJobs(const model::Cluster& c, const Options& o, Plan* plan);  // roce.cc (#13)

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "gpuforge/base/hostlist.h"
@@ -259,36 +260,56 @@ SlurmView BuildView(const model::Cluster& c) {
   return v;
 }
 
-// gres.conf lines for one profile's nodes: per NUMA node when the layout says where each GPU
-// sits and NUMA nodes are sockets (Cores= is then that socket's cores), else one line.
-void GresLines(const model::Profile& p, const std::string& nodes, bool autodetect, nlohmann::json* out) {
+// One gres.conf line; `notes` become comment lines above it.
+nlohmann::json GresLine(const std::string& nodes, const std::string& type, const std::string& files,
+                        std::optional<std::size_t> count, const std::string& cores, const std::vector<std::string>& notes) {
+  return {{"nodes", nodes},
+          {"type", type},
+          {"has_files", !files.empty()},
+          {"files", files},
+          {"has_count", count.has_value()},
+          {"count", count ? std::to_string(*count) : ""},
+          {"has_cores", !cores.empty()},
+          {"cores", cores},
+          {"notes", notes}};
+}
+
+// The cores of socket `numa` when NUMA node `numa` is that socket, else "" (no Cores=, so Slurm
+// does not bind GPUs to the wrong cores on NPS2/NPS4 layouts with more NUMA nodes than sockets).
+std::string SocketCores(const model::Profile& p, std::optional<int> numa) {
+  if (!numa || *numa < 0 || *numa >= p.cpu.sockets || p.cpu.cores_per_socket <= 0) return "";
+  int from = *numa * p.cpu.cores_per_socket, to = from + p.cpu.cores_per_socket - 1;
+  return from == to ? std::to_string(from) : fmt::format("{}-{}", from, to);
+}
+
+// gres.conf lines for one profile's nodes from the inventory alone: per NUMA node when the
+// layout says where each GPU sits and NUMA nodes are sockets (Cores= is then that socket's
+// cores), else one line. Without measured minors, File= assumes GPU i in bus order is
+// /dev/nvidiaI, and the first line says so.
+void InventoryGresLines(const model::Profile& p, const std::string& nodes, bool autodetect, nlohmann::json* out) {
   int index = 0;
+  bool noted = false;
   for (const model::GpuSpec& g : p.gpus) {
     if (g.count <= 0) continue;
     int first = index;
     index += g.count;
     auto line = [&](const std::vector<int>& gpus, std::optional<int> numa) {
-      std::vector<std::string> files;
+      std::vector<std::string> files, notes;
       for (int i : gpus) files.push_back(GpuDevice(g, i));
-      nlohmann::json l = {{"nodes", nodes},
-                          {"type", GresType(g)},
-                          {"has_files", !autodetect},
-                          {"files", hostlist::Fold(files)},
-                          {"has_count", autodetect},
-                          {"count", std::to_string(gpus.size())},
-                          {"has_cores", false},
-                          {"cores", ""},
-                          {"has_why", false},
-                          {"why", ""}};
-      if (numa) {
-        int from = *numa * p.cpu.cores_per_socket, to = from + p.cpu.cores_per_socket - 1;
-        l["has_cores"] = true;
-        l["cores"] = from == to ? std::to_string(from) : fmt::format("{}-{}", from, to);
-        l["has_why"] = true;
-        l["why"] = fmt::format("{} {} on NUMA node {} = socket {}: its cores", g.model,
-                               gpus.size() == 1 ? "GPU" : "GPUs", *numa, *numa);
+      if (!autodetect && !AmdGpu(g) && !noted) {
+        notes.push_back(
+            "Not measured: File= assumes the driver numbered these GPUs /dev/nvidia0.. in PCI bus order, which it "
+            "does not promise.");
+        notes.push_back("Render with --facts DIR (gpuforge facts INVENTORY --save DIR) to take each GPU's minor from its node.");
+        noted = true;
       }
-      out->push_back(l);
+      std::string cores = SocketCores(p, numa);
+      if (!cores.empty()) {
+        notes.push_back(fmt::format("{} {} on NUMA node {} = socket {}: its cores", g.model,
+                                    gpus.size() == 1 ? "GPU" : "GPUs", *numa, *numa));
+      }
+      out->push_back(GresLine(nodes, GresType(g), autodetect ? "" : hostlist::Fold(files),
+                              autodetect ? std::optional<std::size_t>(gpus.size()) : std::nullopt, cores, notes));
     };
     std::vector<int> all;
     for (int i = 0; i < g.count; ++i) all.push_back(first + i);
@@ -306,9 +327,59 @@ void GresLines(const model::Profile& p, const std::string& nodes, bool autodetec
   }
 }
 
-nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v) {
+// The one GPU model of a profile whose lines its nodes' measurements can give, or null: an
+// NVIDIA model (minors are /dev/nvidiaN) and only one, since a measured GPU carries no model
+// gpuforge could match to a Type.
+const model::GpuSpec* MeasurableGpuSpec(const model::Profile& p) {
+  const model::GpuSpec* only = nullptr;
+  for (const model::GpuSpec& g : p.gpus) {
+    if (g.count <= 0) continue;
+    if (only != nullptr || AmdGpu(g)) return nullptr;
+    only = &g;
+  }
+  return only;
+}
+
+// gres.conf lines for one node from what it measured: its GPUs in PCI bus order, which is the
+// order slurmd's own AutoDetect=nvml walks them (Slurm src/plugins/gpu/nvml/gpu_nvml.c,
+// _nvml_get_handle: "The GPU index (corresponds to PCI Bus ID order)"), each with the device
+// file its driver gave it (gpu_nvml.c, _get_system_gpu_list_nvml: "/dev/nvidia%u" from
+// nvmlDeviceGetMinorNumber, with "GPU index %u is different from minor number %u" when they
+// differ). Neighbours share a line while their minors run on by one and they sit on one socket.
+nlohmann::json MeasuredGresLines(const model::Profile& p, const model::GpuSpec& g,
+                                 const std::vector<model::MeasuredGpu>& gpus) {
+  nlohmann::json lines = nlohmann::json::array();
+  std::vector<std::string> head = {
+      fmt::format("Measured: {} {} in PCI bus order, each with the /dev/nvidia minor its driver reported.", gpus.size(),
+                  gpus.size() == 1 ? "GPU" : "GPUs")};
+  if (static_cast<int>(gpus.size()) != g.count) {
+    head.push_back(fmt::format("The inventory says {}: slurmd offers the {} found, and slurmctld drains the node "
+                               "(gres/gpu count below slurm.conf's Gres=) until the two agree.",
+                               g.count, gpus.size()));
+  }
+  std::size_t i = 0;
+  while (i < gpus.size()) {
+    std::size_t j = i + 1;
+    while (j < gpus.size() && gpus[j].minor == gpus[j - 1].minor + 1 && gpus[j].numa_node == gpus[i].numa_node) ++j;
+    std::vector<std::string> files, notes;
+    for (std::size_t k = i; k < j; ++k) files.push_back(fmt::format("/dev/nvidia{}", gpus[k].minor));
+    if (i == 0) notes = head;
+    std::string cores = SocketCores(p, gpus[i].numa_node);
+    if (!cores.empty()) {
+      notes.push_back(fmt::format("{} {} on NUMA node {} = socket {} (measured): its cores", g.model,
+                                  j - i == 1 ? "GPU" : "GPUs", *gpus[i].numa_node, *gpus[i].numa_node));
+    }
+    // Each File= keeps bus order: hostlist::Fold would sort minors that run backwards.
+    lines.push_back(GresLine("", GresType(g), j - i == 1 ? files[0] : hostlist::Fold(files), std::nullopt, cores, notes));
+    i = j;
+  }
+  return lines;
+}
+
+nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v, const MeasuredGpus* measured) {
   bool autodetect = c.software.scheduler.gres_autodetect_nvml;
-  // Nodes of one profile share their lines; profiles keep inventory order.
+  // Nodes of one profile share their lines; profiles keep inventory order. Within a profile,
+  // measured nodes with the same lines share them too, and the unmeasured ones share theirs.
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> by_profile;
   for (const model::Node* n : v.nodes) {
@@ -318,7 +389,32 @@ nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v) {
   }
   nlohmann::json lines = nlohmann::json::array();
   for (const std::string& profile : order) {
-    GresLines(*c.FindProfile(profile), hostlist::Fold(by_profile[profile]), autodetect, &lines);
+    const model::Profile& p = *c.FindProfile(profile);
+    const model::GpuSpec* spec = autodetect ? nullptr : MeasurableGpuSpec(p);
+    std::vector<std::string> assumed;
+    std::vector<std::pair<nlohmann::json, std::vector<std::string>>> groups;  // lines -> nodes
+    for (const std::string& node : by_profile[profile]) {
+      auto it = measured == nullptr || spec == nullptr ? MeasuredGpus::const_iterator{} : measured->find(node);
+      if (measured == nullptr || spec == nullptr || it == measured->end() || it->second.empty()) {
+        assumed.push_back(node);
+        continue;
+      }
+      nlohmann::json mine = MeasuredGresLines(p, *spec, it->second);
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == mine; });
+      if (g == groups.end()) {
+        groups.emplace_back(std::move(mine), std::vector<std::string>{node});
+      } else {
+        g->second.push_back(node);
+      }
+    }
+    if (!assumed.empty()) InventoryGresLines(p, hostlist::Fold(assumed), autodetect, &lines);
+    for (auto& [group_lines, nodes] : groups) {
+      const std::string folded = hostlist::Fold(nodes);
+      for (nlohmann::json& l : group_lines) {
+        l["nodes"] = folded;
+        lines.push_back(std::move(l));
+      }
+    }
   }
   return {{"autodetect", autodetect}, {"lines", lines}};
 }
@@ -467,7 +563,7 @@ void AddJobScript(const model::Cluster& c, const SlurmView& v, Plan* plan) {
 
 }  // namespace
 
-void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
+void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredGpus* gpus) {
   const model::Scheduler& s = c.software.scheduler;
   if (s.kind != model::SchedulerKind::kSlurm) return;
   const std::string conf = std::string(kConfDir) + "/slurm.conf";
@@ -494,7 +590,10 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   // src/slurmctld/proc_req.c, slurmd_config_files[]); client commands on a node without slurmd
   // still read /etc/slurm (22.05 has no sackd; its DNS SRV lookup needs a record gpuforge does
   // not manage), so the controller and login nodes keep their files.
-  const bool configless = v.nodes.size() > kConfiglessAboveNodes;
+  const bool configless = s.configless.value_or(v.nodes.size() > kConfiglessAboveNodes);
+  const std::string configless_why =
+      s.configless ? "software.scheduler.configless: on"
+                   : fmt::format("more than {} Slurm nodes", kConfiglessAboveNodes);
   TopologyResult topo = BuildTopology(c, v);
   bool tree = !topo.switches.empty();
   nlohmann::json notes = nlohmann::json::array();
@@ -511,7 +610,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                               {"declared_partitions", !s.partitions.empty()},
                               {"default_partition", s.partitions.empty()},
                               {"configless", configless},
-                              {"configless_above", std::to_string(kConfiglessAboveNodes)}};
+                              {"configless_why", configless_why}};
 
   // HealthCheck* only when the inventory asks (slurm.conf(5): without HealthCheckInterval the
   // program never runs; without HealthCheckNodeState it runs in any state).
@@ -521,7 +620,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   slurm_ctx["has_health_check_node_state"] = s.health_check && !s.health_check->node_state.empty();
   slurm_ctx["health_check_node_state"] =
       s.health_check ? fmt::format("{}", fmt::join(s.health_check->node_state, ",")) : "";
-  nlohmann::json gres_ctx = GresContext(c, v);
+  nlohmann::json gres_ctx = GresContext(c, v, gpus);
   nlohmann::json topo_ctx = {{"network", topo.network}, {"switches", topo.switches}, {"notes", notes}};
 
   // slurmd_only: read by slurmd and its steps alone (gres.conf(5), cgroup.conf(5),
@@ -546,7 +645,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   for (const File& f : files) plan->jobs.push_back({"", f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
   nlohmann::json dropin_ctx = {{"server", fmt::format("{}:6817", AddressOf(*controller))},
                                 {"nodes", std::to_string(v.nodes.size())},
-                                {"configless_above", std::to_string(kConfiglessAboveNodes)}};
+                                {"configless_why", configless_why}};
   for (const model::Node* n : SelectedNodes(c, o)) {
     bool slurmd = v.node_names.count(n->name) > 0;
     bool is_controller = n->name == controller->name;

@@ -259,6 +259,7 @@ TEST(ParseSmiXml, RealH200) {
   EXPECT_EQ(d.performance_state, "P0");
   EXPECT_EQ(d.mig_enabled, false);
   EXPECT_EQ(d.module_id, 4);
+  EXPECT_EQ(d.minor_number, 0);
   EXPECT_EQ(d.inforom_image, "G520.0282.02.02");
   EXPECT_EQ(d.gsp_firmware, "580.159.04");
   EXPECT_EQ(d.remapped_rows_pending, false);

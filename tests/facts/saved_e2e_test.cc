@@ -3,7 +3,8 @@
 // PCI tree back from there. A test host is a clone of this machine, whose sysfs has no NVIDIA
 // GPU (the stand-in is nvidia-smi only), so the measured tree contradicts the inventory's one
 // H200: render must say so and write no topology file, rather than invent one from the
-// inventory. A damaged save is exit 2 naming the file.
+// inventory. The GPU's device minor, which nvidia-smi does report, gives gres.conf its File=.
+// A damaged save is exit 2 naming the file.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -58,6 +59,29 @@ TEST_F(FactsSavedE2e, FactsSaveThenRenderFactsUsesWhatTheNodeMeasured) {
   // plan --offline takes the same flag and shows the same reason.
   Ran plan = Sh(fmt::format("{} plan --offline {} --facts {} --color never </dev/null", GPUFORGE_BINARY, path, saved));
   EXPECT_NE(plan.code, 2) << plan.out;
+
+  // gres.conf's device files from what the node's driver said (nvidia-smi -q -x <minor_number>
+  // of the stand-in's one H200), not from the GPU's position; without --facts they are assumed,
+  // and the file says so.
+  std::string slurm = inv;
+  ASSERT_NE(slurm.find("software:\n"), std::string::npos) << slurm;
+  slurm.replace(slurm.find("software:\n"), 10, "software:\n  scheduler: {kind: slurm, controller: tb01}\n");
+  const std::string slurm_path = WriteFile("saved-slurm.yaml", slurm);
+  Ran measured = Sh(fmt::format("{} render {} --out {}/slurm --facts {} --color never </dev/null", GPUFORGE_BINARY,
+                                slurm_path, dir, saved));
+  ASSERT_EQ(measured.code, 0) << measured.out;
+  std::ifstream gres_in(dir + "/slurm/_cluster/etc/slurm/gres.conf");
+  std::stringstream gres;
+  gres << gres_in.rdbuf();
+  EXPECT_NE(gres.str().find("# Measured: 1 GPU in PCI bus order"), std::string::npos) << gres.str();
+  EXPECT_NE(gres.str().find("\nNodeName=tb01 Name=gpu Type=h200 File=/dev/nvidia0"), std::string::npos) << gres.str();
+  EXPECT_EQ(gres.str().find("Not measured"), std::string::npos) << gres.str();
+  Ran assumed = Sh(fmt::format("{} render {} --out {}/assumed --color never </dev/null", GPUFORGE_BINARY, slurm_path, dir));
+  ASSERT_EQ(assumed.code, 0) << assumed.out;
+  std::ifstream assumed_in(dir + "/assumed/_cluster/etc/slurm/gres.conf");
+  std::stringstream assumed_gres;
+  assumed_gres << assumed_in.rdbuf();
+  EXPECT_NE(assumed_gres.str().find("# Not measured: File= assumes"), std::string::npos) << assumed_gres.str();
 
   std::ofstream(file, std::ios::trunc) << "@@gpuforge-facts begin format=1@@\nhalf a file";
   Ran damaged = Sh(fmt::format("{} render {} --out {} --facts {} --color never </dev/null", GPUFORGE_BINARY, path, out, saved));

@@ -75,19 +75,22 @@ TEST_F(SavedDir, WhatFactsSavesRenderReadsBack) {
   EXPECT_TRUE(std::filesystem::is_regular_file(dir / "n1.facts"));
   EXPECT_FALSE(std::filesystem::exists(dir / "n2.facts"));
 
-  Result<SavedPci> saved = LoadSavedPci(dir.string(), c);
+  Result<SavedMeasured> saved = LoadSavedMeasured(dir.string(), c);
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   ASSERT_EQ(saved->trees.count("n1"), 1u);
   EXPECT_EQ(saved->trees.at("n1").endpoints.size(), col.gathered[0].facts->pci_tree->endpoints.size());
   ASSERT_EQ(saved->missing.size(), 1u);
   EXPECT_EQ(saved->missing[0].first, "n2");
   EXPECT_EQ(saved->missing[0].second, "no " + (dir / "n2.facts").string());
+  EXPECT_TRUE(saved->gpus.empty()) << "the saved node ran no nvidia-smi";
+  ASSERT_EQ(saved->gpus_missing.size(), 1u);
+  EXPECT_EQ(saved->gpus_missing[0].second, (dir / "n1.facts").string() + ": nvidia-smi is not installed");
 
   // The measured node gets its topology file, the other one the reason it has none.
   render::Options o;
   o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
   o.inventory_label = "t.yaml";
-  Result<render::Output> out = render::Render(c, o, saved->trees);
+  Result<render::Output> out = render::Render(c, o, render::Measured{saved->trees, saved->gpus});
   ASSERT_TRUE(out.ok()) << out.error().message;
   bool n1 = false, n2 = false;
   for (const render::RenderedFile& f : out->files) {
@@ -107,7 +110,7 @@ TEST_F(SavedDir, WhatFactsSavesRenderReadsBack) {
 TEST_F(SavedDir, ADamagedSaveIsAnErrorNamingTheFile) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "n1.facts") << "not a gather output\n";
-  Result<SavedPci> saved = LoadSavedPci(dir.string(), Cluster());
+  Result<SavedMeasured> saved = LoadSavedMeasured(dir.string(), Cluster());
   ASSERT_FALSE(saved.ok());
   EXPECT_NE(saved.error().message.find((dir / "n1.facts").string()), std::string::npos) << saved.error().message;
   EXPECT_NE(saved.error().message.find("node n1"), std::string::npos) << saved.error().message;
@@ -115,7 +118,7 @@ TEST_F(SavedDir, ADamagedSaveIsAnErrorNamingTheFile) {
 
 TEST_F(SavedDir, AFifoOrADirectoryIsRefusedNotRead) {
   std::filesystem::create_directories(dir / "n1.facts");
-  Result<SavedPci> saved = LoadSavedPci(dir.string(), Cluster());
+  Result<SavedMeasured> saved = LoadSavedMeasured(dir.string(), Cluster());
   ASSERT_FALSE(saved.ok());
   EXPECT_NE(saved.error().message.find("n1.facts"), std::string::npos) << saved.error().message;
 }
@@ -124,7 +127,7 @@ TEST_F(SavedDir, ASaveWithoutTheTreeIsANoteNotATree) {
   std::filesystem::create_directories(dir);
   std::string g = GatherWithTree(false);
   std::ofstream(dir / "n1.facts") << g;
-  Result<SavedPci> saved = LoadSavedPci(dir.string(), Cluster());
+  Result<SavedMeasured> saved = LoadSavedMeasured(dir.string(), Cluster());
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   EXPECT_EQ(saved->trees.count("n1"), 0u);
   ASSERT_EQ(saved->missing.size(), 2u);
@@ -132,11 +135,49 @@ TEST_F(SavedDir, ASaveWithoutTheTreeIsANoteNotATree) {
 }
 
 TEST(Saved, NoDirectoryIsAnError) {
-  Result<SavedPci> saved = LoadSavedPci("/nonexistent/gpuforge-facts", Cluster());
+  Result<SavedMeasured> saved = LoadSavedMeasured("/nonexistent/gpuforge-facts", Cluster());
   ASSERT_FALSE(saved.ok());
   EXPECT_EQ(saved.error().message,
             "--facts: /nonexistent/gpuforge-facts is not a directory (write one with `gpuforge facts --save "
             "/nonexistent/gpuforge-facts`)");
+}
+
+// gres.conf's device files come from here: each GPU's minor from -q -x, in bus order; a node
+// where one GPU lacks it, or two share one, is not measured (it keeps the assumed lines).
+TEST(MeasuredGpusOf, BusOrderWithMinorsOrWhyNot) {
+  NodeFacts f;
+  auto gpu = [](int index, std::string bdf, std::optional<int> minor) {
+    Gpu g;
+    g.index = index;
+    g.pci_bus_id = std::move(bdf);
+    g.detail = GpuDetail{};
+    g.detail->minor_number = minor;
+    return g;
+  };
+  Result<std::vector<model::MeasuredGpu>> none = MeasuredGpusOf(f);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message, "nvidia-smi listed no GPU");
+  f.gpus = {gpu(0, "0000:9a:00.0", 0), gpu(1, "0000:18:00.0", 1)};
+  f.pci.push_back(PciDevice{});
+  f.pci.back().bdf = "0000:18:00.0";
+  f.pci.back().numa_node = 0;
+  Result<std::vector<model::MeasuredGpu>> two = MeasuredGpusOf(f);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].bdf, "0000:18:00.0");
+  EXPECT_EQ((*two)[0].minor, 1);
+  EXPECT_EQ((*two)[0].numa_node, 0);
+  EXPECT_EQ((*two)[1].bdf, "0000:9a:00.0");
+  EXPECT_EQ((*two)[1].minor, 0);
+  EXPECT_FALSE((*two)[1].numa_node.has_value()) << "no sysfs entry: NUMA unknown, not guessed";
+
+  f.gpus[1].detail->minor_number = 0;
+  EXPECT_EQ(MeasuredGpusOf(f).error().message, "two GPUs report minor number 0");
+  f.gpus[1].detail->minor_number.reset();
+  EXPECT_EQ(MeasuredGpusOf(f).error().message, "no nvidia-smi -q -x section");
+  f.sections.push_back(Section{});
+  f.sections.back().name = "nvidia-smi-xml";
+  EXPECT_EQ(MeasuredGpusOf(f).error().message, "GPU 1 (0000:18:00.0) has no <minor_number> in nvidia-smi -q -x");
 }
 
 }  // namespace

@@ -126,7 +126,7 @@ TEST(RenderNcclTopology, WithoutAMeasuredTreeNoFileAndTheReason) {
 TEST(RenderNcclTopology, MeasuredHgxTreeNestsGpusAndNicsUnderTheirSwitches) {
   MeasuredPci m;
   m["n1"] = MeasuredHgx();
-  Result<Output> out = Render(Load(kHgx), Opts(), m);
+  Result<Output> out = Render(Load(kHgx), Opts(), Measured{m, {}});
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_TRUE(out->skipped.empty()) << out->skipped[0].reason;
   const RenderedFile* f = FindFile(*out, "n1", "/etc/nccl-topology.xml");
@@ -188,7 +188,7 @@ TEST(RenderNcclTopology, TreeThatContradictsTheInventoryRendersNoFile) {
   MeasuredPci m;
   m["n1"] = MeasuredHgx();
   m["n1"].endpoints.erase(m["n1"].endpoints.begin());  // GPU 0000:18:00.0 fell off the bus
-  Result<Output> out = Render(Load(kHgx), Opts(), m);
+  Result<Output> out = Render(Load(kHgx), Opts(), Measured{m, {}});
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ(FindFile(*out, "n1", "/etc/nccl-topology.xml"), nullptr);
   ASSERT_EQ(out->skipped.size(), 1u);
@@ -201,7 +201,7 @@ TEST(RenderNcclTopology, TreeThatContradictsTheInventoryRendersNoFile) {
   std::string yaml = kHgx;
   yaml.replace(yaml.find("0000:38:00.0"), 12, "0000:3b:00.0");
   m["n1"] = MeasuredHgx();
-  out = Render(Load(yaml), Opts(), m);
+  out = Render(Load(yaml), Opts(), Measured{m, {}});
   ASSERT_TRUE(out.ok());
   ASSERT_EQ(out->skipped.size(), 1u);
   EXPECT_NE(out->skipped[0].reason.find("no GPU at bus id 0000:3b:00.0 (inventory) on the node"), std::string::npos);

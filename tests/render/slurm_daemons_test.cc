@@ -57,6 +57,7 @@
 #include "gpuforge/plan/controller_files.h"
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/local.h"
+#include "gpuforge/render/measured.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/validate/drain.h"
 
@@ -296,6 +297,26 @@ export SLURM_CONF="$3"
 exec slurmd -D -N "$2" -f "$3"
 )";
 
+// The same node started as a configless node's unit starts it: no slurm.conf, only
+// --conf-server (the rendered drop-in's ExecStart, with the sandbox's port). Before it has
+// fetched slurm.conf, slurmd reaches munged at libmunge's default socket, so the test's munged
+// socket is bound there, in this namespace only.
+std::string ConfiglessSlurmdScript() {
+  std::string script = kSlurmdScript;
+  const std::string tail = "export SLURM_CONF=\"$3\"\nexec slurmd -D -N \"$2\" -f \"$3\"\n";
+  script.replace(script.find(tail), tail.size(),
+                 "mount -t tmpfs -o mode=755,size=1m gpuforge-standin-run /run\n"
+                 "mkdir /run/munge\n"
+                 "touch /run/munge/munge.socket.2\n"
+                 "mount --bind \"$1/munge/socket\" /run/munge/munge.socket.2\n"
+                 // Configless slurmd keeps the fetched files in memfds it names /proc/<its pid>/fd/N
+                 // (22.05 s_p_parse_file); its pid is this namespace's, so /proc must be too.
+                 "mount -t proc gpuforge-standin-proc /proc\n"
+                 "unset SLURM_CONF\n"
+                 "exec slurmd -D -N \"$2\" --conf-server \"$3\"\n");
+  return script;
+}
+
 class RenderSlurmDaemons : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -325,13 +346,14 @@ class RenderSlurmDaemons : public ::testing::Test {
     yaml_ = kInventory;
     for (std::size_t at; (at = yaml_.find("PFX")) != std::string::npos;) yaml_.replace(at, 3, prefix_);
     yaml_.replace(yaml_.find("KEYFILE"), 7, (dir_ / "operator.key").string());
+    EditInventory(yaml_);
     auto loaded = inventory::LoadString(yaml_, "slurm-daemons-test.yaml");
     ASSERT_TRUE(loaded.ok()) << loaded.FormatDiagnostics();
     render::Options o;
     o.templates_dir = std::string(GPUFORGE_SOURCE_DIR) + "/templates";
     o.inventory_label = "slurm-daemons-test.yaml";
     cluster_ = *loaded.cluster;
-    Result<render::Output> out = render::Render(*loaded.cluster, o);
+    Result<render::Output> out = render::Render(*loaded.cluster, o, Measurements());
     ASSERT_TRUE(out.ok()) << out.error().message;
     ASSERT_NO_FATAL_FAILURE(PlanMungeKey(*out));
     Status written = render::WriteTree(*out, (dir_ / "render").string());
@@ -339,6 +361,11 @@ class RenderSlurmDaemons : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(MakeSandbox());
     ASSERT_NO_FATAL_FAILURE(StartMunge());
   }
+
+  // A variant's change to the inventory, before it is loaded.
+  virtual void EditInventory(std::string& /*yaml*/) const {}
+  // What the nodes measured (facts --save); none: gres.conf's File= lines come from the inventory.
+  virtual render::Measured Measurements() const { return {}; }
 
   void TearDown() override {
     if (controller_.pid > 0) Shell(Env() + "scancel --quiet --user=root");
@@ -444,6 +471,7 @@ class RenderSlurmDaemons : public ::testing::Test {
     WriteFile(etc / "job_container.conf", jc);
     WriteFile(dir_ / "ctl.sh", kControllerScript);
     WriteFile(dir_ / "slurmd.sh", kSlurmdScript);
+    WriteFile(dir_ / "slurmd-configless.sh", ConfiglessSlurmdScript());
     fs::copy_file(dir_ / "render" / "_cluster" / "etc" / "gpuforge" / "jobs" / "train.sbatch", dir_ / "train.sbatch");
   }
 
@@ -495,7 +523,8 @@ class RenderSlurmDaemons : public ::testing::Test {
                                              << Tail(ReadFile(dir_ / "slurmctld.out"), 30);
   }
 
-  void StartSlurmd(const std::string& node) {
+  // conf_server: start it configless (`--conf-server HOST:PORT`, no slurm.conf of its own).
+  void StartSlurmd(const std::string& node, const std::string& conf_server = "") {
     // slurmd is pid 1 of its own pid namespace: when the test stops unshare, --kill-child takes
     // slurmd down and the kernel every slurmstepd with it. (An earlier version hunted leftovers
     // by mount-namespace inode; inode numbers are reused, and under ctest -j it killed the
@@ -503,7 +532,8 @@ class RenderSlurmDaemons : public ::testing::Test {
     slurmd_ = Spawn("slurmd",
                     {FindProgram("unshare"), "--mount", "--uts", "--pid", "--fork", "--kill-child",
                      "--propagation", "private", "/bin/sh",
-                     (dir_ / "slurmd.sh").string(), dir_.string(), node, (dir_ / "etc" / "slurm.conf").string(), "8"},
+                     (dir_ / (conf_server.empty() ? "slurmd.sh" : "slurmd-configless.sh")).string(), dir_.string(), node,
+                     conf_server.empty() ? (dir_ / "etc" / "slurm.conf").string() : conf_server, "8"},
                     dir_ / "slurmd.out");
     ASSERT_GT(slurmd_.pid, 0);
     bool idle = WaitFor(
@@ -668,6 +698,88 @@ TEST_F(RenderSlurmDaemons, AJobSeesOnlyTheGpusItWasGiven) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "job-map" / "0")) << Tail(ReadFile(dir_ / "log" / "slurmd.log"), 15);
   EXPECT_FALSE(fs::exists(dir_ / "job-map" / "1"));
+}
+
+// gres.conf from what g01 measured: a driver that numbered its eight GPUs backwards, so the GPU
+// first in PCI bus order is /dev/nvidia7. slurmd takes the measured lines (one per GPU, in bus
+// order), registers all eight, and fences a job given two GPUs to the first two in bus order:
+// /dev/nvidia7 and /dev/nvidia6 open (ENXIO: no driver behind the stand-in), /dev/nvidia0 is
+// EPERM. With File= assumed from the inventory the same job would have been given nvidia0-1.
+class RenderSlurmDaemonsMeasured : public RenderSlurmDaemons {
+ protected:
+  render::Measured Measurements() const override {
+    render::Measured m;
+    for (int i = 0; i < 8; ++i) m.gpus[g01_].push_back({fmt::format("0000:{:02x}:00.0", 0x18 + 0x10 * i), 7 - i, 0});
+    return m;
+  }
+};
+
+TEST_F(RenderSlurmDaemonsMeasured, AJobGetsTheDeviceFilesTheNodeMeasuredInBusOrder) {
+  const std::string gres = ReadFile(dir_ / "etc" / "gres.conf");
+  EXPECT_NE(gres.find(fmt::format("NodeName={} Name=gpu Type=h200 File=/dev/nvidia7 Cores=0\n", g01_)), std::string::npos)
+      << gres;
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  CommandResult node = Shell(Env() + "scontrol show node " + g01_);
+  EXPECT_NE(node.output.find("Gres=gpu:h200:8(S:0)"), std::string::npos) << node.output;
+  EXPECT_EQ(node.output.find("Reason="), std::string::npos) << node.output;
+  CommandResult job = Shell(Env() + fmt::format("srun --partition=debug --nodelist={} --gpus=2 --time=1 --ntasks=1 "
+                                              "/bin/sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; "
+                                              "cat /dev/nvidia7; cat /dev/nvidia6; cat /dev/nvidia0; true'",
+                                              g01_));
+  std::string log = ReadFile(dir_ / "log" / "slurmd.log");
+  if (job.status != 0 && log.find("cgroup") != std::string::npos &&
+      (log.find("Operation not permitted") != std::string::npos || log.find("Read-only file system") != std::string::npos)) {
+    GTEST_SKIP() << "this machine does not let slurmd write cgroups, so no job step can start:\n" << Tail(log, 8);
+  }
+  ASSERT_EQ(job.status, 0) << job.output << "\n" << Tail(log, 20);
+  EXPECT_NE(job.output.find("CUDA_VISIBLE_DEVICES=0,1\n"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("/dev/nvidia7: No such device or address"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("/dev/nvidia6: No such device or address"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("/dev/nvidia0: Operation not permitted"), std::string::npos) << job.output;
+}
+
+// Configless forced on for this four-node cluster (software.scheduler.configless: on): g01 gets
+// no Slurm file, only the slurmd drop-in, and slurmd started the way that drop-in starts it
+// fetches slurm.conf and gres.conf from the real slurmctld, registers its eight GPUs and runs a
+// job. The controller keeps every file, since it serves them.
+class RenderSlurmDaemonsConfigless : public RenderSlurmDaemons {
+ protected:
+  void EditInventory(std::string& yaml) const override {
+    const std::string at = "    kind: slurm\n";
+    yaml.replace(yaml.find(at), at.size(), at + "    configless: on\n");
+  }
+};
+
+TEST_F(RenderSlurmDaemonsConfigless, ASlurmdWithNoFilesFetchesThemFromSlurmctldAndRuns) {
+  const fs::path node = dir_ / "render" / g01_;
+  EXPECT_FALSE(fs::exists(node / "etc" / "slurm" / "slurm.conf"));
+  EXPECT_FALSE(fs::exists(node / "etc" / "slurm" / "gres.conf"));
+  EXPECT_TRUE(fs::exists(dir_ / "render" / ctl_ / "etc" / "slurm" / "gres.conf")) << "slurmctld serves it";
+  const std::string conf = ReadFile(dir_ / "etc" / "slurm.conf");
+  EXPECT_NE(conf.find("\nSlurmctldParameters=enable_configless\n"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("# Configless (software.scheduler.configless: on)"), std::string::npos) << conf;
+  const std::string dropin = ReadFile(node / "etc" / "systemd" / "system" / "slurmd.service.d" / "gpuforge-configless.conf");
+  const std::string exec = "\nExecStart=/usr/sbin/slurmd -D -s --conf-server 127.0.0.10:6817 $SLURMD_OPTIONS\n";
+  ASSERT_NE(dropin.find(exec), std::string::npos) << dropin;
+
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  // The drop-in's server, at the sandbox controller's port.
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_, fmt::format("127.0.0.10:{}", ctl_port_)));
+  CommandResult shown = Shell(Env() + "scontrol show node " + g01_);
+  EXPECT_NE(shown.output.find("Gres=gpu:h200:8(S:0)"), std::string::npos) << shown.output;
+  EXPECT_EQ(shown.output.find("Reason="), std::string::npos) << shown.output;
+  // What slurmd runs on: the controller's files, cached in its spool directory.
+  EXPECT_EQ(ReadFile(dir_ / "spool" / "conf-cache" / "slurm.conf"), conf);
+  EXPECT_EQ(ReadFile(dir_ / "spool" / "conf-cache" / "gres.conf"), ReadFile(dir_ / "etc" / "gres.conf"));
+  CommandResult job = Shell(Env() + fmt::format("srun --partition=debug --nodelist={} --time=1 --ntasks=1 hostname", g01_));
+  std::string log = ReadFile(dir_ / "log" / "slurmd.log");
+  if (job.status != 0 && log.find("cgroup") != std::string::npos &&
+      (log.find("Operation not permitted") != std::string::npos || log.find("Read-only file system") != std::string::npos)) {
+    GTEST_SKIP() << "this machine does not let slurmd write cgroups, so no job step can start:\n" << Tail(log, 8);
+  }
+  EXPECT_EQ(job.status, 0) << job.output << "\n" << Tail(log, 20);
+  EXPECT_NE(job.output.find(g01_), std::string::npos) << job.output;
 }
 
 // The rendered train.sbatch as a real batch job: sbatch parses its #SBATCH lines, slurmctld

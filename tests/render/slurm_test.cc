@@ -21,6 +21,7 @@
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/plan/controller_files.h"
 #include "gpuforge/plan/node_plan.h"
+#include "gpuforge/render/measured.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge {
@@ -415,6 +416,87 @@ TEST(RenderSlurm, GresConfWithNumaBeyondTheSocketsHasNoCores) {
       << gres;
 }
 
+// The example's eight H200s per node, at their real HGX bus ids, with these minors in bus order.
+std::vector<model::MeasuredGpu> MeasuredHgx(const std::vector<int>& minors, int gpus = 8) {
+  const char* bdf[] = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                       "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"};
+  std::vector<model::MeasuredGpu> out;
+  for (int i = 0; i < gpus; ++i) out.push_back({bdf[i], minors[static_cast<std::size_t>(i)], i < 4 ? 0 : 1});
+  return out;
+}
+
+std::string GresWith(const model::Cluster& c, const render::MeasuredGpus& gpus) {
+  Result<render::Output> out = render::Render(c, TestOptions(), render::Measured{{}, gpus});
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  return out.ok() ? Content(*out, "/etc/slurm/gres.conf") : "";
+}
+
+// Minors the driver gave out of bus order (it numbers GPUs as it probes them, which SchedMD calls
+// nondeterministic): each GPU keeps its own device file and its measured socket, in bus order,
+// which is how slurmd's AutoDetect=nvml would list them (gpu_nvml.c); nodes that measured the
+// same share lines, and a node not measured keeps the assumed lines, saying so.
+TEST(RenderSlurm, GresFileLinesComeFromTheMinorsEachNodeMeasured) {
+  model::Cluster c = LoadExample();
+  render::MeasuredGpus m;
+  m["gpu001"] = MeasuredHgx({2, 3, 0, 1, 4, 5, 6, 7});
+  m["gpu002"] = m["gpu001"];
+  m["gpu003"] = MeasuredHgx({0, 1, 2, 3, 4, 5, 6, 7});
+  std::string gres = GresWith(c, m);
+  EXPECT_EQ(Settings(gres), (std::vector<std::string>{
+                                "NodeName=gpu004 Name=gpu Type=h200 File=/dev/nvidia[0-3] Cores=0-55",
+                                "NodeName=gpu004 Name=gpu Type=h200 File=/dev/nvidia[4-7] Cores=56-111",
+                                "NodeName=gpu[001-002] Name=gpu Type=h200 File=/dev/nvidia[2-3] Cores=0-55",
+                                "NodeName=gpu[001-002] Name=gpu Type=h200 File=/dev/nvidia[0-1] Cores=0-55",
+                                "NodeName=gpu[001-002] Name=gpu Type=h200 File=/dev/nvidia[4-7] Cores=56-111",
+                                "NodeName=gpu003 Name=gpu Type=h200 File=/dev/nvidia[0-3] Cores=0-55",
+                                "NodeName=gpu003 Name=gpu Type=h200 File=/dev/nvidia[4-7] Cores=56-111",
+                            }))
+      << gres;
+  EXPECT_NE(gres.find("# Not measured: File= assumes"), std::string::npos) << gres;
+  EXPECT_NE(gres.find("# Measured: 8 GPUs in PCI bus order"), std::string::npos) << gres;
+  EXPECT_NE(gres.find("# H200 GPUs on NUMA node 1 = socket 1 (measured): its cores"), std::string::npos) << gres;
+
+  // Every node measured: no line is assumed, and identical nodes fold into one set of lines.
+  m["gpu003"] = m["gpu004"] = m["gpu001"];
+  gres = GresWith(c, m);
+  EXPECT_EQ(gres.find("Not measured"), std::string::npos) << gres;
+  EXPECT_EQ(Settings(gres), (std::vector<std::string>{
+                                "NodeName=gpu[001-004] Name=gpu Type=h200 File=/dev/nvidia[2-3] Cores=0-55",
+                                "NodeName=gpu[001-004] Name=gpu Type=h200 File=/dev/nvidia[0-1] Cores=0-55",
+                                "NodeName=gpu[001-004] Name=gpu Type=h200 File=/dev/nvidia[4-7] Cores=56-111",
+                            }))
+      << gres;
+}
+
+// Minors that run backwards get a line each (a folded range would put them back in numeric
+// order); an unknown NUMA node gives no Cores= rather than the inventory's claim; a node that
+// lost a GPU offers what it has, and the file says slurmctld will drain it.
+TEST(RenderSlurm, GresFromMeasuredMinorsKeepsBusOrderAndTheCountFound) {
+  model::Cluster c = LoadExample();
+  render::MeasuredGpus m;
+  std::vector<model::MeasuredGpu> gpus = MeasuredHgx({7, 6, 5, 4, 3, 2, 1, 0});
+  for (model::MeasuredGpu& g : gpus) g.numa_node.reset();
+  m["gpu001"] = gpus;
+  m["gpu002"] = MeasuredHgx({0, 1, 2, 3, 4, 5, 6}, 7);
+  std::string gres = GresWith(c, m);
+  std::vector<std::string> want = {"NodeName=gpu[003-004] Name=gpu Type=h200 File=/dev/nvidia[0-3] Cores=0-55",
+                                   "NodeName=gpu[003-004] Name=gpu Type=h200 File=/dev/nvidia[4-7] Cores=56-111"};
+  for (int minor = 7; minor >= 0; --minor) want.push_back(fmt::format("NodeName=gpu001 Name=gpu Type=h200 File=/dev/nvidia{}", minor));
+  want.push_back("NodeName=gpu002 Name=gpu Type=h200 File=/dev/nvidia[0-3] Cores=0-55");
+  want.push_back("NodeName=gpu002 Name=gpu Type=h200 File=/dev/nvidia[4-6] Cores=56-111");
+  EXPECT_EQ(Settings(gres), want) << gres;
+  EXPECT_NE(gres.find("# The inventory says 8: slurmd offers the 7 found, and slurmctld drains the node"),
+            std::string::npos)
+      << gres;
+
+  // AutoDetect=nvml: slurmd measures for itself, so the measurements change nothing.
+  c.software.scheduler.gres_autodetect_nvml = true;
+  gres = GresWith(c, m);
+  EXPECT_EQ(Settings(gres),
+            (std::vector<std::string>{"AutoDetect=nvml", "NodeName=gpu[001-004] Name=gpu Type=h200 Count=8"}))
+      << gres;
+}
+
 TEST(RenderSlurm, AddressesThatDoNotFoldInStepGetALineEach) {
   model::Cluster c = LoadExample();
   // gpu001 -> .14 ... gpu004 -> .11: folding both lists would pair gpu001 with .11.
@@ -782,6 +864,69 @@ TEST(RenderSlurm, AboveTheThresholdSlurmdFetchesItsConfiguration) {
   EXPECT_EQ(PathsOf(out, "login1"), std::vector<std::string>{"/etc/slurm/slurm.conf"});
   EXPECT_EQ(Content(out, "/etc/slurm/slurm.conf", "login1"), conf);
   EXPECT_EQ(Content(out, "/etc/slurm/gres.conf", "ctl1"), Content(out, "/etc/slurm/gres.conf"));
+}
+
+// software.scheduler.configless overrides the node count either way, and the files say why.
+TEST(RenderSlurm, TheInventoryTurnsConfiglessOnOrOff) {
+  auto with = [](int count, const std::string& value) {
+    std::string yaml = ConfiglessYaml(count);
+    yaml.replace(yaml.find("    kind: slurm\n"), 16, "    kind: slurm\n    configless: " + value + "\n");
+    return RenderOrDie(LoadYaml(yaml));
+  };
+  render::Output on = with(4, "on");
+  EXPECT_EQ(PathsOf(on, "gpu001"), std::vector<std::string>{kDropIn});
+  const std::string conf = Content(on, "/etc/slurm/slurm.conf");
+  EXPECT_TRUE(HasLine(conf, "SlurmctldParameters=enable_configless")) << conf;
+  EXPECT_NE(conf.find("# Configless (software.scheduler.configless: on)"), std::string::npos) << conf;
+  EXPECT_NE(Content(on, kDropIn, "gpu001").find("(software.scheduler.configless: on; 4 Slurm nodes)"), std::string::npos);
+  render::Output off = with(129, "off");
+  EXPECT_FALSE(HasLine(Content(off, "/etc/slurm/slurm.conf"), "SlurmctldParameters=enable_configless"));
+  EXPECT_EQ(PathsOf(off, "gpu129").back(), "/etc/slurm/slurm.conf");
+  render::Output automatic = with(129, "auto");
+  EXPECT_NE(Content(automatic, "/etc/slurm/slurm.conf").find("# Configless (more than 128 Slurm nodes): slurmd fetches"),
+            std::string::npos);
+  auto bad = inventory::LoadString([] {
+    std::string yaml = ConfiglessYaml(4);
+    yaml.replace(yaml.find("    kind: slurm\n"), 16, "    kind: slurm\n    configless: yes\n");
+    return yaml;
+  }(), "bad.yaml");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.FormatDiagnostics().find("bad.yaml:18:17: error: 'configless' in software.scheduler is 'yes'; it must be one of: auto, on, off"), std::string::npos) << bad.FormatDiagnostics();
+}
+
+// A controller without slurmd holds slurmd's files only for slurmctld to serve: a change to them
+// there is `scontrol reconfigure`, not a restart of a slurmd it does not have (apply would fail
+// the controller on "Unit slurmd.service not found"); a slurmd node keeps the restart.
+TEST(RenderSlurm, ConfiglessControllerReconfiguresWhereSlurmdNodesRestart) {
+  model::Cluster c = LoadYaml(ConfiglessYaml(129));
+  render::Output out = RenderOrDie(c);
+  auto handlers = [&](const std::string& node) {
+    plan::DesiredNode d = plan::DesiredNodeState(c, *c.FindNode(node), plan::DesiredFiles(out, node), {plan::Part::kFiles});
+    std::vector<plan::ActualFile> absent(d.files.size());
+    Result<plan::NodePlan> p = plan::PlanNode(node, d.files, absent);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+    std::map<std::string, std::string> out;
+    for (const plan::FileChange& f : p->files) out[f.path] = f.handler;
+    return std::pair{out, p->Handlers()};
+  };
+  auto [ctl, ctl_handlers] = handlers("ctl1");
+  for (const char* path : {"/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/job_container.conf"}) {
+    EXPECT_EQ(ctl[path], "scontrol reconfigure") << path;
+  }
+  EXPECT_EQ(ctl_handlers, std::vector<std::string>{"scontrol reconfigure"});
+  // Below the threshold the same files on a slurmd node still restart it.
+  model::Cluster small = LoadYaml(ConfiglessYaml(4));
+  render::Output small_out = RenderOrDie(small);
+  plan::DesiredNode d = plan::DesiredNodeState(small, *small.FindNode("gpu001"), plan::DesiredFiles(small_out, "gpu001"),
+                                               {plan::Part::kFiles});
+  std::vector<plan::ActualFile> absent(d.files.size());
+  Result<plan::NodePlan> p = plan::PlanNode("gpu001", d.files, absent);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  for (const plan::FileChange& f : p->files) {
+    if (f.path == "/etc/slurm/gres.conf") {
+      EXPECT_EQ(f.handler, "systemctl restart slurmd");
+    }
+  }
 }
 
 // The file count grows by one per node above the threshold, not by the files of a copy.

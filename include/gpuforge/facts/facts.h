@@ -97,6 +97,10 @@ struct GpuDetail {
   std::string performance_state;  // "P0"; the PCIe link is lowered in idle states
   std::optional<bool> mig_enabled;
   std::optional<int> module_id;  // SXM module slot
+  // The N of /dev/nvidiaN (<minor_number>, NVML nvmlDeviceGetMinorNumber). The driver assigns
+  // it at probe time; it need not follow PCI bus order, so gres.conf takes it from here
+  // (render/slurm.cc), never from the GPU's position.
+  std::optional<int> minor_number;
   std::string inforom_image;     // "G520.0282.02.02"
   std::string gsp_firmware;
   std::optional<bool> remapped_rows_pending;

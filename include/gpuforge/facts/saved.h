@@ -3,8 +3,9 @@
 // Facts kept between commands (#13 part 1): `gpuforge facts --save DIR` writes each node's
 // gather output as DIR/NODE.facts, byte for byte what the node printed, and `render` / `plan`
 // with `--facts DIR` parse it back with the same ParseGather, so a saved node is judged by the
-// same checks as a live one. What render takes from it is the measured PCI tree: the NCCL
-// topology file is written from that tree only, never from the inventory's bus ids.
+// same checks as a live one. What render takes from it is what only the node can say: the
+// measured PCI tree (the NCCL topology file is written from that tree only, never from the
+// inventory's bus ids) and each GPU's device minor (gres.conf's File=).
 
 #include <map>
 #include <string>
@@ -13,6 +14,7 @@
 #include "gpuforge/base/result.h"
 #include "gpuforge/facts/collect.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/model/measured_gpu.h"
 #include "gpuforge/model/pci_tree.h"
 
 namespace gpuforge::facts {
@@ -22,16 +24,26 @@ namespace gpuforge::facts {
 // Returns the number of files written, or the first write error, naming the file.
 Result<std::size_t> SaveGathered(const std::string& dir, const Collected& collected);
 
-struct SavedPci {
+struct SavedMeasured {
   std::map<std::string, model::PciTree> trees;  // node -> its measured tree
   // Per node without a usable tree, why: "no DIR/NODE.facts", or the section's refusal.
   std::vector<std::pair<std::string, std::string>> missing;
+  // node -> its GPUs in PCI bus order, each with the minor its driver gave it; only nodes
+  // where every GPU nvidia-smi listed had a bus id and a minor.
+  std::map<std::string, std::vector<model::MeasuredGpu>> gpus;
+  // Per node with a saved file but no usable GPU list, why (no nvidia-smi, no -q -x section).
+  std::vector<std::pair<std::string, std::string>> gpus_missing;
 };
 
-// The measured PCI trees of the cluster's nodes from DIR. A node without a file is `missing`,
-// not an error (it renders no topology file, with the reason); a file that is there but does
-// not parse is an error naming the file and the node, so a damaged save is not mistaken for
-// an unmeasured node.
-Result<SavedPci> LoadSavedPci(const std::string& dir, const model::Cluster& c);
+// What the cluster's nodes measured, from DIR. A node without a file is `missing`, not an
+// error (it renders no topology file, with the reason); a file that is there but does not
+// parse is an error naming the file and the node, so a damaged save is not mistaken for an
+// unmeasured node.
+Result<SavedMeasured> LoadSavedMeasured(const std::string& dir, const model::Cluster& c);
+
+// The GPUs of one node's facts in PCI bus order with their minors, or why they are not
+// known: every GPU the query listed must have a bus id and a <minor_number> from -q -x, and no
+// two may share a minor.
+Result<std::vector<model::MeasuredGpu>> MeasuredGpusOf(const NodeFacts& f);
 
 }  // namespace gpuforge::facts

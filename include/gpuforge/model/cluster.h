@@ -240,6 +240,9 @@ struct Scheduler {
   std::string controller;  // node name (Slurm controller / Kubernetes control plane)
   std::vector<Partition> partitions;
   bool gres_autodetect_nvml = false;  // slurmd built with NVML
+  // Slurm's configless mode (software.scheduler.configless): nullopt = auto, on above
+  // render/slurm.cc's kConfiglessAboveNodes Slurm nodes; true / false as the inventory says.
+  std::optional<bool> configless;
   bool volcano = false;
   std::string topology_manager_policy;  // kubelet: none|best-effort|restricted|single-numa-node
   std::string cpu_manager_policy;       // kubelet: none|static

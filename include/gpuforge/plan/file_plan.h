@@ -26,6 +26,8 @@ struct Blob {
 };
 
 // One file gpuforge manages on a node.
+struct ImpactRule;  // below
+
 struct DesiredFile {
   std::string path;  // absolute
   std::string content;
@@ -36,6 +38,9 @@ struct DesiredFile {
   // source, --diff neither reads the node's copy nor prints the new one, a saved plan holds
   // only the digest of everything (saved_plan.h).
   bool secret = false;
+  // The rule for this node where the path's row of the impact table does not fit it (set by
+  // DesiredNodeState from what the node runs); null = ImpactFor(path).
+  const ImpactRule* impact = nullptr;
   std::string_view Content() const { return blob ? std::string_view(blob->bytes) : std::string_view(content); }
   std::string Sha256() const;
   // The user part of `owner`, as the node state reports it.
@@ -76,6 +81,11 @@ bool IsHandler(std::string_view command);
 bool IsLeftoverTemporary(std::string_view path);
 // The first matching row; the last row (prefix "") matches everything: live, no handler.
 const ImpactRule& ImpactFor(std::string_view path);
+// The rule for a file slurmd alone reads (gres.conf, cgroup.conf, job_container.conf) on a node
+// that runs no slurmd: in configless mode the controller holds them for slurmctld to serve
+// (render/slurm.cc), so a change there is `scontrol reconfigure`, never a restart of a slurmd
+// that is not installed. Null for any other path.
+const ImpactRule* ImpactWithoutSlurmd(std::string_view path);
 
 // What a node holds at a path.
 struct ActualFile {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "remote/command.h"
+#include "testbed/fixture.h"
 #include "testbed/standins.h"
 #include "testbed/testbed.h"
 
@@ -56,33 +57,18 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-class ApplyFaults : public ::testing::Test {
+class ApplyFaults : public testbed::TestbedTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!testbed::Available(&why)) GTEST_SKIP() << why;
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = fmt::format("{}/gpuforge-faults-XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << pattern;
-    temp_ = pattern;
-  }
-
-  void TearDown() override {
-    tb_.reset();
-    if (!temp_.empty()) testbed::RunCommand({"rm", "-rf", temp_});
-  }
-
-  // Brings up `hosts` test hosts with the stand-ins and the two service units.
-  void Up(int hosts) {
-    testbed::Options o;
-    o.hosts = hosts;
-    o.stand_in_gpu_dir = std::string(GPUFORGE_TEST_DATA_DIR) + "/facts/nvidia-h200-1gpu";
-    Result<testbed::Testbed> tb = testbed::Testbed::Start(o);
-    ASSERT_TRUE(tb.ok()) << tb.error().message;
-    tb_.emplace(std::move(*tb));
+  // Brings up `hosts` test hosts with the stand-ins and the two service units; false when the
+  // test was skipped (this machine cannot run test hosts) or failed, so `if (!Up(n)) return;`.
+  [[nodiscard]] bool Up(int hosts) {
+    if (!Bring(testbed::WithStandInGpu(hosts))) return false;
+    temp_ = tb_->paths().dir + "/faults";
+    testbed::RunCommand({"mkdir", "-p", temp_});
     for (std::size_t i = 0; i < tb_->hosts().size(); ++i) {
       Status installed = testbed::InstallStandins(*tb_, i);
-      ASSERT_TRUE(installed.ok()) << installed.error().message;
+      EXPECT_TRUE(installed.ok()) << installed.error().message;
+      if (!installed.ok()) return false;
       // STAND-IN: the units the driver and DCGM packages would ship, so services can be managed
       // without packages (--only files,sysctl,services).
       Out(i,
@@ -90,27 +76,13 @@ class ApplyFaults : public ::testing::Test {
           "printf '[Unit]\\nDescription=STAND-IN %s\\n[Service]\\nExecStart=/bin/sleep infinity\\n"
           "[Install]\\nWantedBy=multi-user.target\\n' $u > /lib/systemd/system/$u.service; done");
     }
-    ASSERT_FALSE(HasFailure());
+    return !HasFailure();
   }
 
   const std::string& Name(std::size_t i) const { return tb_->hosts()[i].name; }
 
-  // `command` as root on host i; stdout and stderr together.
-  CommandOutput Ssh(std::size_t i, const std::string& command) {
-    Result<CommandOutput> r = testbed::RunCommand(tb_->SshArgv(i, "root", "{ " + command + "\n} 2>&1"), kGuard);
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? *r : CommandOutput{-1, ""};
-  }
-
-  // The output of `command` on host i, which must succeed.
-  std::string Out(std::size_t i, const std::string& command) {
-    CommandOutput r = Ssh(i, command);
-    EXPECT_EQ(r.exit_code, 0) << Name(i) << ": " << command << ": " << r.output;
-    return r.output;
-  }
-
-  // gpuforge ARGS, stdout and stderr together.
-  CommandOutput Gpuforge(const std::string& args) {
+  // gpuforge ARGS on this machine alone (render), stdout and stderr together.
+  CommandOutput Local(const std::string& args) {
     Result<CommandOutput> r = testbed::RunCommand(
         {"/bin/sh", "-c", fmt::format("{} {} 2>&1 </dev/null", GPUFORGE_BINARY, args)}, kGuard);
     EXPECT_TRUE(r.ok()) << r.error().message;
@@ -142,7 +114,7 @@ class ApplyFaults : public ::testing::Test {
   std::map<std::string, std::map<std::string, std::string>> Rendered() {
     const std::string dir = temp_ + "/rendered";
     testbed::RunCommand({"rm", "-rf", dir});
-    CommandOutput r = Gpuforge(fmt::format("render {} --out {}", tb_->paths().inventory, dir));
+    CommandOutput r = Local(fmt::format("render {} --out {}", tb_->paths().inventory, dir));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     std::map<std::string, std::map<std::string, std::string>> out;
     for (const testbed::Host& h : tb_->hosts()) {
@@ -240,14 +212,13 @@ class ApplyFaults : public ::testing::Test {
     EXPECT_FALSE(Locked(i)) << Name(i);
   }
 
-  std::string temp_;  // this machine's scratch dir for the test
-  std::optional<testbed::Testbed> tb_;
+  std::string temp_;  // this machine's scratch dir for the test, in the testbed's (removed with it)
 };
 
 // ---- 1. the connection dies mid-apply --------------------------------------------------------
 
 TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUntilRemoved) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   const auto rendered = Rendered();
   const auto& want = rendered.at(Name(1));
   Out(1, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
@@ -333,7 +304,7 @@ TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUn
 // by `rm`. Now the intent record written after the backups points at them, `unlock --run ID`
 // removes that run's lock (and no other), and rollback restores the bytes from the intent.
 TEST_F(ApplyFaults, AKilledControllerIsUnlockedByItsRunIdAndRolledBackFromItsIntentRecord) {
-  ASSERT_NO_FATAL_FAILURE(Up(1));
+  if (!Up(1)) return;
   const auto rendered = Rendered();
   const auto& want = rendered.at(Name(0));
   Out(0, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
@@ -392,7 +363,7 @@ TEST_F(ApplyFaults, AKilledControllerIsUnlockedByItsRunIdAndRolledBackFromItsInt
 // ---- 2. a full disk --------------------------------------------------------------------------
 
 TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   const auto rendered = Rendered();
   const auto& want = rendered.at(Name(1));
   const std::string dir = "/etc/security/limits.d";
@@ -447,7 +418,7 @@ TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks)
 // ---- 3. a service that fails to start --------------------------------------------------------
 
 TEST_F(ApplyFaults, AFailingServiceStartFailsThatNodeAtItsStepAndTheRerunConverges) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   const auto rendered = Rendered();
   Out(1, fmt::format("touch {}/fail-nvidia-dcgm", kHooks));
 
@@ -489,7 +460,7 @@ TEST_F(ApplyFaults, AFailingServiceStartFailsThatNodeAtItsStepAndTheRerunConverg
 // A file written before the failure changed the node, but its handler never ran; the rerun finds
 // the file already right. The handler must still run once, or the node only looks converged.
 TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   Out(1, fmt::format("touch {}/fail-nvidia-dcgm", kHooks));
   CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
@@ -517,7 +488,7 @@ TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
 // /etc (#12 item 13): the next plan lists it (and counts it for --detailed-exitcode), apply
 // removes it and nothing else.
 TEST_F(ApplyFaults, ALeftoverUploadTemporaryIsPlannedAndRemovedAndNothingElseIs) {
-  ASSERT_NO_FATAL_FAILURE(Up(1));
+  if (!Up(1)) return;
   CommandOutput first = Remote(fmt::format("apply {} --yes", kNoPackages));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   Out(0, "printf half > /etc/sysctl.d/.90-gpuforge.conf.gpuforge-0123456789ab; printf keep > /etc/sysctl.d/.mine.gpuforge-x");
@@ -536,7 +507,7 @@ TEST_F(ApplyFaults, ALeftoverUploadTemporaryIsPlannedAndRemovedAndNothingElseIs)
 // ---- 4. someone else holds the lock ----------------------------------------------------------
 
 TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   const auto rendered = Rendered();
   const std::string holder = "run 20261130T060000Z-00000001 by ops@admin at 2026-11-30T06:00:00Z";
   Out(1, fmt::format("mkdir -p {0}/lock && printf '%s\\n' '{1}' > {0}/lock/holder", kStateDir, holder));
@@ -564,7 +535,7 @@ TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) 
 // ---- 5. --max-fail stops the rollout -----------------------------------------------------------
 
 TEST_F(ApplyFaults, MaxFailStopsTheRolloutAndTheNodesNotStartedAreNotTouched) {
-  ASSERT_NO_FATAL_FAILURE(Up(3));
+  if (!Up(3)) return;
   Out(0, fmt::format("touch {}/fail-nvidia-dcgm", kHooks));
   const int logins1 = Logins(1), logins2 = Logins(2);
 
@@ -597,7 +568,7 @@ TEST_F(ApplyFaults, MaxFailStopsTheRolloutAndTheNodesNotStartedAreNotTouched) {
 // ---- 6. rollback -----------------------------------------------------------------------------
 
 TEST_F(ApplyFaults, RollbackRestoresBytesAndModeRemovesCreatedFilesAndRefusesLaterEditsUnlessForced) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   const auto rendered = Rendered();
   // Bytes no template would write: no final newline, a non-ASCII byte, a tab.
   Out(0, "printf 'NCCL_DEBUG=WARN\\n# by hand\\t\\303\\251' > /etc/nccl.conf && chmod 0600 /etc/nccl.conf");
@@ -669,7 +640,7 @@ TEST_F(ApplyFaults, RollbackRestoresBytesAndModeRemovesCreatedFilesAndRefusesLat
 // ---- 7. hostile inventory values -------------------------------------------------------------
 
 TEST_F(ApplyFaults, HostileInventoryValuesAreRefusedBeforeAnyConnection) {
-  ASSERT_NO_FATAL_FAILURE(Up(2));
+  if (!Up(2)) return;
   std::ifstream in(tb_->paths().inventory);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -36,13 +36,11 @@ constexpr int kRdzvPort = 29500;
 // the plugin refuses ("Cannot use /tmp or /dev/shm as BasePath"), and beside SlurmdSpoolDir.
 constexpr const char* kJobContainerBase = "/var/lib/slurm/job_container";
 // The health check program and what it reads (software.scheduler.health_check, #16 part 5):
-// plan pushes the agent to plan::kAgentPath and the inventory and pass marks to these paths
-// (plan/controller_files.h); render comes before plan, so the paths are spelt here too and
-// tests/render/slurm_test.cc holds the two together.
-constexpr const char* kHealthCheckProgram = "/usr/local/lib/gpuforge/healthcheck";
-constexpr const char* kHealthCheckAgent = "/usr/local/lib/gpuforge/gpuforge";
-constexpr const char* kHealthCheckInventory = "/etc/gpuforge/cluster.yaml";
-constexpr const char* kHealthCheckModelTable = "/etc/gpuforge/gpu-models.yaml";
+// the paths plan pushes to, from model/slurm_roles.h.
+constexpr std::string_view kHealthCheckProgram = model::kHealthCheckProgramPath;
+constexpr std::string_view kHealthCheckAgent = model::kNodeAgentPath;
+constexpr std::string_view kHealthCheckInventory = model::kHealthCheckInventoryPath;
+constexpr std::string_view kHealthCheckModelTable = model::kHealthCheckModelTablePath;
 
 // Configless (docs/render.md, "Configless"): above this many Slurm nodes slurmd fetches its
 // configuration from slurmctld instead of every node holding a copy of slurm.conf and
@@ -615,7 +613,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
   // HealthCheck* only when the inventory asks (slurm.conf(5): without HealthCheckInterval the
   // program never runs; without HealthCheckNodeState it runs in any state).
   slurm_ctx["health_check"] = s.health_check.has_value();
-  slurm_ctx["health_check_program"] = kHealthCheckProgram;
+  slurm_ctx["health_check_program"] = std::string(kHealthCheckProgram);
   slurm_ctx["health_check_interval"] = s.health_check ? std::to_string(s.health_check->interval_s) : "";
   slurm_ctx["has_health_check_node_state"] = s.health_check && !s.health_check->node_state.empty();
   slurm_ctx["health_check_node_state"] =
@@ -668,10 +666,10 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
     if (slurmd && s.health_check) {
       nlohmann::json hc = {{"node", ShellQuote(n->name)},
                            {"node_comment", CommentText(n->name)},
-                           {"agent", kHealthCheckAgent},
-                           {"inventory", kHealthCheckInventory},
-                           {"model_table", kHealthCheckModelTable}};
-      plan->jobs.push_back({n->name, kHealthCheckProgram, "slurm-healthcheck.sh.mustache", hc, CommentStyle::kHash, "0755"});
+                           {"agent", std::string(kHealthCheckAgent)},
+                           {"inventory", std::string(kHealthCheckInventory)},
+                           {"model_table", std::string(kHealthCheckModelTable)}};
+      plan->jobs.push_back({n->name, std::string(kHealthCheckProgram), "slurm-healthcheck.sh.mustache", hc, CommentStyle::kHash, "0755"});
     }
   }
   AddJobScript(c, v, plan);

@@ -4,11 +4,20 @@
 // render (which nodes get a NodeName line and which files), plan (packages, services, handlers)
 // and lint read this one answer, so a node never gets a slurmd that slurm.conf does not name.
 
+#include <string_view>
 #include <vector>
 
 #include "gpuforge/model/cluster.h"
 
 namespace gpuforge::model {
+
+// Where gpuforge's health check lives on a slurmd node and what it runs and reads
+// (software.scheduler.health_check): render writes the program naming these paths and plan
+// pushes the agent, the inventory and the pass marks to them, so both stages read them here.
+inline constexpr std::string_view kNodeAgentPath = "/usr/local/lib/gpuforge/gpuforge";
+inline constexpr std::string_view kHealthCheckProgramPath = "/usr/local/lib/gpuforge/healthcheck";
+inline constexpr std::string_view kHealthCheckInventoryPath = "/etc/gpuforge/cluster.yaml";
+inline constexpr std::string_view kHealthCheckModelTablePath = "/etc/gpuforge/gpu-models.yaml";
 
 struct SlurmRole {
   bool slurmctld = false;  // the node software.scheduler.controller names

@@ -12,6 +12,7 @@
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "gpuforge/plan/file_plan.h"
 
 namespace gpuforge::plan {
@@ -35,11 +36,11 @@ inline constexpr std::size_t kMungeKeyMaxBytes = 1u << 20;
 inline constexpr std::string_view kExampleMungeKeySha256 =
     "f36797741b484354c16ef7976dc510ea0cb0ca6052861e4590aee9ef15ce6769";
 
-// What the health check program reads on a node (render/slurm.cc's healthcheck template names
-// the same paths; a test holds them together).
-inline constexpr std::string_view kNodeInventoryPath = "/etc/gpuforge/cluster.yaml";
-inline constexpr std::string_view kNodeModelTablePath = "/etc/gpuforge/gpu-models.yaml";
-inline constexpr std::string_view kHealthCheckPath = "/usr/local/lib/gpuforge/healthcheck";
+// What the health check program is and reads on a node (model/slurm_roles.h, which render's
+// healthcheck template names too).
+inline constexpr std::string_view kNodeInventoryPath = model::kHealthCheckInventoryPath;
+inline constexpr std::string_view kNodeModelTablePath = model::kHealthCheckModelTablePath;
+inline constexpr std::string_view kHealthCheckPath = model::kHealthCheckProgramPath;
 
 // Which file holds the munge key, and who named it (for messages).
 struct MungeKeySource {

@@ -14,6 +14,7 @@
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/model/cluster.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "gpuforge/plan/controller_files.h"
 #include "gpuforge/plan/file_plan.h"
 
@@ -48,7 +49,7 @@ struct DesiredSysctl {
 };
 
 // Where apply puts this binary on a node, for `validate` to run there (`gpuforge agent`).
-inline constexpr std::string_view kAgentPath = "/usr/local/lib/gpuforge/gpuforge";
+inline constexpr std::string_view kAgentPath = model::kNodeAgentPath;
 
 // The binary pushed as the agent, read once on the controller, and the architecture it runs on
 // (uname -m).

@@ -11,6 +11,8 @@ packages=(
   # Real peers the tests compare against or drive: Slurm's hostlist tools and daemons,
   # ClusterShell's nodeset, OpenSSH for the remote layer, hyperfine for bench/.
   openssh-server openssh-client slurm-wlm slurm-client munge pdsh clustershell hyperfine
+  # slurmdbd and the MariaDB server it stores into read the rendered accounting files.
+  slurmdbd mariadb-server
   python3 python3-yaml
   # The local test hosts (tests/testbed) need namespaces, veth pairs and sudo inside a host;
   # promtool checks the rendered Prometheus rules.

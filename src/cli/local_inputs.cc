@@ -1,5 +1,6 @@
 // What commands read on this machine: the inventory, the desired state of the targets, the
-// agent binary, --only, the inventory's digest, the local user and the clock.
+// agent binary, --only, the inventory's digest, the local user and the clock (the files apply
+// pushes from this machine: controller_inputs.cc).
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
-#include <tuple>
 
 #include "cli/commands.h"
 #include "gpuforge/base/read_file.h"
@@ -21,7 +21,6 @@
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/controller_files.h"
 #include "gpuforge/render/render.h"
-#include "gpuforge/validate/thresholds.h"
 
 namespace gpuforge::cli {
 
@@ -93,54 +92,6 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
                                        local ? &*local : nullptr);
   }
   return m;
-}
-
-std::optional<plan::ControllerFiles> LoadControllerFiles(Context& ctx, const model::Cluster& cluster,
-                                                         const std::string& inventory) {
-  plan::ControllerFiles files;
-  const char* env = std::getenv(std::string(plan::kMungeKeyEnv).c_str());
-  Result<std::optional<plan::MungeKeySource>> source = plan::FindMungeKeySource(cluster, env == nullptr ? "" : env);
-  if (!source.ok()) {
-    ctx.Error(source.error().message);
-    return std::nullopt;
-  }
-  if (*source) {
-    const plan::MungeKeySource& src = **source;
-    // The bounded reader: a regular file only, never more than the cap + 1 byte.
-    Result<std::string> bytes = base::ReadInputFile({src.path, "munge key", plan::kMungeKeyMaxBytes, true});
-    if (!bytes.ok()) {
-      ctx.Error(fmt::format("{}: {}", src.named_by, bytes.error().message));
-      return std::nullopt;
-    }
-    Result<std::shared_ptr<const plan::Blob>> key = plan::CheckMungeKey(src, std::move(*bytes));
-    if (!key.ok()) {
-      ctx.Error(key.error().message);
-      return std::nullopt;
-    }
-    if (plan::IsExampleMungeKey(**key) && ctx.verbosity >= 0) {
-      ctx.Err(fmt::format("gpuforge: {} {}: {} is gpuforge's public example munge key; anyone can forge this "
-                          "cluster's credentials with it. Make your own (mungekey --create --keyfile FILE)\n",
-                          ctx.err_style.Yellow("warning:"), src.named_by, src.path));
-    }
-    files.munge_key = std::move(*key);
-  }
-  if (cluster.software.scheduler.kind == model::SchedulerKind::kSlurm && cluster.software.scheduler.health_check) {
-    // The health check program runs `validate --local` on the node: the inventory and the
-    // pass marks go with it, the very bytes this run read.
-    for (auto [path, what, into] : {std::tuple{inventory, "inventory", &files.inventory},
-                                    std::tuple{validate::DefaultModelTablePath(), "GPU model table", &files.model_table}}) {
-      Result<std::string> bytes = base::ReadInputFile({path, what, 64u << 20, true});
-      if (!bytes.ok()) {
-        ctx.Error(bytes.error().message);
-        return std::nullopt;
-      }
-      auto blob = std::make_shared<plan::Blob>();
-      blob->sha256 = base::Sha256Hex(*bytes);
-      blob->bytes = std::move(*bytes);
-      *into = std::move(blob);
-    }
-  }
-  return files;
 }
 
 Result<plan::AgentBinary> LoadAgent() {

@@ -20,6 +20,81 @@ namespace gpuforge::inventory::internal {
 
 using quantity::Dimension;
 
+namespace {
+
+bool HasControl(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; });
+}
+
+// MariaDB user and database names as slurmdbd.conf carries them unquoted: [A-Za-z0-9_],
+// 1..32 characters (MySQL's user name limit; MariaDB takes 80, a database 64).
+bool SqlName(const std::string& s) {
+  return !s.empty() && s.size() <= 32 &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
+
+}  // namespace
+
+// software.scheduler.accounting: slurmdbd on `host` (default: the controller), storing into
+// the MariaDB/MySQL server at storage_host (default: localhost, the slurmdbd node itself).
+void Loader::LoadAccounting(const YAML::Node& a) {
+  const std::string what = "software.scheduler.accounting";
+  model::Scheduler& s = cluster_.software.scheduler;
+  if (!r_.CheckMap(a, what, schema::kAccounting)) return;
+  if (s.kind != model::SchedulerKind::kSlurm) {
+    r_.Error(a, "'accounting' in software.scheduler is Slurm's (slurmdbd); this scheduler is not Slurm");
+    return;
+  }
+  model::Scheduler::Accounting acct;
+  acct.where = r_.Pos(a);
+  bool ok = true;
+  acct.host = s.controller;
+  if (auto h = r_.Str(a, "host", what)) {
+    YAML::Node hn = Get(a, "host");
+    if (names::CheckHostname(*h)) {
+      CheckWith(hn, names::CheckHostname, *h, "accounting host");
+      ok = false;
+    } else if (FindNode(*h) == nullptr && !broken_nodes_.count(*h) && !MaybeFromFailedEntry(*h)) {
+      r_.Error(hn, fmt::format("accounting host '{}' is not a node in the inventory: slurmdbd runs on one of its nodes", *h));
+      ok = false;
+    }
+    acct.host = *h;
+  }
+  if (auto h = r_.Str(a, "storage_host", what)) {
+    if (names::CheckAddress(*h)) {
+      CheckWith(Get(a, "storage_host"), names::CheckAddress, *h, "accounting storage_host");
+      ok = false;
+    }
+    acct.storage_host = *h;
+  }
+  if (auto p = r_.Int(a, "storage_port", what, 1, 65535)) acct.storage_port = static_cast<int>(*p);
+  for (auto [key, into] : {std::pair{"storage_user", &acct.storage_user}, std::pair{"database", &acct.database}}) {
+    auto v = r_.Str(a, key, what);
+    if (!v) continue;
+    if (!SqlName(*v)) {
+      r_.Error(Get(a, key), fmt::format("'{}' in {} must be 1 to 32 of [A-Za-z0-9_] (slurmdbd.conf holds it unquoted)", key, what));
+      ok = false;
+    }
+    *into = *v;
+  }
+  // Read by plan and apply on this machine only, like munge_key.
+  if (auto f = r_.Str(a, "storage_pass_file", what, true)) {
+    YAML::Node fn = Get(a, "storage_pass_file");
+    if (f->empty() || HasControl(*f)) {
+      r_.Error(fn, fmt::format("'storage_pass_file' in {} must name a file (no control characters)", what));
+      ok = false;
+    } else {
+      std::filesystem::path p(*f);
+      if (p.is_relative()) p = std::filesystem::path(r_.file()).parent_path() / p;
+      acct.storage_pass_file = p.lexically_normal().string();
+      acct.storage_pass_where = r_.Pos(fn);
+    }
+  } else {
+    ok = false;
+  }
+  if (ok) s.accounting = std::move(acct);
+}
+
 void Loader::LoadScheduler(const YAML::Node& n) {
   const std::string what = "software.scheduler";
   if (!r_.CheckMap(n, what, schema::kScheduler)) return;
@@ -107,6 +182,7 @@ void Loader::LoadScheduler(const YAML::Node& n) {
     }
     if (ok) s.health_check = std::move(h);
   }
+  if (Has(n, "accounting")) LoadAccounting(Get(n, "accounting"));
   YAML::Node parts = Get(n, "partitions");
   if (Has(n, "partitions") && r_.CheckSeq(parts, what + ".partitions")) {
     std::set<std::string> seen;

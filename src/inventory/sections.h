@@ -124,6 +124,7 @@ class Loader {
   void LoadLinks(const YAML::Node& n);
   void LoadStorage(const YAML::Node& n);
   void LoadSoftware(const YAML::Node& n);
+  void LoadAccounting(const YAML::Node& n);
   void LoadScheduler(const YAML::Node& n);
   void LoadWorkload(const YAML::Node& n);
   void LoadOverrides(const YAML::Node& n, std::string_view what, model::Overrides* out);

@@ -41,6 +41,10 @@ SlurmRole SlurmRoleOf(const Cluster& c, const Node& n) {
   r.slurmctld = !s.controller.empty() && s.controller == n.name;
   r.slurmd = SlurmdNode(c, n);
   r.client = r.slurmctld || r.slurmd || n.role == NodeRole::kLogin || n.role == NodeRole::kController;
+  // slurmdbd authenticates slurmctld's and sacctmgr's requests with munge as well.
+  r.slurmdbd = s.accounting && s.accounting->host == n.name;
+  r.database = r.slurmdbd && s.accounting->LocalDatabase();
+  r.client = r.client || r.slurmdbd;
   r.munge = r.client;
   return r;
 }

@@ -42,6 +42,37 @@ Result<std::shared_ptr<const Blob>> CheckMungeKey(const MungeKeySource& src, std
 
 bool IsExampleMungeKey(const Blob& key) { return key.sha256 == kExampleMungeKeySha256; }
 
-bool IsSecretPath(std::string_view path) { return path == kMungeKeyPath; }
+bool IsSecretPath(std::string_view path) { return path == kMungeKeyPath || path == model::kSlurmdbdPassPath; }
+
+Result<std::shared_ptr<const Blob>> SlurmdbdPassFile(const model::Scheduler::Accounting& a, std::string bytes) {
+  const SourcePos& at = a.storage_pass_where;
+  const std::string named = fmt::format("{}:{}:{}: software.scheduler.accounting.storage_pass_file", at.file, at.line, at.col);
+  if (bytes.size() > kSlurmdbdPassMaxBytes) {
+    return Error{fmt::format("{}: {} is larger than {}; it should hold the database password on one line", named,
+                             a.storage_pass_file, base::DescribeBytes(kSlurmdbdPassMaxBytes))};
+  }
+  // One line: a trailing newline (an editor's, or `echo`'s) is not part of the password.
+  std::string pass = bytes.substr(0, bytes.find('\n'));
+  if (!pass.empty() && pass.back() == '\r') pass.pop_back();
+  if (bytes.find('\n') != std::string::npos && bytes.find_first_not_of("\r\n", bytes.find('\n')) != std::string::npos) {
+    return Error{fmt::format("{}: {} holds more than one line; put only the database password in it", named, a.storage_pass_file)};
+  }
+  if (pass.empty()) return Error{fmt::format("{}: {} is empty; it should hold the database password", named, a.storage_pass_file)};
+  // slurmdbd.conf(5) values end at white space and '#' starts a comment (Slurm's
+  // s_p_parse_line); a quote or backslash would be read as quoting.
+  for (char ch : pass) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u <= 0x20 || u == 0x7f || ch == '#' || ch == '"' || ch == '\\') {
+      return Error{fmt::format("{}: the password in {} holds a space, '#', '\"', '\\' or a control character, which "
+                               "slurmdbd.conf cannot carry (it would end the value or start a comment); choose "
+                               "another (e.g. `openssl rand -base64 24 | tr -d '/+='`)",
+                               named, a.storage_pass_file)};
+    }
+  }
+  auto blob = std::make_shared<Blob>();
+  blob->bytes = "StoragePass=" + pass + "\n";
+  blob->sha256 = base::Sha256Hex(blob->bytes);
+  return std::shared_ptr<const Blob>(std::move(blob));
+}
 
 }  // namespace gpuforge::plan

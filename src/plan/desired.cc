@@ -86,6 +86,15 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
     return {fmt::format("munge key, {} bytes (secret: never shown)", f.Content().size()),
             fmt::format("{}, else inventory software.scheduler.munge_key (auth/munge)", kMungeKeyEnv)};
   }
+  if (p == model::kSlurmdbdPassPath) {
+    return {fmt::format("slurmdbd's StoragePass, {} bytes (secret: never shown)", f.Content().size()),
+            "inventory software.scheduler.accounting.storage_pass_file"};
+  }
+  if (p == model::kSlurmdbdConfPath) {
+    const auto& a = sw.scheduler.accounting;
+    return {a ? fmt::format("slurmdbd, database {} on {}:{}", a->database, a->storage_host, a->storage_port) : "slurmdbd",
+            "inventory software.scheduler.accounting"};
+  }
   if (p == kHealthCheckPath) {
     return {fmt::format("slurmd's HealthCheckProgram: validate --local --health --drain-failed every {} s",
                         sw.scheduler.health_check ? sw.scheduler.health_check->interval_s : 0),

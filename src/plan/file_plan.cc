@@ -9,6 +9,7 @@
 
 #include "gpuforge/base/fold.h"
 #include "gpuforge/base/sha256.h"
+#include "gpuforge/model/slurm_roles.h"
 #include "gpuforge/plan/controller_files.h"
 
 namespace gpuforge::plan {
@@ -26,6 +27,7 @@ std::vector<DesiredFile> DesiredFiles(const render::Output& rendered, std::strin
     d.path = f.path;
     d.content = f.content;
     d.mode = static_cast<unsigned>(std::strtoul(f.mode.c_str(), nullptr, 8));
+    d.owner = f.owner;
     out.push_back(std::move(d));
   }
   std::sort(out.begin(), out.end(), [](const DesiredFile& a, const DesiredFile& b) { return a.path < b.path; });
@@ -74,6 +76,12 @@ constexpr std::string_view kPersistencedHandler =
 
 constexpr std::string_view kMungeHandler = "systemctl restart munge.service";
 
+// slurmdbd and its MariaDB read their files only at start. slurmctld keeps the records of jobs
+// that end while slurmdbd is away and sends them when it is back (slurm.conf(5)
+// MaxDBDMsgs), so neither restart touches running jobs.
+constexpr std::string_view kMariadbHandler = "systemctl restart mariadb.service";
+constexpr std::string_view kSlurmdbdHandler = "systemctl restart slurmdbd.service";
+
 std::span<const ImpactRule> ImpactTable() {
   // Order matters twice: the first matching prefix wins, and handlers run in this order.
   static constexpr std::array kTable = {
@@ -89,6 +97,15 @@ std::span<const ImpactRule> ImpactTable() {
       // slurmctld and slurmd ask munged per credential and need no restart; it runs before their
       // handlers, so a restarted slurmd finds the new key.
       ImpactRule{"/etc/munge/munge.key", Impact::kReload, kMungeHandler, "restart munged (no drain: jobs keep running)"},
+      // Before slurmdbd's: a restarted slurmdbd finds the server already running its settings.
+      ImpactRule{model::kMariadbConfDebian, Impact::kReload, kMariadbHandler,
+                 "restart mariadb (no drain: slurmctld queues job records meanwhile)"},
+      ImpactRule{model::kMariadbConfRhel, Impact::kReload, kMariadbHandler,
+                 "restart mariadb (no drain: slurmctld queues job records meanwhile)"},
+      ImpactRule{model::kSlurmdbdConfPath, Impact::kReload, kSlurmdbdHandler,
+                 "restart slurmdbd (no drain: slurmctld queues job records meanwhile)"},
+      ImpactRule{model::kSlurmdbdPassPath, Impact::kReload, kSlurmdbdHandler,
+                 "restart slurmdbd (no drain: slurmctld queues job records meanwhile)"},
       ImpactRule{"/etc/slurm/slurm.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       ImpactRule{"/etc/slurm/topology.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       // slurmd reads gres.conf, cgroup.conf and job_container.conf only at start.
@@ -146,10 +163,7 @@ bool IsLeftoverTemporary(std::string_view path) {
 const ImpactRule* ImpactWithoutSlurmd(std::string_view path) {
   static constexpr ImpactRule kServed{"", Impact::kReload, "scontrol reconfigure",
                                       "slurmctld serves it (configless); each slurmd takes it at its restart"};
-  for (std::string_view p : {"/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/job_container.conf"}) {
-    if (path == p) return &kServed;
-  }
-  return nullptr;
+  return model::IsSlurmdOnlyFile(path) ? &kServed : nullptr;
 }
 
 const ImpactRule& ImpactFor(std::string_view path) {

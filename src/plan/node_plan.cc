@@ -174,6 +174,14 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
   if (slurm.slurmctld) add(deb ? "slurmctld" : "slurm-slurmctld", "", Impact::kRestart, "restarts slurmctld", "software.scheduler");
   if (slurm.slurmd) add(deb ? "slurmd" : "slurm-slurmd", "", Impact::kRestart, "restarts slurmd (drain first)", "software.scheduler");
   if (slurm.client) add(deb ? "slurm-client" : "slurm", "", Impact::kLive, "next command", "software.scheduler");
+  // Accounting: slurmdbd on its node, and the MariaDB server there when the database is local
+  // (storage_host localhost); a remote database is the site's.
+  if (slurm.slurmdbd) {
+    add(deb ? "slurmdbd" : "slurm-slurmdbd", "", Impact::kReload, "restarts slurmdbd", "software.scheduler.accounting");
+  }
+  if (slurm.database) {
+    add("mariadb-server", "", Impact::kReload, "restarts mariadb", "software.scheduler.accounting (storage_host: localhost)");
+  }
   if (s.kind == model::SchedulerKind::kKubernetes) {
     add("kubelet", "", Impact::kRestart, "restarts kubelet (drain first)", "software.scheduler");
   }
@@ -213,6 +221,13 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
       key.secret = true;
       insert(std::move(key));
     }
+    // slurmdbd.conf's Include (render/slurm_accounting.cc): StoragePass from the operator's file.
+    if (local != nullptr && local->slurmdbd_pass && slurm.slurmdbd) {
+      DesiredFile pass = shared(model::kSlurmdbdPassPath, model::kSlurmdbdMode, local->slurmdbd_pass);
+      pass.owner = std::string(model::kSlurmdbdOwner);
+      pass.secret = true;
+      insert(std::move(pass));
+    }
     // What the rendered health check program reads (render/slurm.cc): the inventory it was
     // rendered from and the pass marks of the GPU models, at the paths the program names.
     if (local != nullptr && slurm.slurmd && c.software.scheduler.health_check) {
@@ -247,6 +262,10 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
     // munge first: slurmctld and slurmd fail to start without its socket.
     const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
     if (slurm.munge) d.services.push_back("munge");
+    // The database before slurmdbd, slurmdbd before slurmctld: slurmctld registers the cluster
+    // with slurmdbd when it starts.
+    if (slurm.database) d.services.push_back("mariadb");
+    if (slurm.slurmdbd) d.services.push_back("slurmdbd");
     if (slurm.slurmctld) d.services.push_back("slurmctld");
     if (slurm.slurmd) d.services.push_back("slurmd");
     if (s.kind == model::SchedulerKind::kKubernetes) d.services.push_back("kubelet");

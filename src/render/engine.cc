@@ -232,7 +232,7 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
       return Error{fmt::format("template {}/{}: {}", dir, job.template_name, it->second->error_message())};
     }
     out.files.push_back({job.node, job.path, WithHeader(Header(job.comment, o.inventory_label, job.template_name), body),
-                         job.mode, job.template_name});
+                         job.mode, job.template_name, job.owner});
   }
   std::sort(out.files.begin(), out.files.end(), [](const RenderedFile& a, const RenderedFile& b) {
     return std::tie(a.node, a.path) < std::tie(b.node, b.path);

@@ -36,6 +36,11 @@ void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan);
 // `gpus`: the nodes' measured GPUs (measured.h); a node without them gets gres.conf File=
 // lines assumed from the inventory, marked as such.
 void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredGpus* gpus = nullptr);
+// slurm_accounting.cc: slurm.conf's accounting values ({"accounting": false} without
+// software.scheduler.accounting), given the GRES types of the cluster's GPUs; and
+// slurmdbd.conf (plus the MariaDB settings for a local database) on the slurmdbd node.
+nlohmann::json SlurmAccountingContext(const model::Cluster& c, const std::vector<std::string>& gres_types);
+void AddSlurmAccountingJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan);
 void AddRoceJobs(const model::Cluster& c, const Options& o, Plan* plan);  // roce.cc (#13)

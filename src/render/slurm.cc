@@ -612,6 +612,11 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
 
   // HealthCheck* only when the inventory asks (slurm.conf(5): without HealthCheckInterval the
   // program never runs; without HealthCheckNodeState it runs in any state).
+  std::vector<std::string> gres_types;
+  for (const model::Node* n : v.nodes) {
+    for (const model::GpuSpec& g : c.ProfileOf(*n).gpus) gres_types.push_back(GresType(g));
+  }
+  slurm_ctx.update(SlurmAccountingContext(c, gres_types));
   slurm_ctx["health_check"] = s.health_check.has_value();
   slurm_ctx["health_check_program"] = std::string(kHealthCheckProgram);
   slurm_ctx["health_check_interval"] = s.health_check ? std::to_string(s.health_check->interval_s) : "";
@@ -621,20 +626,19 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
   nlohmann::json gres_ctx = GresContext(c, v, gpus);
   nlohmann::json topo_ctx = {{"network", topo.network}, {"switches", topo.switches}, {"notes", notes}};
 
-  // slurmd_only: read by slurmd and its steps alone (gres.conf(5), cgroup.conf(5),
-  // job_container.conf(5)); a node without slurmd does not get them, so a change to them never
-  // asks for a slurmd restart where there is none.
+  // slurmd_only (model::kSlurmdOnlyFiles): a node without slurmd does not get them, so a change
+  // to them never asks for a slurmd restart where there is none.
   struct File {
     std::string path;
     std::string template_name;
     nlohmann::json context;
-    bool slurmd_only = false;
+    bool slurmd_only = model::IsSlurmdOnlyFile(path);
   };
   std::vector<File> files = {{conf, "slurm.conf.mustache", slurm_ctx},
-                             {std::string(kConfDir) + "/gres.conf", "slurm-gres.conf.mustache", gres_ctx, true},
-                             {std::string(kConfDir) + "/cgroup.conf", "slurm-cgroup.conf.mustache", nlohmann::json::object(), true},
+                             {std::string(kConfDir) + "/gres.conf", "slurm-gres.conf.mustache", gres_ctx},
+                             {std::string(kConfDir) + "/cgroup.conf", "slurm-cgroup.conf.mustache", nlohmann::json::object()},
                              {std::string(kConfDir) + "/job_container.conf", "slurm-job_container.conf.mustache",
-                              {{"base_path", kJobContainerBase}}, true}};
+                              {{"base_path", kJobContainerBase}}}};
   if (tree) files.push_back({std::string(kConfDir) + "/topology.conf", "slurm-topology.conf.mustache", topo_ctx});
   if (!topo.skip_reason.empty()) plan->skipped.push_back({"", std::string(kConfDir) + "/topology.conf", topo.skip_reason});
 
@@ -647,8 +651,9 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
   for (const model::Node* n : SelectedNodes(c, o)) {
     bool slurmd = v.node_names.count(n->name) > 0;
     bool is_controller = n->name == controller->name;
+    // The slurmdbd node too: sacctmgr there reads slurm.conf (model::SlurmRole::client).
     bool role = slurmd || n->role == model::NodeRole::kController || n->role == model::NodeRole::kLogin ||
-                is_controller;
+                is_controller || (s.accounting && s.accounting->host == n->name);
     if (!role) continue;
     if (configless && slurmd && !is_controller) {
       // Fetches every file from slurmctld; no copy to render, push or keep equal.
@@ -672,6 +677,7 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
       plan->jobs.push_back({n->name, std::string(kHealthCheckProgram), "slurm-healthcheck.sh.mustache", hc, CommentStyle::kHash, "0755"});
     }
   }
+  AddSlurmAccountingJobs(c, o, plan);
   AddJobScript(c, v, plan);
 }
 

@@ -57,9 +57,12 @@ inline constexpr std::string_view kScheduler[] = {"kind",
                                                   "cpu_manager_policy",
                                                   "reserved",
                                                   "munge_key",
-                                                  "health_check"};
+                                                  "health_check",
+                                                  "accounting"};
 inline constexpr std::string_view kReserved[] = {"cpus", "memory"};
 inline constexpr std::string_view kHealthCheck[] = {"interval", "node_state"};
+inline constexpr std::string_view kAccounting[] = {"host",         "storage_host", "storage_port",
+                                                   "storage_user", "database",     "storage_pass_file"};
 inline constexpr std::string_view kPartition[] = {"name", "nodes", "default", "max_time"};
 inline constexpr std::string_view kWorkload[] = {"params",      "precision",           "optimizer",
                                                  "parallelism", "checkpoint_interval", "read_bandwidth_per_gpu"};
@@ -105,6 +108,7 @@ inline constexpr Object kObjects[] = {
     {"software.scheduler", kScheduler},
     {"software.scheduler.reserved", kReserved},
     {"software.scheduler.health_check", kHealthCheck},
+    {"software.scheduler.accounting", kAccounting},
     {"software.scheduler.partitions[]", kPartition},
     {"workload", kWorkload},
     {"workload.parallelism", kParallelism},

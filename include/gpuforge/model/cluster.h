@@ -260,6 +260,22 @@ struct Scheduler {
     SourcePos where;
   };
   std::optional<HealthCheck> health_check;
+  // Slurm accounting through slurmdbd (software.scheduler.accounting, #14); unset = none.
+  struct Accounting {
+    std::string host;                        // node slurmdbd runs on (default: the controller)
+    std::string storage_host = "localhost";  // the MariaDB/MySQL server slurmdbd stores into
+    int storage_port = 3306;
+    std::string storage_user = "slurm";
+    std::string database = "slurm_acct_db";  // slurmdbd.conf StorageLoc
+    // The database password's file on this machine, resolved against the inventory's
+    // directory. Only the path: plan and apply read the bytes (a secret, never printed).
+    std::string storage_pass_file;
+    SourcePos storage_pass_where;
+    SourcePos where;
+    // The database runs on the slurmdbd node: gpuforge plans its server and settings there.
+    bool LocalDatabase() const { return storage_host == "localhost" || storage_host == "127.0.0.1"; }
+  };
+  std::optional<Accounting> accounting;
 };
 
 // A package repository gpuforge writes onto nodes (apt sources.list.d or yum.repos.d), so the

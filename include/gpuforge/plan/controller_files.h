@@ -59,13 +59,22 @@ Result<std::shared_ptr<const Blob>> CheckMungeKey(const MungeKeySource& src, std
 
 bool IsExampleMungeKey(const Blob& key);
 
-// Whether gpuforge ever writes a secret at `path` (the munge key): a file there is never read
+// Whether gpuforge ever writes a secret at `path` (the munge key, slurmdbd's password file): a file there is never read
 // back for a diff, also when it is to be removed.
 bool IsSecretPath(std::string_view path);
+
+// The accounting database password (software.scheduler.accounting.storage_pass_file): the
+// file's first line, which must be a value slurmdbd.conf can hold unquoted (no white space,
+// '#', '"', '\\' or control characters). Returns the bytes of model::kSlurmdbdPassPath,
+// "StoragePass=...\n"; the error names the file and the inventory line that named it and never
+// quotes the password.
+inline constexpr std::size_t kSlurmdbdPassMaxBytes = 4096;
+Result<std::shared_ptr<const Blob>> SlurmdbdPassFile(const model::Scheduler::Accounting& a, std::string bytes);
 
 // The bytes the CLI read for DesiredNodeState; a null member is a file not pushed.
 struct ControllerFiles {
   std::shared_ptr<const Blob> munge_key;    // to every node that runs munge
+  std::shared_ptr<const Blob> slurmdbd_pass;  // to the slurmdbd node (SlurmdbdPassFile)
   std::shared_ptr<const Blob> inventory;    // to every slurmd node, with health_check set
   std::shared_ptr<const Blob> model_table;  // likewise
 };

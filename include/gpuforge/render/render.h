@@ -26,6 +26,9 @@ struct Job {
   nlohmann::json context;     // values the template sees; strings already safe for the target
   CommentStyle comment = CommentStyle::kHash;
   std::string mode = "0644";
+  // "user:group" apply gives the file on the node (slurmdbd.conf: slurm:slurm, which slurmdbd
+  // insists on); render --out writes it as whoever runs render.
+  std::string owner = "root:root";
 };
 
 // A file that was deliberately not rendered, and why (e.g. a topology file without bus ids).
@@ -41,6 +44,7 @@ struct RenderedFile {
   std::string content;
   std::string mode;
   std::string template_name;
+  std::string owner = "root:root";  // Job::owner
 };
 
 struct Output {

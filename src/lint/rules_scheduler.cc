@@ -40,6 +40,26 @@ void NoController(const model::Cluster& c, const model::Fabric&, RuleContext& ct
   }
 }
 
+// gres.conf AutoDetect=nvml needs slurmd's gpu/nvml plugin. Debian 12's slurm-wlm 22.05.8
+// ships gpu_generic.so and no gpu_nvml.so (/usr/lib/x86_64-linux-gnu/slurm-wlm/), and Debian has
+// no package with it: that slurmd logs "We were configured with nvml functionality, but that lib
+// wasn't found", reports 0 GPUs, and slurmctld drains the node "gres/gpu count reported lower
+// than configured (0 < 8)" (RenderSlurmDaemonsNvml, the real daemons).
+void AutodetectWithoutNvml(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const model::Scheduler& s = c.software.scheduler;
+  if (s.kind != model::SchedulerKind::kSlurm || !s.gres_autodetect_nvml) return;
+  const model::Software& sw = c.software;
+  const bool debian12 = (sw.os_distro.empty() || sw.os_distro == "debian") &&
+                        (sw.os_version.empty() || sw.os_version == "12" || sw.os_version.starts_with("12."));
+  if (!debian12) return;
+  ctx.Report(fmt::format("gres_autodetect: nvml on {}: its slurmd has no gpu/nvml plugin (slurm-wlm 22.05 ships "
+                         "gpu_generic.so only), so every GPU node registers 0 GPUs and is drained \"gres/gpu count "
+                         "reported lower than configured\"; use gres_autodetect: off (gres.conf File= lines from "
+                         "the nodes' measured minors, render --facts) or a Slurm built with NVML",
+                         sw.os_distro.empty() ? "Debian 12 (no software.os given)" : "Debian 12"),
+             {}, s.where);
+}
+
 }  // namespace
 
 void AddSchedulerRules(std::vector<Rule>& rules) {
@@ -64,6 +84,14 @@ void AddSchedulerRules(std::vector<Rule>& rules) {
                    "000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + Slurm",
                    {},
                    &NoController});
+  rules.push_back({"slurm.autodetect_without_nvml",
+                   Severity::kError,
+                   "gres.conf AutoDetect=nvml where the distribution's slurmd has no NVML plugin (Debian 12)",
+                   "000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + Slurm (Slurm as the batch "
+                   "scheduler); gres.conf(5) AutoDetect (needs the gpu/nvml plugin); Debian 12 slurm-wlm "
+                   "22.05.8-4+deb12u3 package contents; the real slurmd (RenderSlurmDaemonsNvml)",
+                   {},
+                   &AutodetectWithoutNvml});
 }
 
 }  // namespace gpuforge::lint

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "gpuforge/lint/lint.h"
 #include "lint/cluster_builder.h"
 
@@ -79,6 +83,26 @@ TEST(LintScheduler, SlurmControllerQuietWhenPresent) {
   c.software.scheduler.kind = model::SchedulerKind::kNone;
   c.software.scheduler.controller = "";
   EXPECT_TRUE(LintRule(c, "slurm.no_controller").empty());
+}
+
+TEST(LintScheduler, AutodetectNvmlOnDebian12IsAnError) {
+  model::Cluster c = CleanCluster();
+  c.software.scheduler.gres_autodetect_nvml = true;
+  for (const auto& [distro, version, fires] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"", "", true}, {"debian", "12", true}, {"debian", "12.8", true}, {"debian", "13", false},
+           {"ubuntu", "22.04", false}, {"rocky", "9", false}}) {
+    c.software.os_distro = distro;
+    c.software.os_version = version;
+    std::vector<Finding> f = LintRule(c, "slurm.autodetect_without_nvml");
+    ASSERT_EQ(f.size(), fires ? 1u : 0u) << distro << " " << version;
+    if (!fires) continue;
+    EXPECT_EQ(f[0].severity, Severity::kError);
+    EXPECT_NE(f[0].message.find("every GPU node registers 0 GPUs"), std::string::npos) << f[0].message;
+  }
+  c.software.os_distro = "debian";
+  c.software.os_version = "12";
+  c.software.scheduler.gres_autodetect_nvml = false;
+  EXPECT_TRUE(LintRule(c, "slurm.autodetect_without_nvml").empty()) << "File= lines need no plugin";
 }
 
 }  // namespace

@@ -1201,5 +1201,41 @@ TEST_F(RenderSlurmDaemonsAccounting, AJobAndItsGpusReachTheDatabase) {
   }
 }
 
+// gres_autodetect: nvml (AutoDetect=nvml in gres.conf) on a slurmd with no gpu/nvml plugin, as
+// Debian 12's slurm-wlm 22.05 is (lint rule slurm.autodetect_without_nvml): what the real slurmd
+// makes of it.
+class RenderSlurmDaemonsNvml : public RenderSlurmDaemons {
+ protected:
+  void EditInventory(std::string& yaml) const override {
+    const std::string at = "    kind: slurm\n";
+    yaml.replace(yaml.find(at), at.size(), at + "    gres_autodetect: nvml\n");
+  }
+};
+
+TEST_F(RenderSlurmDaemonsNvml, ASlurmdWithoutTheNvmlPluginFindsNoGpusAndIsDrained) {
+  if (fs::exists("/usr/lib/x86_64-linux-gnu/slurm-wlm/gpu_nvml.so")) GTEST_SKIP() << "this slurmd has gpu_nvml.so";
+  EXPECT_NE(ReadFile(dir_ / "etc" / "gres.conf").find("AutoDetect=nvml"), std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  slurmd_ = Spawn("slurmd",
+                  {FindProgram("unshare"), "--mount", "--uts", "--pid", "--fork", "--kill-child", "--propagation",
+                   "private", "/bin/sh", (dir_ / "slurmd.sh").string(), dir_.string(), g01_,
+                   (dir_ / "etc" / "slurm.conf").string(), "8"},
+                  dir_ / "slurmd.out");
+  ASSERT_GT(slurmd_.pid, 0);
+  std::string node;
+  const bool drained = WaitFor(
+      [&] {
+        node = Shell(Env() + "scontrol show node " + g01_).output;
+        return !slurmd_.Running() || node.find("Reason=") != std::string::npos;
+      },
+      40s);
+  ASSERT_TRUE(drained && slurmd_.Running()) << node << "\n" << Tail(ReadFile(dir_ / "slurmd.out"), 20);
+  EXPECT_NE(node.find("DRAIN"), std::string::npos) << node;
+  EXPECT_NE(node.find("Reason=gres/gpu count reported lower than configured (0 < 8)"), std::string::npos) << node;
+  EXPECT_NE(ReadFile(dir_ / "slurmd.out").find("configured with nvml functionality, but that lib wasn't found"),
+            std::string::npos)
+      << Tail(ReadFile(dir_ / "slurmd.out"), 20);
+}
+
 }  // namespace
 }  // namespace gpuforge

@@ -390,19 +390,21 @@ nlohmann::json GresContext(const model::Cluster& c, const SlurmView& v, const Me
     const model::Profile& p = *c.FindProfile(profile);
     const model::GpuSpec* spec = autodetect ? nullptr : MeasurableGpuSpec(p);
     std::vector<std::string> assumed;
-    std::vector<std::pair<nlohmann::json, std::vector<std::string>>> groups;  // lines -> nodes
+    std::vector<std::pair<nlohmann::json, std::vector<std::string>>> groups;  // lines -> nodes, first seen first
+    std::map<std::string, std::size_t> group_of;                              // the lines, serialised -> groups[i]
+    const bool can_measure = measured != nullptr && spec != nullptr;
     for (const std::string& node : by_profile[profile]) {
-      auto it = measured == nullptr || spec == nullptr ? MeasuredGpus::const_iterator{} : measured->find(node);
-      if (measured == nullptr || spec == nullptr || it == measured->end() || it->second.empty()) {
+      auto it = can_measure ? measured->find(node) : MeasuredGpus::const_iterator{};
+      if (!can_measure || it == measured->end() || it->second.empty()) {
         assumed.push_back(node);
         continue;
       }
       nlohmann::json mine = MeasuredGresLines(p, *spec, it->second);
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == mine; });
-      if (g == groups.end()) {
+      auto [at, added] = group_of.try_emplace(mine.dump(), groups.size());
+      if (added) {
         groups.emplace_back(std::move(mine), std::vector<std::string>{node});
       } else {
-        g->second.push_back(node);
+        groups[at->second].second.push_back(node);
       }
     }
     if (!assumed.empty()) InventoryGresLines(p, hostlist::Fold(assumed), autodetect, &lines);

@@ -279,8 +279,9 @@ export SLURM_CONF="$2"
 exec slurmctld -D -f "$2"
 )";
 
-// $1 sandbox dir, $2 node, $3 slurm.conf, $4 number of GPU stand-ins.
-constexpr const char* kSlurmdScript = R"(set -e
+// $1 sandbox dir, $2 node, $3 slurm.conf (configless: the server), $4 number of GPU stand-ins.
+// What both ways of starting slurmd share: its own /dev with the GPU stand-ins, and its host name.
+constexpr const char* kSlurmdSandbox = R"(set -e
 mkdir -p "$1/realdev"
 mount --bind /dev "$1/realdev"
 mount -t tmpfs -o mode=755,size=1m gpuforge-standin-dev /dev
@@ -302,29 +303,26 @@ while [ "$i" -lt "$4" ]; do
 done
 umount -l "$1/realdev"
 hostname "$2"
-export SLURM_CONF="$3"
+)";
+
+constexpr const char* kSlurmdStart = R"(export SLURM_CONF="$3"
 exec slurmd -D -N "$2" -f "$3"
 )";
 
 // The same node started as a configless node's unit starts it: no slurm.conf, only
 // --conf-server (the rendered drop-in's ExecStart, with the sandbox's port). Before it has
 // fetched slurm.conf, slurmd reaches munged at libmunge's default socket, so the test's munged
-// socket is bound there, in this namespace only.
-std::string ConfiglessSlurmdScript() {
-  std::string script = kSlurmdScript;
-  const std::string tail = "export SLURM_CONF=\"$3\"\nexec slurmd -D -N \"$2\" -f \"$3\"\n";
-  script.replace(script.find(tail), tail.size(),
-                 "mount -t tmpfs -o mode=755,size=1m gpuforge-standin-run /run\n"
-                 "mkdir /run/munge\n"
-                 "touch /run/munge/munge.socket.2\n"
-                 "mount --bind \"$1/munge/socket\" /run/munge/munge.socket.2\n"
-                 // Configless slurmd keeps the fetched files in memfds it names /proc/<its pid>/fd/N
-                 // (22.05 s_p_parse_file); its pid is this namespace's, so /proc must be too.
-                 "mount -t proc gpuforge-standin-proc /proc\n"
-                 "unset SLURM_CONF\n"
-                 "exec slurmd -D -N \"$2\" --conf-server \"$3\"\n");
-  return script;
-}
+// socket is bound there, in this namespace only. Configless slurmd keeps the fetched files in
+// memfds it names /proc/<its pid>/fd/N (22.05 s_p_parse_file); its pid is this namespace's, so
+// /proc must be too.
+constexpr const char* kSlurmdConfiglessStart = R"(mount -t tmpfs -o mode=755,size=1m gpuforge-standin-run /run
+mkdir /run/munge
+touch /run/munge/munge.socket.2
+mount --bind "$1/munge/socket" /run/munge/munge.socket.2
+mount -t proc gpuforge-standin-proc /proc
+unset SLURM_CONF
+exec slurmd -D -N "$2" --conf-server "$3"
+)";
 
 class RenderSlurmDaemons : public ::testing::Test {
  protected:
@@ -486,8 +484,8 @@ class RenderSlurmDaemons : public ::testing::Test {
     EXPECT_EQ(base_lines, "BasePath=/var/lib/slurm/job_container\n");
     WriteFile(etc / "job_container.conf", jc);
     WriteFile(dir_ / "ctl.sh", kControllerScript);
-    WriteFile(dir_ / "slurmd.sh", kSlurmdScript);
-    WriteFile(dir_ / "slurmd-configless.sh", ConfiglessSlurmdScript());
+    WriteFile(dir_ / "slurmd.sh", std::string(kSlurmdSandbox) + kSlurmdStart);
+    WriteFile(dir_ / "slurmd-configless.sh", std::string(kSlurmdSandbox) + kSlurmdConfiglessStart);
     fs::copy_file(dir_ / "render" / "_cluster" / "etc" / "gpuforge" / "jobs" / "train.sbatch", dir_ / "train.sbatch");
   }
 

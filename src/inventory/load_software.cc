@@ -286,6 +286,20 @@ void Loader::LoadSoftware(const YAML::Node& n) {
     if (auto g = r_.Choice(rdma, "gpudirect", "software.rdma", {"dma-buf", "peermem"}, false)) sw.gpudirect = *g;
   }
   if (Has(n, "scheduler")) LoadScheduler(Get(n, "scheduler"));
+  YAML::Node mon = Get(n, "monitoring");
+  if (Has(n, "monitoring") && r_.CheckMap(mon, "software.monitoring", schema::kMonitoring)) {
+    sw.monitoring_where = r_.Pos(mon);
+    // host: the plan installs dcgm-exporter as a service; external: the site runs it (a
+    // container, the GPU Operator), and gets the counters file only (docs/render.md).
+    if (auto e = r_.Choice(mon, "dcgm_exporter", "software.monitoring", {"host", "external"}, false)) {
+      sw.dcgm_exporter = *e;
+      if (*e == "host" && sw.cuda_version.empty()) {
+        r_.Error(Get(mon, "dcgm_exporter"),
+                 "dcgm_exporter: host needs software.cuda: the exporter reads nvidia-dcgm's host engine, and DCGM is "
+                 "planned only with CUDA");
+      }
+    }
+  }
   YAML::Node repos = Get(n, "repositories");
   if (Has(n, "repositories") && r_.CheckSeq(repos, "software.repositories")) {
     std::set<std::string> seen;

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+
+#include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::model {
 namespace {
@@ -37,6 +40,20 @@ constexpr std::array kReleaseKernels = {
 };
 
 }  // namespace
+
+bool HasNvidiaGpus(const Profile& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const GpuSpec& g) {
+    if (g.count <= 0) return false;
+    const GpuModelInfo* info = FindGpuModel(g.model);
+    return info == nullptr || info->vendor == "nvidia";
+  });
+}
+
+bool HostDcgmExporter(const Cluster& c, const Profile& p) {
+  if (!HasNvidiaGpus(p) || c.software.cuda_version.empty()) return false;
+  if (!c.software.dcgm_exporter.empty()) return c.software.dcgm_exporter == "host";
+  return c.software.scheduler.kind != SchedulerKind::kKubernetes;
+}
 
 std::string DriverBranchOf(const Software& sw) {
   if (!sw.driver_branch.empty()) return sw.driver_branch;

@@ -8,6 +8,7 @@
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/model/driver_stack.h"
 #include "gpuforge/plan/node_plan.h"
+#include "gpuforge/render/monitoring.h"
 
 namespace gpuforge::plan {
 
@@ -75,6 +76,15 @@ FilePurpose PurposeOf(const model::Cluster& c, const DesiredFile& f) {
   }
   if (p == "/etc/systemd/system/nvidia-persistenced.service.d/gpuforge.conf") {
     return {"nvidia-persistenced with --persistence-mode, enableable ([Install])", "issue #14, the distributions' unit is static"};
+  }
+  if (p == render::kDcgmCountersPath) {
+    return {"dcgm-exporter counters: the fields the alert rules read", "issue #14, Monitoring"};
+  }
+  if (p == render::kDcgmExporterDropIn) {
+    return {fmt::format("dcgm-exporter {}: gpuforge's counters, nvidia-dcgm's host engine{}",
+                        render::kDcgmExporterPackageVersion,
+                        sw.scheduler.kind == model::SchedulerKind::kSlurm ? ", Slurm job labels" : ""),
+            "issue #14, Monitoring"};
   }
   if (p == "/etc/sysctl.d/90-gpuforge.conf") return {SettingLines(f.Content()), "anchors.md, GPU node OS settings"};
   if (p == "/usr/local/sbin/gpuforge-roce-setup") {  // render/roce.cc (#13)

@@ -74,6 +74,10 @@ constexpr std::string_view kRoceHandler =
 constexpr std::string_view kPersistencedHandler =
     "if [ -d /run/systemd/system ]; then systemctl daemon-reload && systemctl try-restart nvidia-persistenced.service; fi";
 
+constexpr std::string_view kDcgmExporterHandler =
+    "if [ -d /run/systemd/system ] && systemctl cat nvidia-dcgm-exporter.service >/dev/null 2>&1; then "
+    "systemctl daemon-reload && systemctl try-restart nvidia-dcgm-exporter.service; fi";
+
 constexpr std::string_view kMungeHandler = "systemctl restart munge.service";
 
 // slurmdbd and its MariaDB read their files only at start. slurmctld keeps the records of jobs
@@ -131,6 +135,13 @@ std::span<const ImpactRule> ImpactTable() {
       // daemon takes --persistence-mode only when it starts again.
       ImpactRule{"/etc/systemd/system/nvidia-persistenced.service.d/", Impact::kRestart, kPersistencedHandler,
                  "daemon-reload, restart nvidia-persistenced (persistence mode on)"},
+      // dcgm-exporter reads its counters file and command line only when it starts
+      // (render/monitoring.cc); try-restart leaves an exporter that is not running alone, and
+      // where no host unit exists (Kubernetes: the GPU Operator's pod) nothing is restarted.
+      ImpactRule{"/etc/dcgm-exporter/", Impact::kReload, kDcgmExporterHandler,
+                 "restart the exporter (no drain: a gap in GPU metrics only)"},
+      ImpactRule{"/etc/systemd/system/nvidia-dcgm-exporter.service.d/", Impact::kReload, kDcgmExporterHandler,
+                 "daemon-reload, restart the exporter (no drain: a gap in GPU metrics only)"},
       ImpactRule{"", Impact::kLive, "", "next use"},
   };
   return kTable;

@@ -7,17 +7,10 @@
 #include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "gpuforge/model/slurm_roles.h"
+#include "gpuforge/render/monitoring.h"
 
 namespace gpuforge::plan {
 namespace {
-
-bool NvidiaGpus(const model::Profile& p) {
-  if (p.gpu_count() == 0) return false;
-  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    return info == nullptr || info->vendor == "nvidia";
-  });
-}
 
 bool RdmaNics(const model::Profile& p) {
   return std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
@@ -115,7 +108,7 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
     out.push_back({std::move(name), std::move(version), impact, std::move(note), std::move(reason)});
   };
   const std::string branch = model::DriverBranchOf(sw);
-  if (NvidiaGpus(p)) {
+  if (model::HasNvidiaGpus(p)) {
     {
       // The CUDA repository's per-branch meta package keeps the driver on its branch.
       const std::string reason = sw.driver_branch.empty() && sw.driver_version.empty()
@@ -146,6 +139,12 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
       if (NvSwitch(p)) {
         add("libnvidia-nscq-" + branch, sw.driver_version, Impact::kRestart, "restarts nvidia-dcgm",
             "software.driver (NVSwitch monitoring with DCGM)");
+      }
+      // The exporter as a host service (render/monitoring.cc), pinned: its releases differ
+      // in the fields they accept, and the counters file is checked against this one's.
+      if (model::HostDcgmExporter(c, p)) {
+        add(std::string(render::kDcgmExporterPackage), std::string(render::kDcgmExporterPackageVersion), Impact::kReload,
+            "restarts the exporter (a gap in GPU metrics only)", "issue #14, Monitoring: pin the exporter version");
       }
     }
   }
@@ -186,6 +185,14 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
     add("kubelet", "", Impact::kRestart, "restarts kubelet (drain first)", "software.scheduler");
   }
   for (const model::ExtraPackage& p : sw.packages) {
+    // A package gpuforge derives too (the exporter, a pinned DCGM): the operator's pin wins,
+    // in the derived package's place, so it is installed once and in its order.
+    auto same = std::find_if(out.begin(), out.end(), [&](const DesiredPackage& d) { return d.name == p.name; });
+    if (same != out.end()) {
+      if (!p.version.empty()) same->version = p.version;
+      same->reason += " (version from software.packages)";
+      continue;
+    }
     add(p.name, p.version, Impact::kLive, p.service.empty() ? "next use" : "restarts " + p.service, "software.packages");
   }
   return out;
@@ -196,7 +203,7 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
   DesiredNode d;
   const model::Profile& p = c.ProfileOf(n);
   d.family = FamilyOf(c.software);
-  const bool gpus = NvidiaGpus(p);
+  const bool gpus = model::HasNvidiaGpus(p);
   auto insert = [&d](DesiredFile f) {
     auto at = std::lower_bound(d.files.begin(), d.files.end(), f.path,
                                [](const DesiredFile& x, const std::string& p) { return x.path < p; });
@@ -257,6 +264,8 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
       d.services.push_back("nvidia-persistenced");
       if (NvSwitch(p)) d.services.push_back("nvidia-fabricmanager");
       if (!c.software.cuda_version.empty()) d.services.push_back("nvidia-dcgm");
+      // After the host engine it connects to (-r, templates/dcgm-exporter.conf.mustache).
+      if (model::HostDcgmExporter(c, p)) d.services.push_back(std::string(render::kDcgmExporterService));
     }
     const model::Scheduler& s = c.software.scheduler;
     // munge first: slurmctld and slurmd fail to start without its socket.
@@ -270,7 +279,9 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
     if (slurm.slurmd) d.services.push_back("slurmd");
     if (s.kind == model::SchedulerKind::kKubernetes) d.services.push_back("kubelet");
     for (const model::ExtraPackage& p : c.software.packages) {
-      if (!p.service.empty()) d.services.push_back(p.service);
+      if (!p.service.empty() && std::find(d.services.begin(), d.services.end(), p.service) == d.services.end()) {
+        d.services.push_back(p.service);
+      }
     }
   }
   return d;

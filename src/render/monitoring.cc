@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "gpuforge/model/xid.h"
 #include "gpuforge/model/slurm_roles.h"
@@ -465,10 +466,19 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
   for (const model::Node* n : SelectedNodes(c, o)) {
     if (DcgmGpu(c.ProfileOf(*n)) != nullptr) {
+      const bool host_service = model::HostDcgmExporter(c, c.ProfileOf(*n));
       nlohmann::json ctx = exporter;
       ctx["fields"] = fields;
+      ctx["host_service"] = host_service;
+      ctx["dropin"] = std::string(kDcgmExporterDropIn);
       plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache", ctx,
                             CommentStyle::kHash, "0644"});
+      if (host_service) {
+        nlohmann::json unit = exporter;
+        unit["host_engine"] = std::string(kDcgmHostEngine);
+        plan->jobs.push_back({n->name, std::string(kDcgmExporterDropIn), "dcgm-exporter.conf.mustache", unit,
+                              CommentStyle::kHash, "0644"});
+      }
     }
     // slurm.conf's Prolog=/etc/slurm/prolog.d/* glob fails the prolog, and so drains the node,
     // where it matches nothing (slurmd 22.05: "prep_script_slurmd: cannot read dir

@@ -7,18 +7,12 @@
 
 #include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/render/monitoring.h"
 #include "render/families.h"
 
 namespace gpuforge::render {
 
 namespace {
-
-bool NvidiaGpus(const model::Profile& p) {
-  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    return info == nullptr || info->vendor == "nvidia";
-  });
-}
 
 // software.repositories, as the node's package manager reads them. The family comes from
 // software.os.distro; without one, Debian's (the README's platform).
@@ -48,7 +42,7 @@ bool IsRhelFamily(std::string_view distro) { return distro == "rhel" || distro =
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   for (const model::Node* n : SelectedNodes(c, o)) {
     const model::Profile& p = c.ProfileOf(*n);
-    bool gpus = p.gpu_count() > 0 && NvidiaGpus(p);
+    bool gpus = model::HasNvidiaGpus(p);
     bool rdma = std::any_of(p.nics.begin(), p.nics.end(), [](const model::NicSpec& x) { return x.kind != model::NetKind::kEthernet; });
     bool nvswitch = std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
     // memlock unlimited only where RDMA and NCCL pin memory: nodes with GPUs, for everyone or
@@ -73,6 +67,7 @@ void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     nlohmann::json units = nlohmann::json::array({{{"unit", "nvidia-persistenced.service"}}});
     if (nvswitch) units.push_back({{"unit", "nvidia-fabricmanager.service"}});
     units.push_back({{"unit", "nvidia-dcgm.service"}});
+    if (model::HostDcgmExporter(c, p)) units.push_back({{"unit", std::string(kDcgmExporterService) + ".service"}});
     plan->jobs.push_back({n->name, "/etc/systemd/system-preset/50-gpuforge.preset", "systemd.preset.mustache",
                           {{"units", units}}, CommentStyle::kHash, "0644"});
     // A preset only acts on units with an [Install] section; the distributions' persistenced

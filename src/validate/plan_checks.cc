@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/validate/validate.h"
 #include "validate/planners.h"
 #include "validate/verdicts.h"
@@ -31,7 +32,7 @@ bool GpuCheckApplies(const PlanContext& ctx, const CheckInfo& check, ValidatePla
     LeaveOut(plan, check, ctx.node->name, "node.no_gpu", "the node's profile has no GPU");
     return false;
   }
-  if (!NvidiaGpus(p)) {
+  if (!model::HasNvidiaGpus(p)) {
     NotApplicable(plan, check, ctx.node->name, "gpu.no_nvidia",
                   fmt::format("the node's GPUs ({}) are not NVIDIA's; gpuforge's GPU probes need NVML and CUDA",
                               GpuModel(p)));
@@ -198,7 +199,7 @@ void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
   for (const std::string& name : ctx.nodes) {
     const model::Node* n = c.FindNode(name);
     // A training job spans compute nodes: a login node with a GPU is not one of its members.
-    if (n != nullptr && n->role == model::NodeRole::kCompute && NvidiaGpus(c.ProfileOf(*n))) {
+    if (n != nullptr && n->role == model::NodeRole::kCompute && model::HasNvidiaGpus(c.ProfileOf(*n))) {
       members.push_back(n->name);
     }
   }

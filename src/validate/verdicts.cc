@@ -9,14 +9,6 @@
 
 namespace gpuforge::validate::internal {
 
-bool NvidiaGpus(const model::Profile& p) {
-  if (p.gpu_count() == 0) return false;
-  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    return info == nullptr || info->vendor == "nvidia";
-  });
-}
-
 std::string GpuModel(const model::Profile& p) { return p.gpus.empty() ? std::string() : p.gpus.front().model; }
 
 std::string Fixed(double v) {

@@ -14,8 +14,6 @@
 
 namespace gpuforge::validate::internal {
 
-// The profile has GPUs, and they are NVIDIA's (or of a model the catalogue does not know).
-bool NvidiaGpus(const model::Profile& p);
 std::string GpuModel(const model::Profile& p);  // "" without GPUs
 // Figures for people: 3 significant digits for small values, fewer decimals for large ones.
 std::string Fixed(double v);

@@ -69,10 +69,10 @@ class ApplyFaults : public testbed::TestbedTest {
       Status installed = testbed::InstallStandins(*tb_, i);
       EXPECT_TRUE(installed.ok()) << installed.error().message;
       if (!installed.ok()) return false;
-      // STAND-IN: the units the driver and DCGM packages would ship, so services can be managed
+      // STAND-IN: the units the driver, DCGM and exporter packages would ship, so services can be managed
       // without packages (--only files,sysctl,services).
       Out(i,
-          "for u in nvidia-persistenced nvidia-dcgm; do "
+          "for u in nvidia-persistenced nvidia-dcgm nvidia-dcgm-exporter; do "
           "printf '[Unit]\\nDescription=STAND-IN %s\\n[Service]\\nExecStart=/bin/sleep infinity\\n"
           "[Install]\\nWantedBy=multi-user.target\\n' $u > /lib/systemd/system/$u.service; done");
     }
@@ -249,7 +249,7 @@ TEST_F(ApplyFaults, SshdKilledMidApplyLeavesFilesOldOrNewAndALockTheRerunNamesUn
   EXPECT_EQ(apply->exit_code, 1) << apply->output;
   const std::string run = RunIdOf(apply->output);
   EXPECT_NE(run, "") << apply->output;
-  EXPECT_TRUE(Contains(apply->output, fmt::format("{} (1): applied: 7 created, 2 changed", Name(0)))) << apply->output;
+  EXPECT_TRUE(Contains(apply->output, fmt::format("{} (1): applied: 8 created, 3 changed", Name(0)))) << apply->output;
   EXPECT_TRUE(Contains(apply->output, fmt::format("{0} (1): failed at service nvidia-dcgm: node {0}: connection lost",
                                                   Name(1))))
       << apply->output;
@@ -376,7 +376,7 @@ TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks)
   CommandOutput apply = Remote("apply --only files --yes");
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
   const std::string run = RunIdOf(apply.output);
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 0 changed, 0 removed", Name(0))))
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 8 created, 0 changed, 0 removed", Name(0))))
       << apply.output;
   // SFTP v3 has no "no space" status: the server answers SSH_FX_FAILURE for ENOSPC.
   EXPECT_TRUE(Contains(apply.output,
@@ -425,7 +425,7 @@ TEST_F(ApplyFaults, AFailingServiceStartFailsThatNodeAtItsStepAndTheRerunConverg
   CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
   const std::string run = RunIdOf(apply.output);
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 2 changed", Name(0)))) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 8 created, 3 changed", Name(0)))) << apply.output;
   // The stand-in's message (systemd 252's), lines joined with '|'.
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): failed at service nvidia-dcgm: exit 1: ", Name(1))))
       << apply.output;
@@ -449,7 +449,8 @@ TEST_F(ApplyFaults, AFailingServiceStartFailsThatNodeAtItsStepAndTheRerunConverg
   Out(1, fmt::format("rm {}/fail-nvidia-dcgm", kHooks));
   CommandOutput rerun = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(rerun.exit_code, 0) << rerun.output;
-  EXPECT_TRUE(Contains(rerun.output, fmt::format("{} (1): applied: 0 created, 1 changed", Name(1)))) << rerun.output;
+  // nvidia-dcgm, and the exporter that starts after it.
+  EXPECT_TRUE(Contains(rerun.output, fmt::format("{} (1): applied: 0 created, 2 changed", Name(1)))) << rerun.output;
   EXPECT_TRUE(Contains(rerun.output, fmt::format("{} (1): no changes", Name(0)))) << rerun.output;
   ExpectConverged(1, rendered.at(Name(1)));
   EXPECT_EQ(Out(1, "systemctl is-active nvidia-dcgm"), "active\n");
@@ -464,7 +465,7 @@ TEST_F(ApplyFaults, AHandlerLeftPendingByAFailedRunRunsOnTheRerun) {
   Out(1, fmt::format("touch {}/fail-nvidia-dcgm", kHooks));
   CommandOutput apply = Remote(fmt::format("apply {} --yes", kNoPackages));
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created, 2 changed, 0 removed; ran sysctl --system",
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 8 created, 3 changed, 0 removed; ran sysctl --system",
                                                  Name(0))))
       << apply.output;
   // The handler the failed run owes is a change the plan shows, with no file left to change.
@@ -514,7 +515,7 @@ TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) 
 
   CommandOutput apply = Remote("apply --only files --yes");
   EXPECT_EQ(apply.exit_code, 1) << apply.output;
-  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 7 created", Name(0)))) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): applied: 8 created", Name(0)))) << apply.output;
   EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): refused: /var/lib/gpuforge/lock is held: {}; if that run is "
                                                  "gone, `gpuforge unlock INVENTORY --run ID` removes its lock\n",
                                                  Name(1), holder)))

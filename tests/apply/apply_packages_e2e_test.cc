@@ -70,6 +70,8 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
                            "+ package libnccl2 2.28.9", "+ package libnccl-dev 2.28.9",
                            "+ package datacenter-gpu-manager-4-cuda13", "~ sysctl kernel.numa_balancing 1 -> 0",
                            "+ service nvidia-persistenced (enable, start)", "+ service nvidia-dcgm (enable, start)",
+                           "+ package datacenter-gpu-manager-exporter 4.8.2",
+                           "+ service nvidia-dcgm-exporter (enable, start)",
                            "tb[01-02] (2): ", "takes effect: reboot (drain first)",
                            "+ /usr/local/lib/gpuforge/gpuforge (mode 0755)"}) {
     EXPECT_NE(plan.output.find(line), std::string::npos) << line << "\n" << plan.output;
@@ -83,14 +85,15 @@ TEST_F(ApplyPackagesE2e, FreshHostsConvergeWithPinnedPackagesAndASecondRunChange
   EXPECT_NE(apply.output.find("REBOOT NEEDED (drain first)"), std::string::npos) << apply.output;
   EXPECT_NE(apply.output.find("Reboot needed (drain first): tb[01-02]"), std::string::npos) << apply.output;
   for (std::size_t i = 0; i < 2; ++i) {
-    // The pinned versions, though 2.27.7 is in the repository too.
+    // The pinned versions, though NCCL 2.27.7 and exporter 4.5.2 are in the repository too.
     EXPECT_EQ(SshOutput(i, "dpkg-query -W -f '${Package} ${Version}\\n' nvidia-open-580 libnccl2 libnccl-dev "
-                     "datacenter-gpu-manager-4-cuda13 cuda-toolkit-13-0"),
+                     "datacenter-gpu-manager-4-cuda13 datacenter-gpu-manager-exporter cuda-toolkit-13-0"),
               "cuda-toolkit-13-0 13.0.2-1\ndatacenter-gpu-manager-4-cuda13 1:4.4.1-1\n"
+              "datacenter-gpu-manager-exporter 4.8.2-1\n"
               "libnccl-dev 2.28.9-1+cuda13.0\nlibnccl2 2.28.9-1+cuda13.0\nnvidia-open-580 580.159.04-1\n");
-    EXPECT_EQ(SshOutput(i, "systemctl is-enabled nvidia-dcgm nvidia-persistenced; systemctl is-active nvidia-dcgm "
-                     "nvidia-persistenced; sysctl -n kernel.numa_balancing"),
-              "enabled\nenabled\nactive\nactive\n0\n");
+    EXPECT_EQ(SshOutput(i, "systemctl is-enabled nvidia-dcgm nvidia-persistenced nvidia-dcgm-exporter; systemctl "
+                     "is-active nvidia-dcgm nvidia-persistenced nvidia-dcgm-exporter; sysctl -n kernel.numa_balancing"),
+              "enabled\nenabled\nenabled\nactive\nactive\nactive\n0\n");
     EXPECT_EQ(SshOutput(i, "cat /etc/apt/sources.list.d/gpuforge-local.list | grep -v '^#'"),
               "deb [trusted=yes] file:/srv/gpuforge-repo ./\n");
   }

@@ -70,13 +70,14 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_EQ(names, (std::vector<std::string>{"nvidia-open-580=580.95.05", "nvidia-fabricmanager-580=580.95.05",
                                              "cuda-toolkit-12-6=", "libnccl2=2.21.5", "libnccl-dev=2.21.5",
                                              "datacenter-gpu-manager-4-cuda12=", "libnvidia-nscq-580=580.95.05",
-                                             "doca-ofed=2.9.1", "munge=", "slurmd=", "slurm-client="}));
+                                             "datacenter-gpu-manager-exporter=4.8.2", "doca-ofed=2.9.1", "munge=", "slurmd=", "slurm-client="}));
   DesiredNode d = DesiredNodeState(c, *gpu, {}, AllParts());
   EXPECT_TRUE(d.modules.empty()) << "DMA-BUF: no nvidia-peermem";
   ASSERT_EQ(d.sysctls.size(), 1u);
   EXPECT_EQ(d.sysctls[0].key, "kernel.numa_balancing");
   EXPECT_EQ(d.services,
-            (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "munge", "slurmd"}));
+            (std::vector<std::string>{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "nvidia-dcgm-exporter",
+                                      "munge", "slurmd"}));
   // The driver needs a reboot; the plan says so.
   EXPECT_EQ(DesiredPackages(c, *gpu, OsFamily::kDebian)[0].impact, Impact::kReboot);
   // RHEL names.
@@ -89,7 +90,56 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_TRUE(only.files.empty());
   EXPECT_FALSE(only.manage_removals);
   EXPECT_TRUE(only.modules.empty());
-  EXPECT_EQ(only.packages.size(), 11u);  // the list above
+  EXPECT_EQ(only.packages.size(), 12u);  // the list above
+}
+
+// software.monitoring.dcgm_exporter and software.packages over the derived exporter (#14).
+TEST(PlanDesired, TheExporterChoiceAndAnOperatorsPinOfADerivedPackage) {
+  auto exporter_of = [](const model::Cluster& c, const std::string& node) {
+    std::vector<std::string> out;
+    for (const DesiredPackage& p : DesiredPackages(c, *c.FindNode(node), OsFamily::kDebian)) {
+      if (p.name == "datacenter-gpu-manager-exporter") out.push_back(p.version);
+    }
+    return out;
+  };
+  model::Cluster slurm = Example("h200-ib-32gpu.yaml");
+  EXPECT_EQ(exporter_of(slurm, "gpu001"), (std::vector<std::string>{"4.8.2"}));
+  // The operator's pin replaces the derived one, once, and its service is listed once.
+  slurm.software.packages.push_back({"datacenter-gpu-manager-exporter", "4.8.3", "nvidia-dcgm-exporter", {}});
+  EXPECT_EQ(exporter_of(slurm, "gpu001"), (std::vector<std::string>{"4.8.3"}));
+  DesiredNode d = DesiredNodeState(slurm, *slurm.FindNode("gpu001"), {}, AllParts());
+  EXPECT_EQ(std::count(d.services.begin(), d.services.end(), "nvidia-dcgm-exporter"), 1);
+  // external: the site runs it; host: on Kubernetes too.
+  slurm.software.packages.clear();
+  slurm.software.dcgm_exporter = "external";
+  EXPECT_TRUE(exporter_of(slurm, "gpu001").empty());
+  model::Cluster k8s = Example("a100-roce-k8s.yaml");
+  const std::string k8s_gpu = k8s.nodes.back().name;
+  EXPECT_TRUE(exporter_of(k8s, k8s_gpu).empty());
+  k8s.software.dcgm_exporter = "host";
+  EXPECT_EQ(exporter_of(k8s, k8s_gpu), (std::vector<std::string>{"4.8.2"}));
+
+  const std::string yaml = R"Y(version: 1
+cluster: {name: t}
+profiles:
+  p: {gpus: {model: H200, count: 8}, cpu: {sockets: 1, cores_per_socket: 4}}
+nodes:
+  - {name: n01, profile: p, address: 127.0.0.1}
+software:
+  monitoring: {dcgm_exporter: host}
+)Y";
+  inventory::LoadOutcome no_cuda = inventory::LoadString(yaml, "m.yaml");
+  ASSERT_FALSE(no_cuda.ok());
+  EXPECT_NE(no_cuda.FormatDiagnostics().find("m.yaml:8:31: error: dcgm_exporter: host needs software.cuda"), std::string::npos)
+      << no_cuda.FormatDiagnostics();
+  std::string typo = yaml;
+  typo.replace(typo.find("host"), 4, "hots");
+  inventory::LoadOutcome bad = inventory::LoadString(typo, "m.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.FormatDiagnostics().find("m.yaml:8:"), std::string::npos) << bad.FormatDiagnostics();
+  EXPECT_NE(bad.FormatDiagnostics().find("hots"), std::string::npos) << bad.FormatDiagnostics();
+  std::string with_cuda = yaml + "  cuda: \"12.6\"\n";
+  EXPECT_TRUE(inventory::LoadString(with_cuda, "m.yaml").ok());
 }
 
 DesiredNode Sample() {

@@ -156,7 +156,7 @@ TEST(RenderEngine, FalseSectionsLeaveNoBlankLines) {
   // The blank line the template asks for stays; the ones false sections left are gone.
   EXPECT_EQ(body,
             "a\nb\ninverted\n\nc\nunit nvidia-persistenced.service\nunit nvidia-fabricmanager.service\n"
-            "unit nvidia-dcgm.service\nd \n");
+            "unit nvidia-dcgm.service\nunit nvidia-dcgm-exporter.service\nd \n");
   fs::remove_all(dir);
 }
 

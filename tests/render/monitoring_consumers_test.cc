@@ -29,6 +29,8 @@
 #include "gpuforge/render/monitoring.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/model/xid.h"
+#include "gpuforge/plan/file_plan.h"
+#include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge {
 namespace {
@@ -384,7 +386,7 @@ TEST(RenderMonitoringJobMap, PrologWritesWhatTheExporterReadsAndEpilogTakesItBac
   EXPECT_TRUE(prolog.starts_with("#!/bin/bash\n"));
   EXPECT_NE(prolog.find("Prolog=/etc/slurm/prolog.d/*"), std::string::npos);
   EXPECT_NE(prolog.find(fmt::format("--hpc-job-mapping-dir {}", render::kDcgmJobMapDir)), std::string::npos);
-  EXPECT_NE(Find(out, "gpu001", render::kDcgmCountersPath)->content.find(
+  EXPECT_NE(Find(out, "gpu001", render::kDcgmExporterDropIn)->content.find(
                 fmt::format("--hpc-job-mapping-dir {}", render::kDcgmJobMapDir)),
             std::string::npos);
 
@@ -437,6 +439,119 @@ TEST(RenderMonitoringJobMap, EverySlurmdNodeGetsThePair) {
       EXPECT_EQ(Find(out, n.name, render::kDcgmJobMapEpilog) != nullptr, want) << n.name;
     }
   }
+}
+
+}  // namespace
+}  // namespace gpuforge
+
+namespace gpuforge {
+namespace {
+
+// ---- the exporter as a host service: the package's unit with gpuforge's drop-in ----
+
+void WriteFile(const fs::path& p, const std::string& content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << content;
+}
+
+// The last ExecStart= line of a unit or drop-in: the one systemd runs after a reset.
+std::string LastExecStart(const std::string& text) {
+  std::string last;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("ExecStart=")) last = line.substr(10);
+  }
+  return last;
+}
+
+TEST(RenderMonitoringExporterUnit, SystemdReadsTheDropInOverThePackagesUnitAndThePresetEnablesIt) {
+  if (RunShell("systemd-analyze --version", fs::temp_directory_path()).first != 0) GTEST_SKIP() << "no systemd-analyze here";
+  render::Output out = RenderCluster(LoadExample("h200-ib-32gpu"));
+  const render::RenderedFile* dropin = Find(out, "gpu001", render::kDcgmExporterDropIn);
+  const render::RenderedFile* preset = Find(out, "gpu001", "/etc/systemd/system-preset/50-gpuforge.preset");
+  ASSERT_NE(dropin, nullptr);
+  ASSERT_NE(preset, nullptr);
+  EXPECT_EQ(Find(out, "head01", render::kDcgmExporterDropIn), nullptr) << "no GPUs, no exporter";
+  // What the exporter runs with: gpuforge's counters, nvidia-dcgm's host engine instead of an
+  // embedded second one (dcgm-exporter pkg/cmd/app.go: UseRemoteHE only when -r is set), and
+  // the Slurm job labels the prolog writes.
+  const std::string exec = LastExecStart(dropin->content);
+  EXPECT_EQ(exec, fmt::format("/usr/bin/dcgm-exporter -f {} -r {} --hpc-job-mapping-dir {}", render::kDcgmCountersPath,
+                              render::kDcgmHostEngine, render::kDcgmJobMapDir));
+  EXPECT_NE(dropin->content.find("\nExecStart=\nExecStart="), std::string::npos) << "reset before it is set again";
+  EXPECT_NE(preset->content.find("enable nvidia-dcgm-exporter.service"), std::string::npos) << preset->content;
+
+  fs::path root = ScratchDir("exporter-unit");
+  const fs::path lib = root / "usr/lib/systemd/system";
+  const fs::path etc = root / "etc/systemd/system";
+  WriteFile(lib / "nvidia-dcgm-exporter.service", ReadFile(Data("dcgm-exporter/nvidia-dcgm-exporter.service")));
+  // A stand-in for the DCGM package's unit that Requires= names.
+  WriteFile(lib / "nvidia-dcgm.service",
+            "[Unit]\nDescription=stand-in\n[Service]\nExecStart=/usr/bin/true\n[Install]\nWantedBy=multi-user.target\n");
+  WriteFile(root / "etc/systemd/system-preset/50-gpuforge.preset", preset->content);
+  auto verify = [&] {
+    return RunShell(fmt::format("env SYSTEMD_UNIT_PATH='{}:{}:' systemd-analyze verify --man=no --generators=no '{}'",
+                                etc.string(), lib.string(), (lib / "nvidia-dcgm-exporter.service").string()),
+                    root);
+  };
+  // The check can fail: a drop-in that sets ExecStart without the reset is refused by systemd
+  // (Type=simple allows one ExecStart).
+  std::string no_reset = dropin->content;
+  no_reset.erase(no_reset.find("\nExecStart=\n"), 11);
+  WriteFile(etc / "nvidia-dcgm-exporter.service.d/gpuforge.conf", no_reset);
+  EXPECT_NE(verify().second.find("more than one ExecStart"), std::string::npos) << verify().second;
+  // The rendered drop-in: systemd's parser has nothing to say about it.
+  WriteFile(etc / "nvidia-dcgm-exporter.service.d/gpuforge.conf", dropin->content);
+  auto [rc, text] = verify();
+  EXPECT_EQ(text.find("gpuforge.conf:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("more than one ExecStart"), std::string::npos) << text;
+  auto [prc, ptext] = RunShell(fmt::format("systemctl --root='{}' preset nvidia-dcgm-exporter.service", root.string()), root);
+  EXPECT_EQ(prc, 0) << ptext;
+  EXPECT_TRUE(fs::is_symlink(etc / "multi-user.target.wants/nvidia-dcgm-exporter.service")) << ptext;
+  fs::remove_all(root);
+}
+
+TEST(RenderMonitoringExporterUnit, PlannedPinnedAndRestartedWhereItRunsOnTheHost) {
+  model::Cluster c = LoadExample("h200-ib-32gpu");
+  const model::Node* gpu = c.FindNode("gpu001");
+  ASSERT_NE(gpu, nullptr);
+  auto exporter = [](const std::vector<plan::DesiredPackage>& pkgs) -> const plan::DesiredPackage* {
+    for (const plan::DesiredPackage& p : pkgs) {
+      if (p.name == render::kDcgmExporterPackage) return &p;
+    }
+    return nullptr;
+  };
+  const std::vector<plan::DesiredPackage> pkgs = plan::DesiredPackages(c, *gpu, plan::OsFamily::kDebian);
+  const plan::DesiredPackage* pkg = exporter(pkgs);
+  ASSERT_NE(pkg, nullptr);
+  EXPECT_EQ(plan::InstallSpec(plan::OsFamily::kDebian, *pkg), "datacenter-gpu-manager-exporter=4.8.2-*");
+  EXPECT_EQ(plan::InstallSpec(plan::OsFamily::kRhel, *pkg), "datacenter-gpu-manager-exporter-4.8.2");
+  // The pinned package is the release the counters file was checked against.
+  EXPECT_NE(std::string(render::kDcgmExporterImage).find(fmt::format("-{}-", render::kDcgmExporterPackageVersion)),
+            std::string::npos);
+  // Both files restart it; a node without the host unit runs the handler as a no-op.
+  for (std::string_view path : {render::kDcgmExporterDropIn, render::kDcgmCountersPath}) {
+    const plan::ImpactRule& r = plan::ImpactFor(path);
+    EXPECT_NE(r.handler.find("systemctl try-restart nvidia-dcgm-exporter.service"), std::string::npos) << path;
+    EXPECT_NE(r.handler.find("systemctl cat nvidia-dcgm-exporter.service"), std::string::npos) << path;
+  }
+  // Kubernetes: the GPU Operator's DaemonSet runs the exporter (and holds :9400); no host unit.
+  model::Cluster k8s = LoadExample("a100-roce-k8s");
+  render::Output kout = RenderCluster(k8s);
+  bool counters = false;
+  for (const render::RenderedFile& f : kout.files) {
+    EXPECT_NE(f.path, render::kDcgmExporterDropIn) << f.node;
+    if (f.path == render::kDcgmCountersPath) counters = true;
+    if (f.path == "/etc/systemd/system-preset/50-gpuforge.preset") {
+      EXPECT_EQ(f.content.find("nvidia-dcgm-exporter"), std::string::npos) << f.node;
+    }
+  }
+  EXPECT_TRUE(counters) << "the counters file is still rendered, for the Operator's ConfigMap";
+  for (const model::Node& n : k8s.nodes) EXPECT_EQ(exporter(plan::DesiredPackages(k8s, n, plan::OsFamily::kDebian)), nullptr);
+  // Without software.cuda no DCGM is planned, so no exporter either.
+  c.software.cuda_version.clear();
+  EXPECT_EQ(exporter(plan::DesiredPackages(c, *gpu, plan::OsFamily::kDebian)), nullptr);
+  EXPECT_EQ(Find(RenderCluster(c), "gpu001", render::kDcgmExporterDropIn), nullptr);
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ render::Output RenderCluster(const model::Cluster& c, const std::string& label =
 }
 
 bool IsMine(const render::RenderedFile& f) {
-  return f.template_name.starts_with("prometheus-") || f.template_name.starts_with("dcgm-job-map-");
+  return f.template_name.starts_with("prometheus-") || f.template_name.starts_with("dcgm-job-map-") ||
+         f.template_name == "dcgm-exporter.conf.mustache";
 }
 
 const render::RenderedFile* Find(const render::Output& out, const std::string& node, const std::string& path) {

@@ -28,6 +28,9 @@ const std::vector<std::string> kPackages = {
     "libnccl-dev=2.28.9-1+cuda13.0,depends=libnccl2 (= 2.28.9-1+cuda13.0)",
     "libnccl-dev=2.27.7-1+cuda13.0,depends=libnccl2 (= 2.27.7-1+cuda13.0)",
     "datacenter-gpu-manager-4-cuda13=1:4.4.1-1,unit=nvidia-dcgm",
+    // The exporter at the pinned release and an older one the pin must not pick.
+    "datacenter-gpu-manager-exporter=4.8.2-1,unit=nvidia-dcgm-exporter",
+    "datacenter-gpu-manager-exporter=4.5.2-1,unit=nvidia-dcgm-exporter",
     "rdma-core=2507.0-1",
     "ibverbs-utils=2507.0-1,depends=rdma-core",
     "perftest=25.07.0-1",

@@ -40,7 +40,9 @@ inline constexpr std::string_view kStorage[] = {"dataset", "tiers"};
 inline constexpr std::string_view kTier[] = {"name",     "kind",    "role",    "scope",
                                              "read_bandwidth", "write_bandwidth", "latency",
                                              "capacity", "network", "mount",   "checkpoints"};
-inline constexpr std::string_view kSoftware[] = {"os", "driver", "cuda", "nccl", "rdma", "scheduler", "repositories", "packages"};
+inline constexpr std::string_view kSoftware[] = {"os",        "driver",       "cuda",     "nccl",      "rdma",
+                                                 "scheduler", "repositories", "packages", "monitoring"};
+inline constexpr std::string_view kMonitoring[] = {"dcgm_exporter"};
 inline constexpr std::string_view kExtraPackage[] = {"name", "version", "service"};
 inline constexpr std::string_view kRepository[] = {"name", "url", "suite", "components", "signed_by", "trusted"};
 inline constexpr std::string_view kOs[] = {"distro", "version", "kernel", "memlock_group"};
@@ -105,6 +107,7 @@ inline constexpr Object kObjects[] = {
     {"software.rdma", kRdma},
     {"software.repositories[]", kRepository},
     {"software.packages[]", kExtraPackage},
+    {"software.monitoring", kMonitoring},
     {"software.scheduler", kScheduler},
     {"software.scheduler.reserved", kReserved},
     {"software.scheduler.health_check", kHealthCheck},

@@ -20,6 +20,17 @@ namespace gpuforge::model {
 // months only and are out of support; production and LTS branches get them for years.
 inline constexpr std::string_view kDefaultDriverBranch = "580";
 
+// Whether the profile has NVIDIA GPUs (or GPUs of a model the catalogue does not know, which
+// gpuforge treats as NVIDIA's): the nodes that get the driver, DCGM and their files.
+bool HasNvidiaGpus(const Profile& p);
+
+// dcgm-exporter as a host service (the CUDA repository's datacenter-gpu-manager-exporter
+// package, its nvidia-dcgm-exporter unit and gpuforge's drop-in): on NVIDIA GPU nodes where
+// DCGM is planned (software.cuda set: the DCGM package is per CUDA major), unless the scheduler
+// is Kubernetes, where the GPU Operator's DaemonSet runs the exporter on the same port (9400).
+// software.monitoring.dcgm_exporter overrides that default: host, or external (the site runs it).
+bool HostDcgmExporter(const Cluster& c, const Profile& p);
+
 // software.driver.branch, else the first field of software.driver.version, else kDefaultDriverBranch.
 std::string DriverBranchOf(const Software& sw);
 

@@ -18,6 +18,17 @@ inline constexpr std::string_view kDcgmExporterImage = "nvcr.io/nvidia/k8s/dcgm-
 // every job, empties it.
 inline constexpr std::string_view kDcgmJobMapDir = "/run/gpuforge/dcgm-job-map";
 
+// The exporter as a host service where model::HostDcgmExporter says so: the CUDA repository's
+// package (its version is the exporter's, 4.8.2, paired with DCGM 4.5.3), whose unit runs
+// /usr/bin/dcgm-exporter with the package's own counters (dcgm-exporter
+// packaging/config-files/systemd/nvidia-dcgm-exporter.service), and gpuforge's drop-in for it.
+inline constexpr std::string_view kDcgmExporterPackage = "datacenter-gpu-manager-exporter";
+inline constexpr std::string_view kDcgmExporterPackageVersion = "4.8.2";
+inline constexpr std::string_view kDcgmExporterService = "nvidia-dcgm-exporter";
+inline constexpr std::string_view kDcgmExporterDropIn = "/etc/systemd/system/nvidia-dcgm-exporter.service.d/gpuforge.conf";
+// nv-hostengine's address under nvidia-dcgm.service (its default port, 5555, on loopback).
+inline constexpr std::string_view kDcgmHostEngine = "localhost:5555";
+
 inline constexpr std::string_view kDcgmCountersPath = "/etc/dcgm-exporter/gpuforge-counters.csv";
 inline constexpr std::string_view kDcgmJobMapProlog = "/etc/slurm/prolog.d/gpuforge-dcgm-job-map.sh";
 inline constexpr std::string_view kDcgmJobMapEpilog = "/etc/slurm/epilog.d/gpuforge-dcgm-job-map.sh";

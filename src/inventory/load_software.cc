@@ -288,7 +288,6 @@ void Loader::LoadSoftware(const YAML::Node& n) {
   if (Has(n, "scheduler")) LoadScheduler(Get(n, "scheduler"));
   YAML::Node mon = Get(n, "monitoring");
   if (Has(n, "monitoring") && r_.CheckMap(mon, "software.monitoring", schema::kMonitoring)) {
-    sw.monitoring_where = r_.Pos(mon);
     // host: the plan installs dcgm-exporter as a service; external: the site runs it (a
     // container, the GPU Operator), and gets the counters file only (docs/render.md).
     if (auto e = r_.Choice(mon, "dcgm_exporter", "software.monitoring", {"host", "external"}, false)) {

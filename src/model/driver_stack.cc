@@ -41,13 +41,13 @@ constexpr std::array kReleaseKernels = {
 
 }  // namespace
 
-bool HasNvidiaGpus(const Profile& p) {
-  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const GpuSpec& g) {
-    if (g.count <= 0) return false;
-    const GpuModelInfo* info = FindGpuModel(g.model);
-    return info == nullptr || info->vendor == "nvidia";
-  });
+bool IsNvidiaGpu(const GpuSpec& g) {
+  if (g.count <= 0) return false;
+  const GpuModelInfo* info = FindGpuModel(g.model);
+  return info == nullptr || info->vendor == "nvidia";
 }
+
+bool HasNvidiaGpus(const Profile& p) { return std::any_of(p.gpus.begin(), p.gpus.end(), IsNvidiaGpu); }
 
 bool HostDcgmExporter(const Cluster& c, const Profile& p) {
   if (!HasNvidiaGpus(p) || c.software.cuda_version.empty()) return false;

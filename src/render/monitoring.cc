@@ -108,8 +108,7 @@ std::string HostPort(const std::string& host, int port) {
 // GPU kind; nullptr when there is none.
 const model::GpuSpec* DcgmGpu(const model::Profile& p) {
   for (const model::GpuSpec& g : p.gpus) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    if (g.count > 0 && (info == nullptr || info->vendor == "nvidia")) return &g;
+    if (model::IsNvidiaGpu(g)) return &g;
   }
   return nullptr;
 }
@@ -118,8 +117,7 @@ const model::GpuSpec* DcgmGpu(const model::Profile& p) {
 int DcgmGpuCount(const model::Profile& p) {
   int n = 0;
   for (const model::GpuSpec& g : p.gpus) {
-    const model::GpuModelInfo* info = model::FindGpuModel(g.model);
-    if (info == nullptr || info->vendor == "nvidia") n += g.count;
+    if (model::IsNvidiaGpu(g)) n += g.count;
   }
   return n;
 }
@@ -465,7 +463,7 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                    {"slurm", slurm}};
   const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
   for (const model::Node* n : SelectedNodes(c, o)) {
-    if (DcgmGpu(c.ProfileOf(*n)) != nullptr) {
+    if (model::HasNvidiaGpus(c.ProfileOf(*n))) {
       const bool host_service = model::HostDcgmExporter(c, c.ProfileOf(*n));
       nlohmann::json ctx = exporter;
       ctx["fields"] = fields;

@@ -321,7 +321,6 @@ struct Software {
   std::string gpudirect;              // software.rdma.gpudirect "dma-buf" | "peermem" | ""
   std::string memlock_group;          // software.os.memlock_group: memlock unlimited for @group only
   std::string dcgm_exporter;          // software.monitoring.dcgm_exporter "host" | "external" | "" (model/driver_stack.h)
-  SourcePos monitoring_where;         // software.monitoring
   SourcePos rdma_where;               // software.rdma, for lint
 };
 

@@ -20,8 +20,11 @@ namespace gpuforge::model {
 // months only and are out of support; production and LTS branches get them for years.
 inline constexpr std::string_view kDefaultDriverBranch = "580";
 
-// Whether the profile has NVIDIA GPUs (or GPUs of a model the catalogue does not know, which
-// gpuforge treats as NVIDIA's): the nodes that get the driver, DCGM and their files.
+// Whether a GPU entry is NVIDIA's (or a model the catalogue does not know, which gpuforge
+// treats as NVIDIA's), with at least one GPU.
+bool IsNvidiaGpu(const GpuSpec& g);
+
+// Whether the profile has such GPUs: the nodes that get the driver, DCGM and their files.
 bool HasNvidiaGpus(const Profile& p);
 
 // dcgm-exporter as a host service (the CUDA repository's datacenter-gpu-manager-exporter

@@ -12,7 +12,7 @@ namespace {
 
 // The changes themselves, in order; the first step that fails or finds nothing to do stops them.
 void ApplyChanges(internal::NodeRun& r) {
-  if (!r.ReadState()) return;
+  if (r.StopsBefore("read state") || !r.ReadState()) return;
   std::vector<std::string> touched, backups, removals;
   for (const FileChange& f : r.out.plan.files) {
     if (f.action == Action::kCreate || f.action == Action::kChange) touched.push_back(f.path);

@@ -90,6 +90,7 @@ RolloutResult Rollout(remote::Connector& connector, std::span<const remote::Targ
       if (enough_failed()) return false;
       ApplyOptions ao = o.apply;
       ao.sudo = s.target().sudo;
+      ao.cancel = o.fanout.cancel;
       if (auto it = o.expect_state_sha256.find(s.target().node); it != o.expect_state_sha256.end()) {
         ao.expect_state_sha256 = it->second;
       }
@@ -109,7 +110,14 @@ RolloutResult Rollout(remote::Connector& connector, std::span<const remote::Targ
   }
   std::vector<std::string> handlers;
   if (std::optional<std::size_t> runner = HandlerRunner(out.nodes, o.controller, &handlers)) {
-    RunClusterHandlers(connector, targets[*runner], handlers, o.fanout, &out);
+    if (Interrupted(o.fanout)) {
+      // No step starts after an interrupt, this one neither; the operator runs it by hand.
+      out.handler_failed = true;
+      out.handler_lines.push_back(fmt::format("not run: {} (interrupted); run it on {}", fmt::join(handlers, ", "),
+                                              targets[*runner].node));
+    } else {
+      RunClusterHandlers(connector, targets[*runner], handlers, o.fanout, &out);
+    }
   }
   Tally(&out);
   return out;

@@ -19,6 +19,14 @@ using remote::ShellQuote;
 NodeRun::NodeRun(remote::Session& session, const DesiredNode& wanted, const ApplyOptions& options)
     : s(session), desired(wanted), o(options), node(session.target().node) {
   eo.sudo = o.sudo;
+  step_eo = eo;
+  step_eo.cancel = o.cancel;
+}
+
+bool NodeRun::StopsBefore(const std::string& step) {
+  if (o.cancel == nullptr || !o.cancel->load()) return false;
+  Fail(step, "not started: interrupted");
+  return true;
 }
 
 void NodeRun::Fail(std::string step, std::string detail) {
@@ -28,6 +36,7 @@ void NodeRun::Fail(std::string step, std::string detail) {
 }
 
 bool NodeRun::Run(const std::string& step, const std::string& command, const remote::ExecOptions& opts) {
+  if (opts.cancel != nullptr && StopsBefore(step)) return false;
   Result<remote::ExecResult> r = s.Exec(command, opts);
   if (!r.ok()) {
     Fail(step, r.error().message);
@@ -90,7 +99,7 @@ bool NodeRun::BackUp(std::span<const std::string> touched, std::span<const std::
   // The intent record goes in the same invocation as the backups, after them and before the
   // first write: a run killed anywhere later (SIGKILL, a lost link) leaves a journal line that
   // points at its backups, and rollback works from it (issue #12, item 3).
-  return Run("backup", PrepareScript(o.run_id, touched, backups, owed) + JournalScript(IntentLine()), eo);
+  return Run("backup", PrepareScript(o.run_id, touched, backups, owed) + JournalScript(IntentLine()), step_eo);
 }
 
 std::string NodeRun::IntentLine() const {
@@ -118,6 +127,7 @@ bool NodeRun::UploadFiles(bool repositories) {
     uo.mode = desired.files[i].mode;
     uo.owner = desired.files[i].owner;
     uo.sudo = o.sudo;
+    if (StopsBefore("upload " + f.path)) return false;
     if (Status st = s.Upload(desired.files[i].Content(), f.path, uo); !st.ok()) {
       Fail("upload " + f.path, st.error().message);
       return false;
@@ -133,6 +143,9 @@ bool NodeRun::InstallPackages() {
     if (it.kind == plan::ItemChange::Kind::kPackage && it.action != Action::kNone) specs.push_back(it.want);
   }
   if (!specs.empty()) {
+    // Not stopped once begun: apt or dnf killed mid-transaction leaves dpkg "interrupted" and
+    // the node needing `dpkg --configure -a`; an interrupt waits for it (its own timeout holds).
+    if (StopsBefore("packages")) return false;
     remote::ExecOptions po = eo;
     po.timeout = o.package_timeout;
     po.output_cap = 16 << 20;
@@ -148,7 +161,7 @@ bool NodeRun::InstallPackages() {
 
 bool NodeRun::RemoveFiles(const std::vector<std::string>& removals) {
   if (!removals.empty()) {
-    if (!Run("remove", RemoveScript(removals), eo)) return false;
+    if (!Run("remove", RemoveScript(removals), step_eo)) return false;
     out.removed = removals;
   }
   return true;
@@ -161,7 +174,7 @@ bool NodeRun::RemoveLeftovers() {
   std::string script = "for p in";
   for (const std::string& p : out.plan.leftovers) script += " " + ShellQuote(p);
   script += "; do if [ -f \"$p\" ] && [ ! -L \"$p\" ]; then rm -f -- \"$p\" || exit 1; fi; done\n";
-  if (!Run("remove leftover temporaries", script, eo)) return false;
+  if (!Run("remove leftover temporaries", script, step_eo)) return false;
   for (const std::string& p : out.plan.leftovers) out.items.push_back("leftover temporary " + p + " removed");
   return true;
 }
@@ -170,7 +183,7 @@ bool NodeRun::CarryOutItems(std::vector<std::string>* started) {
   for (const plan::ItemChange& it : out.plan.items) {
     if (it.kind == plan::ItemChange::Kind::kPackage || it.action == Action::kNone) continue;
     const std::string step = fmt::format("{} {}", plan::ToString(it.kind), it.id);
-    if (!Run(step, ItemScript(it), eo)) return false;
+    if (!Run(step, ItemScript(it), step_eo)) return false;
     out.items.push_back(step);
     if (it.kind == plan::ItemChange::Kind::kService && it.want.find("start") != std::string::npos) started->push_back(it.id);
   }
@@ -187,10 +200,10 @@ bool NodeRun::RunHandlers(const std::vector<std::string>& started, const std::ve
     bool fresh = std::any_of(started.begin(), started.end(),
                              [&](const std::string& u) { return h == "systemctl restart " + u; });
     if (fresh) continue;
-    if (!Run("handler " + h, h, eo)) return false;
+    if (!Run("handler " + h, h, step_eo)) return false;
     out.handlers.push_back(h);
   }
-  if (!owed.empty() && !Run("handlers done", "rm -f -- " + ShellQuote(kPendingHandlers) + "\n", eo)) return false;
+  if (!owed.empty() && !Run("handlers done", "rm -f -- " + ShellQuote(kPendingHandlers) + "\n", step_eo)) return false;
   return true;
 }
 

@@ -56,14 +56,18 @@ struct NodeRun {
 
   // Marks the node failed at `step`.
   void Fail(std::string step, std::string detail);
-  // Runs one step's command; false (and the node failed) unless it exited 0.
+  // Runs one step's command; false (and the node failed) unless it exited 0. With
+  // `opts.cancel` set and raised, the step does not start.
   bool Run(const std::string& step, const std::string& command, const remote::ExecOptions& opts);
+  // Whether the run was interrupted; when it was, marks the node failed at `step`, not started.
+  bool StopsBefore(const std::string& step);
 
   remote::Session& s;
   const DesiredNode& desired;
   const ApplyOptions& o;
   const std::string& node;
-  remote::ExecOptions eo;  // every step's command options, unless a step says otherwise
+  remote::ExecOptions eo;       // the lock, journal, manifest and unlock: these always run
+  remote::ExecOptions step_eo;  // the changes: eo, stopped by an interrupt (ApplyOptions::cancel)
 };
 
 }  // namespace gpuforge::apply::internal

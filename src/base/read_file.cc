@@ -43,19 +43,50 @@ std::string DescribeBytes(std::size_t n) {
   return fmt::format("{} bytes", n);
 }
 
-Result<std::string> ReadInputFile(const InputFile& in) {
-  auto fail = [&](std::string_view why) {
-    return Error{in.name_path ? fmt::format("cannot read {} {}: {}", in.what, in.path, why)
-                              : fmt::format("cannot read {}: {}", in.what, why)};
-  };
+namespace {
+
+Error Refusal(const InputFile& in, std::string_view why) {
+  return Error{in.name_path ? fmt::format("cannot read {} {}: {}", in.what, in.path, why)
+                            : fmt::format("cannot read {}: {}", in.what, why)};
+}
+
+std::string TooBig(const InputFile& in) {
+  return fmt::format("it is larger than {}; refusing to read it", DescribeBytes(in.cap));
+}
+
+// Opens IN and checks, by what fstat says, that it is a regular file within the cap; the
+// caller owns the descriptor returned.
+Result<int> OpenRegular(const InputFile& in, struct stat* st) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-  Fd fd(::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (fd.get() < 0) return fail(std::strerror(errno));
+  const int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return Refusal(in, std::strerror(errno));
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    return Refusal(in, why);
+  };
+  if (::fstat(fd, st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st->st_mode)) return fail(fmt::format("it is {}, not a regular file", KindOf(st->st_mode)));
+  if (static_cast<std::size_t>(st->st_size) > in.cap) return fail(TooBig(in));
+  return fd;
+}
+
+}  // namespace
+
+Status CheckInputFile(const InputFile& in) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail(fmt::format("it is {}, not a regular file", KindOf(st.st_mode)));
-  const std::string too_big = fmt::format("it is larger than {}; refusing to read it", DescribeBytes(in.cap));
-  if (static_cast<std::size_t>(st.st_size) > in.cap) return fail(too_big);
+  Result<int> fd = OpenRegular(in, &st);
+  if (!fd.ok()) return fd.error();
+  ::close(*fd);
+  return Status::Ok();
+}
+
+Result<std::string> ReadInputFile(const InputFile& in) {
+  auto fail = [&](std::string_view why) { return Refusal(in, why); };
+  struct stat st {};
+  Result<int> opened = OpenRegular(in, &st);
+  if (!opened.ok()) return opened.error();
+  Fd fd(*opened);
+  const std::string too_big = TooBig(in);
   std::string out;
   out.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "gpuforge/base/read_file.h"
 #include "gpuforge/remote/local.h"
+#include "gpuforge/remote/ssh.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -108,9 +110,13 @@ std::optional<std::vector<remote::Target>> SelectTargets(Context& ctx, const mod
     }
     names = std::move(*expanded);
   }
-  if (!flags.ssh_config.empty() && flags.ssh_config != "none" && !std::filesystem::exists(flags.ssh_config)) {
-    ctx.Error(fmt::format("--ssh-config: {} does not exist", flags.ssh_config));
-    return std::nullopt;
+  // libssh reads the config by path and would wait forever on a FIFO: it must be a regular
+  // file of a sane size (issue #12, item 9).
+  if (!flags.ssh_config.empty() && flags.ssh_config != "none") {
+    if (Status s = base::CheckInputFile({flags.ssh_config, "ssh config", remote::kMaxSshConfigBytes}); !s) {
+      ctx.Error("--ssh-config: " + s.error().message);
+      return std::nullopt;
+    }
   }
   Result<std::vector<remote::Target>> targets = remote::TargetsFor(cluster, names);
   if (!targets.ok()) {

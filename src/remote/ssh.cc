@@ -122,9 +122,9 @@ class SshConnector final : public Connector {
     // the inventory says about address, port and user then wins, like ssh's command line.
     ssh_options_set(s.get(), SSH_OPTIONS_HOST, t.node.c_str());
     if (!config_.empty()) {
-      std::error_code ec;
-      if (!std::filesystem::exists(config_, ec)) {
-        return Error{fmt::format("ssh config {} does not exist", config_)};
+      // libssh opens it by path: a FIFO would hang every node's thread (issue #12, item 9).
+      if (Status ok = base::CheckInputFile({config_, "ssh config", kMaxSshConfigBytes}); !ok) {
+        return Error{fmt::format("node {}: {}", t.node, ok.error().message)};
       }
       if (ssh_options_parse_config(s.get(), config_.c_str()) < 0) {
         return Error{fmt::format("node {}: cannot use ssh config {}: {}", t.node, config_,
@@ -153,6 +153,10 @@ class SshConnector final : public Connector {
     ssh_options_set(s.get(), SSH_OPTIONS_TIMEOUT, &secs);
     if (!t.identity_file.empty()) {
       std::string id = ExpandTilde(t.identity_file);
+      // The same for the key file libssh reads by path (a private key is a few KiB).
+      if (Status ok = base::CheckInputFile({id, "identity file", 4u << 20}); !ok) {
+        return Error{fmt::format("node {}: {}", t.node, ok.error().message)};
+      }
       ssh_options_set(s.get(), SSH_OPTIONS_ADD_IDENTITY, id.c_str());
     }
     if (t.jump) {

@@ -11,9 +11,12 @@ namespace {
 
 using State = remote::NodeRun::State;
 
-std::string Block(const remote::NodeRun& r) {
-  if (r.state == State::kUnreachable) return "unreachable: " + r.error + "\n";
-  if (!r.error.empty()) return "error: " + r.error + "\n";
+// The command's own output stays raw, as pdsh and clush print it (docs/remote.md, threat
+// model); an error is gpuforge's text around what a server or node said (an SSH disconnect
+// reason, a shell's complaint) and passes the terminal gate like every other message (#12 item 6).
+std::string Block(const remote::NodeRun& r, const Style& s) {
+  if (r.state == State::kUnreachable) return "unreachable: " + s.Safe(r.error) + "\n";
+  if (!r.error.empty()) return "error: " + s.Safe(r.error) + "\n";
   std::string text = r.result.out;
   if (!text.empty() && text.back() != '\n') text += "\n";
   if (!r.result.err.empty()) {
@@ -29,7 +32,7 @@ std::string Block(const remote::NodeRun& r) {
 std::string RunText(const remote::CommandRun& run, bool fold, const Style& s) {
   std::vector<std::pair<std::string, std::string>> blocks, errors;
   for (const remote::NodeRun& r : run.nodes) {
-    (fold && !r.error.empty() ? errors : blocks).emplace_back(r.node, Block(r));
+    (fold && !r.error.empty() ? errors : blocks).emplace_back(r.node, Block(r, s));
   }
   std::vector<Folded> groups;
   if (fold) {

@@ -360,6 +360,54 @@ TEST_F(ApplyFaults, AKilledControllerIsUnlockedByItsRunIdAndRolledBackFromItsInt
   EXPECT_FALSE(Locked(0));
 }
 
+// SIGTERM (a cancelled CI job) is a first Ctrl-C, not a death (issue #12, item 3): before, the
+// default action killed the controller mid-step, leaving replaced files that no journal line
+// pointed at. Now the node's running step is stopped, the run ends, its completion record is
+// written and its lock released, so rollback works from the journal, not only the intent.
+TEST_F(ApplyFaults, SigtermStopsTheRunLikeCtrlCJournalledAndUnlocked) {
+  if (!Up(1)) return;
+  const auto rendered = Rendered();
+  const auto& want = rendered.at(Name(0));
+  Out(0, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
+  const auto before = HostFiles(0, want);
+  Out(0, fmt::format("echo 600 > {}/hang-nvidia-dcgm", kHooks));
+  const std::string pidfile = temp_ + "/apply.pid";
+  std::future<Result<CommandOutput>> running = std::async(std::launch::async, [&] {
+    return testbed::RunCommand(
+        {"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {}", pidfile, RemoteLine(fmt::format("apply {} --yes", kNoPackages)))},
+        kGuard);
+  });
+  ASSERT_TRUE(WaitFor(0, fmt::format("test -e {}/hanging-nvidia-dcgm", kHooks), std::chrono::seconds(120)));
+  std::ifstream pid_in(pidfile);
+  long pid = 0;
+  pid_in >> pid;
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGTERM), 0);
+  ASSERT_EQ(running.wait_for(kGuard), std::future_status::ready);
+  Result<CommandOutput> apply = running.get();
+  ASSERT_TRUE(apply.ok()) << apply.error().message;
+  Out(0, fmt::format("rm -f {0}/hang-nvidia-dcgm {0}/hanging-nvidia-dcgm", kHooks));
+  // It ended by itself (not rc 143, the signal's default) and says so.
+  EXPECT_EQ(apply->exit_code, 1) << apply->output;
+  EXPECT_TRUE(Contains(apply->output, "interrupted")) << apply->output;
+  const std::string run = RunIdOf(apply->output);
+  ASSERT_FALSE(run.empty()) << apply->output;
+  // The completion record is there, the lock is gone, files are old or new.
+  std::vector<nlohmann::json> done = Journal(0);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0]["run"], run);
+  EXPECT_FALSE(Locked(0));
+  ExpectOldOrNew(0, want, before);
+
+  CommandOutput back = Remote(fmt::format("rollback --run {} --yes", run));
+  EXPECT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_FALSE(Contains(back.output, "intent record")) << back.output;
+  std::map<std::string, std::string> now = HostFiles(0, want);
+  for (const auto& [path, sha] : want) {
+    EXPECT_EQ(now[path], before.at(path)) << path;
+  }
+}
+
 // ---- 2. a full disk --------------------------------------------------------------------------
 
 TEST_F(ApplyFaults, DiskFullFailsTheUploadLeavesNoPartialFileJournalsAndUnlocks) {

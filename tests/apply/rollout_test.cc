@@ -222,6 +222,53 @@ TEST(Rollout, InterruptStartsNoNewNode) {
   EXPECT_FALSE(r.ok());
 }
 
+// An interrupt while a node is mid-apply (after its backups): its next step does not start,
+// but its journal line is still written and its lock released (issue #12, item 3); before, the
+// node went on to the end of its steps.
+TEST(Rollout, InterruptStopsARunningNodeBeforeItsNextStepAndStillJournalsAndUnlocks) {
+  FakeConnector c;
+  std::atomic<bool> cancel{false};
+  const auto targets = Targets({"n1"});
+  c.nodes["n1"].exec = [&](const std::string& cmd) -> Result<remote::ExecResult> {
+    if (cmd == "sh -s") return Exited(0, "os debian\nlike \narch x86_64\nN\nend\n");
+    if (cmd.find("\"result\":\"started\"") != std::string::npos) cancel.store(true);  // the backup step
+    return Exited(0);
+  };
+  RolloutOptions o = Options();
+  o.fanout.cancel = &cancel;
+  RolloutResult r = Rollout(c, targets, Desired(targets), o);
+  ASSERT_TRUE(r.nodes[0].result);
+  EXPECT_EQ(r.nodes[0].result->state, NodeApply::State::kFailed);
+  EXPECT_EQ(r.nodes[0].result->step, "upload /etc/nccl.conf");
+  EXPECT_EQ(r.nodes[0].result->detail, "not started: interrupted");
+  const std::vector<std::string>& log = c.log["n1"];
+  EXPECT_TRUE(std::none_of(log.begin(), log.end(), [](const std::string& l) { return l.starts_with("upload: "); }));
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_NE(log[log.size() - 2].find("\"result\":\"failed\""), std::string::npos) << log[log.size() - 2];
+  EXPECT_EQ(log.back(), "exec: " + UnlockScript("holder"));
+  // The cluster handler a finished node would ask for is not run either (n1 did not finish).
+  EXPECT_FALSE(r.ok());
+}
+
+// Interrupted after the last node finished: the cluster handler is a step too, so it does not
+// start, and the output names it and where to run it.
+TEST(Rollout, InterruptBeforeTheClusterHandlerLeavesItToTheOperator) {
+  FakeConnector c;
+  std::atomic<bool> cancel{false};
+  const auto targets = Targets({"n1"});
+  Script(c, "n1", nullptr, "", [&cancel] { cancel.store(true); });
+  RolloutOptions o = Options();
+  o.fanout.cancel = &cancel;
+  RolloutResult r = Rollout(c, targets, Desired(targets, "/etc/slurm/slurm.conf"), o);
+  ASSERT_TRUE(r.nodes[0].result);
+  EXPECT_EQ(r.nodes[0].result->state, NodeApply::State::kApplied);
+  EXPECT_TRUE(r.handler_failed);
+  EXPECT_EQ(r.handler_lines, std::vector<std::string>{"not run: scontrol reconfigure (interrupted); run it on n1"});
+  const std::vector<std::string>& log = c.log["n1"];
+  EXPECT_EQ(Count(log, "exec: scontrol reconfigure"), 0u);
+  EXPECT_FALSE(r.ok());
+}
+
 TEST(Rollout, InterruptWithinABatchLeavesTheRestOut) {
   FakeConnector c;
   std::atomic<bool> cancel{false};

@@ -29,6 +29,28 @@ TEST(ReadInputFile, ReadsARegularFileWhole) {
   EXPECT_EQ(*r, "cluster: {}\n");
 }
 
+// For files libssh reads by path (ssh config, identity file): the same refusals, nothing read.
+TEST(CheckInputFile, PassesARegularFileAndRefusesAFifoADeviceAndOneOverTheCap) {
+  fs::path p = Dir() / "config";
+  std::ofstream(p) << "Host *\n  User ops\n";
+  EXPECT_TRUE(CheckInputFile({p.string(), "ssh config"}).ok());
+  Status big = CheckInputFile({p.string(), "ssh config", 8});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message, "cannot read ssh config " + p.string() + ": it is larger than 8 bytes; refusing to read it");
+  fs::path fifo = Dir() / "config-fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Status f = CheckInputFile({fifo.string(), "ssh config"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().message, "cannot read ssh config " + fifo.string() + ": it is a FIFO, not a regular file");
+  Status dev = CheckInputFile({"/dev/zero", "identity file"});
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.error().message, "cannot read identity file /dev/zero: it is a character device, not a regular file");
+  Status missing = CheckInputFile({(Dir() / "nope").string(), "identity file"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("No such file or directory"), std::string::npos);
+}
+
 TEST(ReadInputFile, RefusesWhatIsNotARegularFileWithoutReadingIt) {
   fs::path fifo = Dir() / "fifo";
   fs::remove(fifo);

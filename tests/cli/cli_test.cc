@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -75,6 +76,18 @@ TEST(Cli, TextOutputPassesTheTerminalGate) {
   EXPECT_EQ(r.err.find("\x1b[2J"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\x1b[31;1merror\x1b[0m:"), std::string::npos) << r.err;  // our own colour survives
   std::filesystem::remove(path);
+}
+
+// libssh opens the ssh config by path: a FIFO there hung every node's thread (issue #12, item
+// 9). It is refused before any connection, with what it is.
+TEST(Cli, AnSshConfigThatIsNotARegularFileIsRefusedUpFront) {
+  const std::string fifo = (std::filesystem::temp_directory_path() / "gpuforge-cli-test-ssh-config-fifo").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RunResult r = RunCli({"run", kExample, "--ssh-config", fifo, "--nodes", "gpu001", "--", "true"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "gpuforge: error: --ssh-config: cannot read ssh config " + fifo + ": it is a FIFO, not a regular file\n");
+  std::filesystem::remove(fifo);
 }
 
 TEST(Cli, HelpListsEveryCommandFromTheTable) {

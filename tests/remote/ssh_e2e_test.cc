@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "remote/command.h"
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/ssh.h"
 #include "testbed/fixture.h"
@@ -412,6 +413,34 @@ TEST_F(SshE2e, AnUploadNeverLandsInsideADirectoryPlantedAtItsPath) {
   EXPECT_NE(sudo.error().message.find("cannot overwrite directory"), std::string::npos) << sudo.error().message;
   ExecResult r = Must(root->Exec("ls -A /etc/gpuforge-planted.conf | wc -l; ls -a /etc | grep -c gpuforge-planted", {}));
   EXPECT_EQ(r.out, "0\n1\n") << "nothing inside the directory, no temporary left beside it";
+}
+
+// A controller or jump host killed mid-upload through sudo: the node's `cat` saw EOF after part
+// of the file, took it for success, and a 5 MB agent was installed at ~1 MB, mode 0755 (issue
+// #12, item 2). The same upload script, over a real sshd through sudo, with only part of the
+// bytes on its stdin: nothing is installed, the old file stays, no temporary is left.
+TEST_F(SshE2e, AnUploadCutShortThroughSudoInstallsNothing) {
+  if (!Bring(1)) return;
+  auto root = Connect(0);
+  auto user = Connect(0, "gpuforge");
+  ASSERT_TRUE(root && user);
+  ASSERT_TRUE(Must(root->Exec("printf 'old\\n' > /etc/gpuforge-cut.conf", {})).Succeeded());
+  const std::string sent(5 << 20, 'a');
+  ExecOptions eo;
+  eo.sudo = true;
+  eo.input = sent.substr(0, 1 << 20);
+  ExecResult cut = Must(user->Exec(AtomicWriteScript("/etc/gpuforge-cut.conf", 0755, "", UploadDigest::Of(sent)), eo));
+  EXPECT_FALSE(cut.Succeeded());
+  EXPECT_EQ(cut.err, fmt::format("{} of {} bytes arrived; nothing was installed\n", 1 << 20, sent.size()));
+  ExecResult r = Must(root->Exec("cat /etc/gpuforge-cut.conf; stat -c %a /etc/gpuforge-cut.conf; ls -a /etc | grep -c gpuforge-cut", {}));
+  EXPECT_EQ(r.out, "old\n644\n1\n") << "the old file, its mode, and no temporary beside it";
+  // The whole file through the session's own sudo upload goes in.
+  UploadOptions o;
+  o.sudo = true;
+  o.mode = 0755;
+  ASSERT_TRUE(user->Upload(sent, "/etc/gpuforge-cut.conf", o).ok());
+  r = Must(root->Exec("stat -c '%a %s' /etc/gpuforge-cut.conf; ls -a /etc | grep -c gpuforge-cut", {}));
+  EXPECT_EQ(r.out, fmt::format("755 {}\n1\n", sent.size()));
 }
 
 TEST_F(SshE2e, ANonRootUserWritesUnderEtcThroughSudo) {

@@ -5,6 +5,7 @@
 // command is built here from ShellQuote'd arguments; the builders are public so tests pin them.
 // Clock, host name and randomness come from the caller.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -97,6 +98,10 @@ struct ApplyOptions {
   // when what it reports under the lock differs. "" = plan afresh.
   std::string expect_state_sha256;
   std::chrono::seconds package_timeout{1800};
+  // Set by Ctrl-C, SIGTERM or SIGHUP: no step starts after it, and a running step is stopped on
+  // the node, but for a package transaction, which finishes (dpkg or rpm killed mid-way leaves
+  // the package database half-configured). The journal, manifest and unlock still run.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Handlers that act on the whole cluster, run once per apply (on one node) instead of on every

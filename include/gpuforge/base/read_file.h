@@ -28,6 +28,11 @@ struct InputFile {
 // (read up to the cap + 1 byte, whatever stat says).
 Result<std::string> ReadInputFile(const InputFile& in);
 
+// The same checks without reading, for files another library reads by path (libssh's ssh
+// config and identity files): there, a regular file no larger than the cap; else the error
+// ReadInputFile would give.
+Status CheckInputFile(const InputFile& in);
+
 // "64 MiB", "512 KiB", "100 bytes".
 std::string DescribeBytes(std::size_t n);
 

@@ -11,6 +11,9 @@
 
 namespace gpuforge::remote {
 
+// The largest ssh config gpuforge lets libssh read (a real one is a few KiB).
+inline constexpr std::size_t kMaxSshConfigBytes = 1u << 20;
+
 struct SshOptions {
   std::string known_hosts;         // "" = ~/.ssh/known_hosts
   bool accept_new_host_keys = false;  // like OpenSSH's StrictHostKeyChecking=accept-new

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <vector>
 
@@ -16,7 +18,18 @@ namespace gpuforge::cli {
 
 void Context::Out(std::string_view s) const { OutRaw(out_style.Safe(s)); }
 void Context::Err(std::string_view s) const { ErrRaw(err_style.Safe(s)); }
-void Context::OutRaw(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.out); }
+namespace {
+std::atomic<int> g_output_errno{0};
+}  // namespace
+
+int FirstOutputError() { return g_output_errno.load(); }
+
+void Context::OutRaw(std::string_view s) const {
+  if (std::fwrite(s.data(), 1, s.size(), io.out) != s.size()) {
+    int none = 0;
+    g_output_errno.compare_exchange_strong(none, errno != 0 ? errno : EIO);
+  }
+}
 void Context::ErrRaw(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
 void Context::Error(std::string_view message) const {
   Err(fmt::format("gpuforge: {} {}\n", err_style.Red("error:"), message));

@@ -79,6 +79,9 @@ std::span<const Command> Commands();
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
 
+// The errno of the first write to the output that failed (EPIPE: its reader is gone), 0 if none.
+int FirstOutputError();
+
 // Shared by commands (local_inputs.cc): loads an inventory, printing every diagnostic to stderr.
 std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path);
 

@@ -581,6 +581,22 @@ TEST_F(ApplyFaults, AForeignLockRefusesThatNodeNamingTheHolderAndIsLeftInPlace) 
   EXPECT_EQ(Journal(0).size(), 1u);
 }
 
+// A lock that cannot be made is mkdir's error, not "held" (issue #12, item 7): before, any failed
+// mkdir (EACCES, ENOSPC, a read-only file system) read as a lock held by an empty holder. Here
+// the state directory is a read-only mount on the test host.
+TEST_F(ApplyFaults, ALockThatCannotBeMadeIsMkdirsOwnErrorNotAHeldLock) {
+  if (!Up(1)) return;
+  Out(0, fmt::format("mkdir -p {0} && mount -t tmpfs -o ro,size=1m gpuforge-ro {0} && echo mounted", kStateDir));
+  ASSERT_EQ(Out(0, fmt::format("grep -c ' {} tmpfs ro' /proc/mounts", kStateDir)), "1\n");
+  CommandOutput apply = Remote("apply --only files --yes");
+  Out(0, fmt::format("umount {}", kStateDir));
+  EXPECT_EQ(apply.exit_code, 1) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, fmt::format("{} (1): failed at lock: ", Name(0)))) << apply.output;
+  EXPECT_TRUE(Contains(apply.output, "Read-only file system")) << apply.output;
+  EXPECT_FALSE(Contains(apply.output, "is held")) << apply.output;
+  EXPECT_FALSE(Locked(0));
+}
+
 // ---- 5. --max-fail stops the rollout -----------------------------------------------------------
 
 TEST_F(ApplyFaults, MaxFailStopsTheRolloutAndTheNodesNotStartedAreNotTouched) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -447,6 +449,34 @@ TEST(CliPrompt, RollbackAcceptsOnlyYes) {
 }
 
 // The real binary, as CI and users run it: exit codes survive the process boundary.
+// SIGPIPE is ignored process-wide (issue #12, item 8), so a stdout whose reader is gone is a
+// write error: gpuforge says so and does not exit 0 for output nobody received. The reader is
+// closed before the process starts, so the write fails every time.
+TEST(CliBinary, AClosedStdoutIsAnErrorNotSigpipeNorSuccess) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  const std::string err_file = WriteTemp("closed-stdout.err", "");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    std::FILE* e = std::freopen(err_file.c_str(), "w", stderr);
+    if (e == nullptr) ::_exit(100);
+    ::execl(GPUFORGE_BINARY, GPUFORGE_BINARY, "inventory", "show", kExample.c_str(), "--format", "yaml",
+            static_cast<char*>(nullptr));
+    ::_exit(101);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(err_file);
+  std::string err((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(err, "gpuforge: error: cannot write the output: Broken pipe\n");
+}
+
 TEST(CliBinary, ExitCodesFromTheRealProcess) {
   std::string bin = GPUFORGE_BINARY;
   auto status = [&](const std::string& args) {

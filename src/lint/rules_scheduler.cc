@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/model/slurm_roles.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -48,15 +49,24 @@ void NoController(const model::Cluster& c, const model::Fabric&, RuleContext& ct
 void AutodetectWithoutNvml(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   const model::Scheduler& s = c.software.scheduler;
   if (s.kind != model::SchedulerKind::kSlurm || !s.gres_autodetect_nvml) return;
-  const model::Software& sw = c.software;
-  const bool debian12 = (sw.os_distro.empty() || sw.os_distro == "debian") &&
-                        (sw.os_version.empty() || sw.os_version == "12" || sw.os_version.starts_with("12."));
-  if (!debian12) return;
-  ctx.Report(fmt::format("gres_autodetect: nvml on {}: its slurmd has no gpu/nvml plugin (slurm-wlm 22.05 ships "
-                         "gpu_generic.so only), so every GPU node registers 0 GPUs and is drained \"gres/gpu count "
-                         "reported lower than configured\"; use gres_autodetect: off (gres.conf File= lines from "
-                         "the nodes' measured minors, render --facts) or a Slurm built with NVML",
-                         sw.os_distro.empty() ? "Debian 12 (no software.os given)" : "Debian 12"),
+  const std::string& d = c.software.os_distro;
+  const bool rhel = d == "rhel" || d == "rocky" || d == "almalinux";  // plan::FamilyOf
+  const std::string_view off =
+      "; gres_autodetect: off needs no plugin (gres.conf File= lines from the nodes' measured minors, render --facts)";
+  if (rhel) {
+    ctx.Report(fmt::format("gres_autodetect: nvml on {}: no RHEL or EPEL package gpuforge knows carries slurmd's "
+                           "gpu_nvml.so, so the nodes' Slurm must be built with NVML (slurm.spec --with nvml), or "
+                           "every GPU node registers 0 GPUs and is drained \"gres/gpu count reported lower than "
+                           "configured\"{}",
+                           d, off),
+               {}, s.where);
+    return;
+  }
+  ctx.Report(fmt::format("gres_autodetect: nvml: slurmd's gpu_nvml.so comes in {}, which the plan installs on the GPU "
+                         "nodes; it is in Debian's contrib component (Ubuntu's multiverse), so the nodes' apt sources "
+                         "must carry that component or the package step fails, and without the plugin every GPU node "
+                         "registers 0 GPUs and is drained \"gres/gpu count reported lower than configured\"{}",
+                         model::kSlurmNvmlPluginPackage, off),
              {}, s.where);
 }
 
@@ -85,11 +95,13 @@ void AddSchedulerRules(std::vector<Rule>& rules) {
                    {},
                    &NoController});
   rules.push_back({"slurm.autodetect_without_nvml",
-                   Severity::kError,
-                   "gres.conf AutoDetect=nvml where the distribution's slurmd has no NVML plugin (Debian 12)",
+                   Severity::kWarning,
+                   "gres.conf AutoDetect=nvml: slurmd's gpu/nvml plugin is a package of its own outside the main "
+                   "archive component (Debian contrib, Ubuntu multiverse) or absent (RHEL)",
                    "000_bf90931f775ecd9c.txt, Orchestration: Kubernetes + Slurm (Slurm as the batch "
                    "scheduler); gres.conf(5) AutoDetect (needs the gpu/nvml plugin); Debian 12 slurm-wlm "
-                   "22.05.8-4+deb12u3 package contents; the real slurmd (RenderSlurmDaemonsNvml)",
+                   "22.05.8-4+deb12u3 has no gpu_nvml.so, src:slurm-wlm-contrib builds slurm-wlm-nvml-plugin "
+                   "(contrib); the real slurmd without it (RenderSlurmDaemonsNvml)",
                    {},
                    &AutodetectWithoutNvml});
 }

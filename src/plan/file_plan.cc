@@ -80,6 +80,8 @@ constexpr std::string_view kDcgmExporterHandler =
 
 constexpr std::string_view kMungeHandler = "systemctl restart munge.service";
 
+constexpr std::string_view kAccountingControllerRow = "@accounting-controller:/etc/slurm/slurm.conf";
+
 // slurmdbd and its MariaDB read their files only at start. slurmctld keeps the records of jobs
 // that end while slurmdbd is away and sends them when it is back (slurm.conf(5)
 // MaxDBDMsgs), so neither restart touches running jobs.
@@ -110,6 +112,15 @@ std::span<const ImpactRule> ImpactTable() {
                  "restart slurmdbd (no drain: slurmctld queues job records meanwhile)"},
       ImpactRule{model::kSlurmdbdPassPath, Impact::kReload, kSlurmdbdHandler,
                  "restart slurmdbd (no drain: slurmctld queues job records meanwhile)"},
+      // Rows whose prefix starts with '@' match no path: the desired state picks them per node
+      // (ImpactOnAccountingController) and they stand here for their handler's place in order.
+      // slurmctld loads its accounting_storage plugin only at start: with slurm.conf turned from
+      // no accounting to slurmdbd, a real 22.05 slurmctld took `scontrol reconfigure`, showed
+      // the new AccountingStorageType and never registered with slurmdbd; restarted, it did
+      // (RenderSlurmDaemonsAccounting.TurningAccountingOnNeedsASlurmctldRestart). Running jobs
+      // survive it (their state is in StateSaveLocation).
+      ImpactRule{kAccountingControllerRow, Impact::kReload, "systemctl restart slurmctld",
+                 "restart slurmctld (accounting: it loads the plugin only at start; jobs keep running)"},
       ImpactRule{"/etc/slurm/slurm.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       ImpactRule{"/etc/slurm/topology.conf", Impact::kReload, "scontrol reconfigure", "scontrol reconfigure"},
       // slurmd reads gres.conf, cgroup.conf and job_container.conf only at start.
@@ -175,6 +186,14 @@ const ImpactRule* ImpactWithoutSlurmd(std::string_view path) {
   static constexpr ImpactRule kServed{"", Impact::kReload, "scontrol reconfigure",
                                       "slurmctld serves it (configless); each slurmd takes it at its restart"};
   return model::IsSlurmdOnlyFile(path) ? &kServed : nullptr;
+}
+
+const ImpactRule* ImpactOnAccountingController(std::string_view path) {
+  if (path != "/etc/slurm/slurm.conf") return nullptr;
+  for (const ImpactRule& r : ImpactTable()) {
+    if (r.prefix == kAccountingControllerRow) return &r;
+  }
+  return nullptr;
 }
 
 const ImpactRule& ImpactFor(std::string_view path) {

@@ -172,6 +172,12 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
   if (slurm.munge) add("munge", "", Impact::kRestart, "restarts munge", "software.scheduler (auth/munge)");
   if (slurm.slurmctld) add(deb ? "slurmctld" : "slurm-slurmctld", "", Impact::kRestart, "restarts slurmctld", "software.scheduler");
   if (slurm.slurmd) add(deb ? "slurmd" : "slurm-slurmd", "", Impact::kRestart, "restarts slurmd (drain first)", "software.scheduler");
+  // AutoDetect=nvml needs slurmd's gpu/nvml plugin, a package of its own on Debian and Ubuntu
+  // (model::kSlurmNvmlPluginPackage); lint slurm.autodetect_without_nvml says where it comes from.
+  if (slurm.slurmd && s.gres_autodetect_nvml && deb && model::HasNvidiaGpus(p)) {
+    add(std::string(model::kSlurmNvmlPluginPackage), "", Impact::kRestart, "restarts slurmd (drain first)",
+        "software.scheduler.gres_autodetect: nvml (gpu_nvml.so; Debian contrib, Ubuntu multiverse)");
+  }
   if (slurm.client) add(deb ? "slurm-client" : "slurm", "", Impact::kLive, "next command", "software.scheduler");
   // Accounting: slurmdbd on its node, and the MariaDB server there when the database is local
   // (storage_host localhost); a remote database is the site's.
@@ -221,6 +227,11 @@ DesiredNode DesiredNodeState(const model::Cluster& c, const model::Node& n, std:
     const model::SlurmRole slurm = model::SlurmRoleOf(c, n);
     if (!slurm.slurmd) {
       for (DesiredFile& f : d.files) f.impact = ImpactWithoutSlurmd(f.path);
+    }
+    if (slurm.slurmctld && c.software.scheduler.accounting) {
+      for (DesiredFile& f : d.files) {
+        if (const ImpactRule* r = ImpactOnAccountingController(f.path)) f.impact = r;
+      }
     }
     if (local != nullptr && local->munge_key && slurm.munge) {
       DesiredFile key = shared(kMungeKeyPath, kMungeKeyMode, local->munge_key);

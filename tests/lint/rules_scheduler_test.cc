@@ -85,18 +85,23 @@ TEST(LintScheduler, SlurmControllerQuietWhenPresent) {
   EXPECT_TRUE(LintRule(c, "slurm.no_controller").empty());
 }
 
-TEST(LintScheduler, AutodetectNvmlOnDebian12IsAnError) {
+// AutoDetect=nvml needs gpu_nvml.so: on Debian and Ubuntu the plan installs
+// slurm-wlm-nvml-plugin (contrib / multiverse), on RHEL no package is known. A warning either way,
+// naming what the operator must provide.
+TEST(LintScheduler, AutodetectNvmlSaysWhereTheGpuNvmlPluginComesFrom) {
   model::Cluster c = CleanCluster();
   c.software.scheduler.gres_autodetect_nvml = true;
-  for (const auto& [distro, version, fires] : std::vector<std::tuple<std::string, std::string, bool>>{
-           {"", "", true}, {"debian", "12", true}, {"debian", "12.8", true}, {"debian", "13", false},
-           {"ubuntu", "22.04", false}, {"rocky", "9", false}}) {
+  for (const auto& [distro, version, words] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"", "", "slurm-wlm-nvml-plugin, which the plan installs"},
+           {"debian", "12", "Debian's contrib component"},
+           {"ubuntu", "24.04", "Ubuntu's multiverse"},
+           {"rocky", "9", "no RHEL or EPEL package gpuforge knows carries slurmd's gpu_nvml.so"}}) {
     c.software.os_distro = distro;
     c.software.os_version = version;
     std::vector<Finding> f = LintRule(c, "slurm.autodetect_without_nvml");
-    ASSERT_EQ(f.size(), fires ? 1u : 0u) << distro << " " << version;
-    if (!fires) continue;
-    EXPECT_EQ(f[0].severity, Severity::kError);
+    ASSERT_EQ(f.size(), 1u) << distro << " " << version;
+    EXPECT_EQ(f[0].severity, Severity::kWarning);
+    EXPECT_NE(f[0].message.find(words), std::string::npos) << f[0].message;
     EXPECT_NE(f[0].message.find("every GPU node registers 0 GPUs"), std::string::npos) << f[0].message;
   }
   c.software.os_distro = "debian";

@@ -93,6 +93,24 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   EXPECT_EQ(only.packages.size(), 12u);  // the list above
 }
 
+// gres_autodetect: nvml (#14, gres.conf): slurmd's gpu_nvml.so is a package of its own on Debian
+// and Ubuntu, planned beside slurmd on the GPU nodes only; RHEL has none to plan.
+TEST(PlanDesired, AutodetectNvmlPlansSlurmdsNvmlPluginOnGpuSlurmdNodes) {
+  auto has_plugin = [](const model::Cluster& c, const std::string& node, OsFamily f) {
+    for (const DesiredPackage& p : DesiredPackages(c, *c.FindNode(node), f)) {
+      if (p.name == "slurm-wlm-nvml-plugin") return true;
+    }
+    return false;
+  };
+  model::Cluster c = Example("h200-ib-32gpu.yaml");
+  EXPECT_FALSE(has_plugin(c, "gpu001", OsFamily::kDebian)) << "File= lines need no plugin";
+  c.software.scheduler.gres_autodetect_nvml = true;
+  EXPECT_TRUE(has_plugin(c, "gpu001", OsFamily::kDebian));
+  EXPECT_FALSE(has_plugin(c, "gpu001", OsFamily::kRhel));
+  EXPECT_FALSE(has_plugin(c, "head01", OsFamily::kDebian)) << "the controller runs no slurmd";
+  EXPECT_FALSE(has_plugin(c, "login01", OsFamily::kDebian)) << "a login node runs no slurmd";
+}
+
 // software.monitoring.dcgm_exporter and software.packages over the derived exporter (#14).
 TEST(PlanDesired, TheExporterChoiceAndAnOperatorsPinOfADerivedPackage) {
   auto exporter_of = [](const model::Cluster& c, const std::string& node) {

@@ -272,5 +272,39 @@ TEST(PlanSlurmAccounting, TheDatabaseNodeGetsItsPackagesServicesAndSecret) {
   EXPECT_TRUE(found);
 }
 
+// slurmctld loads its accounting plugin only at start (RenderSlurmDaemonsAccounting.
+// TurningAccountingOnNeedsASlurmctldRestart): with accounting, a changed slurm.conf restarts
+// slurmctld on the controller, after slurmdbd's restart; everywhere else it stays the one
+// cluster-wide `scontrol reconfigure`. Without accounting the controller reconfigures too.
+TEST(PlanSlurmAccounting, AChangedSlurmConfRestartsSlurmctldOnTheController) {
+  auto slurm_conf_handler = [](const model::Cluster& c, const std::string& node) {
+    render::Output out = RenderOk(c);
+    plan::DesiredNode d = plan::DesiredNodeState(c, *c.FindNode(node), plan::DesiredFiles(out, node), plan::AllParts());
+    std::vector<plan::ActualFile> absent(d.files.size());
+    Result<plan::NodePlan> p = plan::PlanNode(node, d.files, absent);
+    EXPECT_TRUE(p.ok());
+    std::string handler;
+    for (const plan::FileChange& f : p->files) {
+      if (f.path == "/etc/slurm/slurm.conf") handler = f.handler;
+    }
+    return std::make_pair(handler, p->Handlers());
+  };
+  model::Cluster acct = LoadOk("    accounting: {storage_pass_file: dbd.pass}\n");  // slurmdbd on the controller
+  auto [ctl, ctl_all] = slurm_conf_handler(acct, "ctl1");
+  EXPECT_EQ(ctl, "systemctl restart slurmctld");
+  // slurmdbd first: the restarted slurmctld finds it with its new settings.
+  auto dbd = std::find(ctl_all.begin(), ctl_all.end(), "systemctl restart slurmdbd.service");
+  auto ctld = std::find(ctl_all.begin(), ctl_all.end(), "systemctl restart slurmctld");
+  ASSERT_NE(dbd, ctl_all.end());
+  ASSERT_NE(ctld, ctl_all.end());
+  EXPECT_LT(dbd, ctld);
+  EXPECT_TRUE(plan::IsHandler("systemctl restart slurmctld")) << "a pending restart left by a failed run runs again";
+  EXPECT_EQ(slurm_conf_handler(acct, "h1-01").first, "scontrol reconfigure");
+  EXPECT_EQ(slurm_conf_handler(acct, "login1").first, "scontrol reconfigure");
+  EXPECT_EQ(slurm_conf_handler(LoadOk(""), "ctl1").first, "scontrol reconfigure");
+  // No path picks the row by itself.
+  EXPECT_EQ(plan::ImpactFor("/etc/slurm/slurm.conf").handler, "scontrol reconfigure");
+}
+
 }  // namespace
 }  // namespace gpuforge

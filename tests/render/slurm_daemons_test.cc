@@ -1199,6 +1199,40 @@ TEST_F(RenderSlurmDaemonsAccounting, AJobAndItsGpusReachTheDatabase) {
   }
 }
 
+// Accounting turned on in a running cluster (#14): slurm.conf goes from no accounting to the
+// rendered slurmdbd lines. The real slurmctld takes `scontrol reconfigure`, shows the new
+// AccountingStorageType and still never registers with slurmdbd: it loads its accounting plugin
+// only at start. Restarted, it registers. So on the controller of a cluster with accounting a
+// slurm.conf change restarts slurmctld (plan::ImpactOnAccountingController).
+TEST_F(RenderSlurmDaemonsAccounting, TurningAccountingOnNeedsASlurmctldRestart) {
+  const fs::path conf = dir_ / "etc" / "slurm.conf";
+  const std::string rendered = ReadFile(conf);
+  std::string without;
+  std::stringstream in(rendered);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("AccountingStorage") || line.starts_with("JobAcctGather")) continue;
+    without += line + "\n";
+  }
+  ASSERT_NE(without, rendered);
+  WriteFile(conf, without);
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  EXPECT_EQ(ConfigValue(Shell(Env() + "scontrol show config").output, "AccountingStorageType"), "accounting_storage/none");
+  WriteFile(conf, rendered);
+  CommandResult re = Shell(Env() + "scontrol reconfigure");
+  ASSERT_EQ(re.status, 0) << re.output;
+  EXPECT_EQ(ConfigValue(Shell(Env() + "scontrol show config").output, "AccountingStorageType"),
+            "accounting_storage/slurmdbd");
+  const std::string cluster = prefix_ + "-daemons";
+  auto registered = [&] {
+    return Shell(Env() + "sacctmgr -n -P show cluster format=cluster").output.find(cluster) != std::string::npos;
+  };
+  // AJobAndItsGpusReachTheDatabase sees a freshly started slurmctld register within seconds.
+  EXPECT_FALSE(WaitFor(registered, 20s)) << "slurmctld took accounting on at reconfigure: the plan could reconfigure";
+  Stop(controller_);
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  EXPECT_TRUE(WaitFor(registered, 40s)) << Tail(ReadFile(dir_ / "log" / "slurmctld.log"), 20);
+}
+
 // gres_autodetect: nvml (AutoDetect=nvml in gres.conf) on a slurmd with no gpu/nvml plugin, as
 // Debian 12's slurm-wlm 22.05 is (lint rule slurm.autodetect_without_nvml): what the real slurmd
 // makes of it.

@@ -19,6 +19,14 @@ inline constexpr std::string_view kHealthCheckProgramPath = "/usr/local/lib/gpuf
 inline constexpr std::string_view kHealthCheckInventoryPath = "/etc/gpuforge/cluster.yaml";
 inline constexpr std::string_view kHealthCheckModelTablePath = "/etc/gpuforge/gpu-models.yaml";
 
+// gres.conf AutoDetect=nvml (software.scheduler.gres_autodetect: nvml) makes slurmd load
+// gpu_nvml.so, which Debian and Ubuntu build apart from slurmd, from the slurm-wlm-contrib
+// source: slurm-wlm-nvml-plugin, in Debian's contrib component from 12 (22.05.8-4+deb12u2) and
+// Ubuntu's multiverse (seen from 25.10, 24.11.5-4) (packages.debian.org src:slurm-wlm-contrib,
+// packages.ubuntu.com). Without it slurmd finds 0 GPUs and every GPU node drains
+// (RenderSlurmDaemonsNvml). gpuforge knows no RHEL or EPEL package that carries it.
+inline constexpr std::string_view kSlurmNvmlPluginPackage = "slurm-wlm-nvml-plugin";
+
 // Slurm accounting (software.scheduler.accounting): what render writes on the slurmdbd node and
 // plan pushes and restarts there. slurmdbd reads slurmdbd.conf from slurm.conf's directory and
 // refuses one that is not mode 0600 and owned by SlurmUser (22.05 src/slurmdbd/read_config.c:

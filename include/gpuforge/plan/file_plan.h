@@ -86,6 +86,10 @@ const ImpactRule& ImpactFor(std::string_view path);
 // (render/slurm.cc), so a change there is `scontrol reconfigure`, never a restart of a slurmd
 // that is not installed. Null for any other path.
 const ImpactRule* ImpactWithoutSlurmd(std::string_view path);
+// slurm.conf on the controller of a cluster with software.scheduler.accounting: a restart of
+// slurmctld, not `scontrol reconfigure`, which leaves the accounting plugin it started with
+// (file_plan.cc). Null for any other path.
+const ImpactRule* ImpactOnAccountingController(std::string_view path);
 
 // What a node holds at a path.
 struct ActualFile {

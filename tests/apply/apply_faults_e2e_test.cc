@@ -212,6 +212,20 @@ class ApplyFaults : public testbed::TestbedTest {
     EXPECT_FALSE(Locked(i)) << Name(i);
   }
 
+  // Starts `apply` (no packages) against host 0 with its nvidia-dcgm start hanging, and returns
+  // once the node hangs there: the run's future and the controller's pid.
+  void StartApplyHangingAtDcgm(std::future<Result<CommandOutput>>* running, long* pid) {
+    Out(0, fmt::format("echo 600 > {}/hang-nvidia-dcgm", kHooks));
+    const std::string pidfile = temp_ + "/apply.pid";
+    const std::string line =
+        fmt::format("echo $$ > {}; exec {}", pidfile, RemoteLine(fmt::format("apply {} --yes", kNoPackages)));
+    *running = std::async(std::launch::async, [line] { return testbed::RunCommand({"/bin/sh", "-c", line}, kGuard); });
+    ASSERT_TRUE(WaitFor(0, fmt::format("test -e {}/hanging-nvidia-dcgm", kHooks), std::chrono::seconds(120)));
+    std::ifstream pid_in(pidfile);
+    pid_in >> *pid;
+    ASSERT_GT(*pid, 0);
+  }
+
   std::string temp_;  // this machine's scratch dir for the test, in the testbed's (removed with it)
 };
 
@@ -309,18 +323,9 @@ TEST_F(ApplyFaults, AKilledControllerIsUnlockedByItsRunIdAndRolledBackFromItsInt
   const auto& want = rendered.at(Name(0));
   Out(0, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
   const auto before = HostFiles(0, want);
-  Out(0, fmt::format("echo 600 > {}/hang-nvidia-dcgm", kHooks));
-  const std::string pidfile = temp_ + "/apply.pid";
-  std::future<Result<CommandOutput>> running = std::async(std::launch::async, [&] {
-    return testbed::RunCommand(
-        {"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {}", pidfile, RemoteLine(fmt::format("apply {} --yes", kNoPackages)))},
-        kGuard);
-  });
-  ASSERT_TRUE(WaitFor(0, fmt::format("test -e {}/hanging-nvidia-dcgm", kHooks), std::chrono::seconds(120)));
-  std::ifstream pid_in(pidfile);
+  std::future<Result<CommandOutput>> running;
   long pid = 0;
-  pid_in >> pid;
-  ASSERT_GT(pid, 0);
+  ASSERT_NO_FATAL_FAILURE(StartApplyHangingAtDcgm(&running, &pid));
   ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
   ASSERT_EQ(running.wait_for(kGuard), std::future_status::ready);
   (void)running.get();
@@ -370,18 +375,9 @@ TEST_F(ApplyFaults, SigtermStopsTheRunLikeCtrlCJournalledAndUnlocked) {
   const auto& want = rendered.at(Name(0));
   Out(0, "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf");
   const auto before = HostFiles(0, want);
-  Out(0, fmt::format("echo 600 > {}/hang-nvidia-dcgm", kHooks));
-  const std::string pidfile = temp_ + "/apply.pid";
-  std::future<Result<CommandOutput>> running = std::async(std::launch::async, [&] {
-    return testbed::RunCommand(
-        {"/bin/sh", "-c", fmt::format("echo $$ > {}; exec {}", pidfile, RemoteLine(fmt::format("apply {} --yes", kNoPackages)))},
-        kGuard);
-  });
-  ASSERT_TRUE(WaitFor(0, fmt::format("test -e {}/hanging-nvidia-dcgm", kHooks), std::chrono::seconds(120)));
-  std::ifstream pid_in(pidfile);
+  std::future<Result<CommandOutput>> running;
   long pid = 0;
-  pid_in >> pid;
-  ASSERT_GT(pid, 0);
+  ASSERT_NO_FATAL_FAILURE(StartApplyHangingAtDcgm(&running, &pid));
   ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGTERM), 0);
   ASSERT_EQ(running.wait_for(kGuard), std::future_status::ready);
   Result<CommandOutput> apply = running.get();

@@ -79,13 +79,29 @@ class DisconnectingServer {
       ++served_;
       const std::string banner = "SSH-2.0-OpenSSH_9.2\r\n";
       (void)!::write(c, banner.data(), banner.size());
+      // Wait for the client's banner and the start of its KEXINIT, so the disconnect reaches
+      // libssh in the key exchange, where it reads packets (a disconnect sent before its
+      // banner is not read as one, and a loaded machine can be that slow).
       char buf[4096];
-      pollfd q{c, POLLIN, 0};
-      if (::poll(&q, 1, 2000) > 0) (void)!::read(c, buf, sizeof buf);
+      std::string got;
+      for (int waited = 0; waited < 100; ++waited) {
+        const std::size_t eol = got.find("\r\n");
+        if (eol != std::string::npos && got.size() > eol + 2 + 5) break;
+        pollfd q{c, POLLIN, 0};
+        if (::poll(&q, 1, 100) <= 0) continue;
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        got.append(buf, static_cast<std::size_t>(n));
+      }
       // SSH_MSG_DISCONNECT (1), reason 2 (protocol error), description, language.
       const std::string msg = Packet(std::string(1, '\x01') + std::string("\0\0\0\x02", 4) + String(kReason) + String(""));
       (void)!::write(c, msg.data(), msg.size());
-      ::usleep(200000);
+      // Close only once the client has (it does on reading the disconnect): an end of stream
+      // or a reset from this side first could reach libssh before the message, under load.
+      for (int waited = 0; waited < 300; ++waited) {
+        pollfd r{c, POLLIN, 0};
+        if (::poll(&r, 1, 100) > 0 && ::read(c, buf, sizeof buf) <= 0) break;
+      }
       ::close(c);
     }
   }

@@ -57,6 +57,13 @@ std::optional<plan::ControllerFiles> LoadControllerFiles(Context& ctx, const mod
                             bytes.error().message));
       return std::nullopt;
     }
+    if (plan::IsExampleSlurmdbdPass(*bytes) && ctx.verbosity >= 0) {
+      const SourcePos& at = acct->storage_pass_where;
+      ctx.Err(fmt::format("gpuforge: {} {}:{}:{}: software.scheduler.accounting.storage_pass_file: {} is gpuforge's "
+                          "public example database password; anyone who reaches the database can use it. Name a "
+                          "file of your own\n",
+                          ctx.err_style.Yellow("warning:"), at.file, at.line, at.col, acct->storage_pass_file));
+    }
     Result<std::shared_ptr<const plan::Blob>> pass = plan::SlurmdbdPassFile(*acct, std::move(*bytes));
     if (!pass.ok()) {
       ctx.Error(pass.error().message);

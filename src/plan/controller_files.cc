@@ -42,6 +42,8 @@ Result<std::shared_ptr<const Blob>> CheckMungeKey(const MungeKeySource& src, std
 
 bool IsExampleMungeKey(const Blob& key) { return key.sha256 == kExampleMungeKeySha256; }
 
+bool IsExampleSlurmdbdPass(std::string_view file_bytes) { return base::Sha256Hex(file_bytes) == kExampleSlurmdbdPassSha256; }
+
 bool IsSecretPath(std::string_view path) { return path == kMungeKeyPath || path == model::kSlurmdbdPassPath; }
 
 Result<std::shared_ptr<const Blob>> SlurmdbdPassFile(const model::Scheduler::Accounting& a, std::string bytes) {

@@ -296,11 +296,19 @@ TEST(Cli, PlanJson) {
 // The munge key (#14): the examples' public key is named and warned about; a Slurm cluster
 // without one, or with a file munged would refuse, is refused before anything is planned;
 // GPUFORGE_MUNGE_KEY wins over the inventory.
+// The example inventory's text, its database password file named by its whole path, so the
+// copies these tests write elsewhere still find it.
 std::string ExampleText() {
   std::ifstream in(kExample);
   std::stringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  std::string text = ss.str();
+  const std::string pass = "storage_pass_file: slurmdbd.pass.example";
+  EXPECT_NE(text.find(pass), std::string::npos);
+  if (std::size_t at = text.find(pass); at != std::string::npos) {
+    text.replace(at, pass.size(), "storage_pass_file: " + kExample.substr(0, kExample.rfind('/')) + "/slurmdbd.pass.example");
+  }
+  return text;
 }
 
 std::string WithKeyLine(const std::string& name, const std::string& line) {
@@ -328,6 +336,28 @@ TEST(CliMungeKey, TheExampleKeyIsUsedWithAWarning) {
     EXPECT_EQ(r.out.find(line), std::string::npos);
     EXPECT_EQ(r.err.find(line), std::string::npos);
   }
+}
+
+// The example names a public database password too (software.scheduler.accounting): used, so
+// the example plans as a real cluster would, with a warning naming where it is set.
+TEST(CliMungeKey, TheExampleDatabasePasswordIsUsedWithAWarning) {
+  RunResult r = RunCli({"plan", "--offline", "--color", "never", kExample});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("warning: " + kExample + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": software.scheduler.accounting.storage_pass_file: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("slurmdbd.pass.example is gpuforge's public example database password"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("/etc/slurm/slurmdbd-storage-pass.conf"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("example-slurmdbd-password"), std::string::npos) << "the password itself is never shown";
+  // Another password file: no warning.
+  const std::string own = WriteTemp("own.pass", "a-site-password\n");
+  std::string text = ExampleText();
+  const std::string example_pass = kExample.substr(0, kExample.rfind('/')) + "/slurmdbd.pass.example";
+  text.replace(text.find(example_pass), example_pass.size(), own);
+  text.replace(text.find("munge_key: munge.key.example"), std::string("munge_key: munge.key.example").size(),
+               "munge_key: " + kExampleKey);
+  RunResult mine = RunCli({"plan", "--offline", "--color", "never", WriteTemp("own-pass.yaml", text)});
+  EXPECT_EQ(mine.code, kExitOk) << mine.err;
+  EXPECT_EQ(mine.err.find("example database password"), std::string::npos) << mine.err;
 }
 
 TEST(CliMungeKey, ASlurmClusterWithoutAKeyIsRefused) {
@@ -382,10 +412,7 @@ TEST(CliMungeKey, TheEnvironmentWinsOverTheInventory) {
 // The example with its nodes on loopback, on a port where nothing listens: every connection
 // is refused at once, so a prompt can be answered and nothing on this machine is touched.
 std::string RefusingInventory() {
-  std::ifstream in(kExample);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = ExampleText();
   for (auto [from, to] : {std::pair{std::string("198.18.0."), std::string("127.0.0.")},
                           std::pair{std::string("port: 22}"), std::string("port: 1}")},
                           std::pair{std::string("munge_key: munge.key.example"), "munge_key: " + kExampleKey}}) {

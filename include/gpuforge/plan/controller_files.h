@@ -36,6 +36,13 @@ inline constexpr std::size_t kMungeKeyMaxBytes = 1u << 20;
 inline constexpr std::string_view kExampleMungeKeySha256 =
     "f36797741b484354c16ef7976dc510ea0cb0ca6052861e4590aee9ef15ce6769";
 
+// SHA-256 of inventories/examples/slurmdbd.pass.example, the database password the example
+// names: public, so plan and apply warn, as for the example munge key.
+inline constexpr std::string_view kExampleSlurmdbdPassSha256 =
+    "c72b1d8f40a5030bd31488f1e643ec8211dc952ad5f7f70f4e6d12f8d38da91a";
+// Whether the bytes of a storage_pass_file are the example's.
+bool IsExampleSlurmdbdPass(std::string_view file_bytes);
+
 // What the health check program is and reads on a node (model/slurm_roles.h, which render's
 // healthcheck template names too).
 inline constexpr std::string_view kNodeInventoryPath = model::kHealthCheckInventoryPath;

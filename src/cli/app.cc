@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <vector>
 
@@ -18,17 +18,8 @@ namespace gpuforge::cli {
 
 void Context::Out(std::string_view s) const { OutRaw(out_style.Safe(s)); }
 void Context::Err(std::string_view s) const { ErrRaw(err_style.Safe(s)); }
-namespace {
-std::atomic<int> g_output_errno{0};
-}  // namespace
-
-int FirstOutputError() { return g_output_errno.load(); }
-
 void Context::OutRaw(std::string_view s) const {
-  if (std::fwrite(s.data(), 1, s.size(), io.out) != s.size()) {
-    int none = 0;
-    g_output_errno.compare_exchange_strong(none, errno != 0 ? errno : EIO);
-  }
+  if (std::fwrite(s.data(), 1, s.size(), io.out) != s.size() && output_errno == 0) output_errno = errno != 0 ? errno : EIO;
 }
 void Context::ErrRaw(std::string_view s) const { std::fwrite(s.data(), 1, s.size(), io.err); }
 void Context::Error(std::string_view message) const {
@@ -126,9 +117,10 @@ std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
 
 }  // namespace
 
-int Run(int argc, const char* const* argv, Io io) {
-  Context ctx;
-  ctx.io = io;
+namespace {
+
+int Dispatch(Context& ctx, int argc, const char* const* argv) {
+  const Io& io = ctx.io;
   // Everything after the first `--` is a command for the nodes, never gpuforge's flags; CLI11
   // would otherwise see it through the fallthrough of the subcommands.
   int head = argc;
@@ -216,6 +208,24 @@ int Run(int argc, const char* const* argv, Io io) {
     return runner(ctx);
   }
   return kExitUsage;
+}
+
+}  // namespace
+
+int Run(int argc, const char* const* argv, Io io) {
+  Context ctx;
+  ctx.io = io;
+  int code = Dispatch(ctx, argc, argv);
+  // SIGPIPE is ignored (main.cc), so output lost to a closed or failing stdout shows here: say
+  // so, and do not exit 0 for a result nobody received (issue #12, item 8).
+  errno = 0;
+  const bool flushed = std::fflush(io.out) == 0;
+  if (!flushed || std::ferror(io.out) != 0) {
+    const int e = ctx.output_errno != 0 ? ctx.output_errno : errno;
+    ctx.Error(fmt::format("cannot write the output: {}", e != 0 ? std::strerror(e) : "write error"));
+    if (code == kExitOk) code = kExitFindings;
+  }
+  return code;
 }
 
 }  // namespace gpuforge::cli

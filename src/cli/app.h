@@ -46,6 +46,8 @@ struct Context {
   int verbosity = 0;  // -1 quiet, 0 normal, 1+ verbose
   // The words after `--` (a remote command), for commands with takes_trailing.
   std::vector<std::string> trailing;
+  // The errno of the first write to io.out that failed (EPIPE: its reader is gone); Run reports it.
+  mutable int output_errno = 0;
 
   // Text for people. Every byte passes the one terminal gate (Style::Safe, text::ForTerminal):
   // node and server text inside a report cannot move the cursor, retitle or clear the screen.
@@ -78,9 +80,6 @@ std::span<const Command> Commands();
 
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
-
-// The errno of the first write to the output that failed (EPIPE: its reader is gone), 0 if none.
-int FirstOutputError();
 
 // Shared by commands (local_inputs.cc): loads an inventory, printing every diagnostic to stderr.
 std::optional<model::Cluster> LoadInventory(Context& ctx, const std::string& path);

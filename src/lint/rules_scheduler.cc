@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/model/slurm_roles.h"
 #include "lint/rules.h"
 
@@ -50,7 +51,7 @@ void AutodetectWithoutNvml(const model::Cluster& c, const model::Fabric&, RuleCo
   const model::Scheduler& s = c.software.scheduler;
   if (s.kind != model::SchedulerKind::kSlurm || !s.gres_autodetect_nvml) return;
   const std::string& d = c.software.os_distro;
-  const bool rhel = d == "rhel" || d == "rocky" || d == "almalinux";  // plan::FamilyOf
+  const bool rhel = model::IsRhelFamily(d);
   const std::string_view off =
       "; gres_autodetect: off needs no plugin (gres.conf File= lines from the nodes' measured minors, render --facts)";
   if (rhel) {

@@ -66,11 +66,13 @@ bool OpenKernelModules(const Software& sw) {
   return LeadingInt(DriverBranchOf(sw)).value_or(0) >= 560;
 }
 
+bool IsRhelFamily(std::string_view distro) { return distro == "rhel" || distro == "rocky" || distro == "almalinux"; }
+
 std::optional<std::pair<int, int>> KernelOf(const Software& sw) {
   if (!sw.os_kernel.empty()) return MajorMinor(sw.os_kernel);
   // Rocky and AlmaLinux ship RHEL's kernel; a point release ("9.4") has its major's kernel.
   std::string_view distro = sw.os_distro;
-  if (distro == "rocky" || distro == "almalinux") distro = "rhel";
+  if (IsRhelFamily(distro)) distro = "rhel";
   const std::string_view version = distro == "ubuntu" ? std::string_view(sw.os_version)
                                                       : std::string_view(sw.os_version).substr(0, sw.os_version.find('.'));
   for (const ReleaseKernel& r : kReleaseKernels) {

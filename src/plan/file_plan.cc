@@ -189,11 +189,13 @@ const ImpactRule* ImpactWithoutSlurmd(std::string_view path) {
 }
 
 const ImpactRule* ImpactOnAccountingController(std::string_view path) {
-  if (path != "/etc/slurm/slurm.conf") return nullptr;
-  for (const ImpactRule& r : ImpactTable()) {
-    if (r.prefix == kAccountingControllerRow) return &r;
-  }
-  return nullptr;
+  static const ImpactRule* const row = [] {
+    for (const ImpactRule& r : ImpactTable()) {
+      if (r.prefix == kAccountingControllerRow) return &r;
+    }
+    return static_cast<const ImpactRule*>(nullptr);
+  }();
+  return path == "/etc/slurm/slurm.conf" ? row : nullptr;
 }
 
 const ImpactRule& ImpactFor(std::string_view path) {

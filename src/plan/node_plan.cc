@@ -58,8 +58,7 @@ bool Contains(std::span<const std::string> v, std::string_view s) { return std::
 const char* ToString(OsFamily f) { return f == OsFamily::kRhel ? "rhel" : "debian"; }
 
 OsFamily FamilyOf(const model::Software& sw) {
-  const std::string& d = sw.os_distro;
-  return d == "rhel" || d == "rocky" || d == "almalinux" ? OsFamily::kRhel : OsFamily::kDebian;
+  return model::IsRhelFamily(sw.os_distro) ? OsFamily::kRhel : OsFamily::kDebian;
 }
 
 const char* ToString(Part p) {

@@ -153,8 +153,8 @@ class SshConnector final : public Connector {
     ssh_options_set(s.get(), SSH_OPTIONS_TIMEOUT, &secs);
     if (!t.identity_file.empty()) {
       std::string id = ExpandTilde(t.identity_file);
-      // The same for the key file libssh reads by path (a private key is a few KiB).
-      if (Status ok = base::CheckInputFile({id, "identity file", 4u << 20}); !ok) {
+      // The same for the key file libssh reads by path.
+      if (Status ok = base::CheckInputFile({id, "identity file", kMaxIdentityFileBytes}); !ok) {
         return Error{fmt::format("node {}: {}", t.node, ok.error().message)};
       }
       ssh_options_set(s.get(), SSH_OPTIONS_ADD_IDENTITY, id.c_str());

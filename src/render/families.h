@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuforge/model/driver_stack.h"
 #include "gpuforge/render/measured.h"
 #include "gpuforge/render/render.h"
 
@@ -16,7 +17,7 @@ namespace gpuforge::render {
 std::vector<const model::Node*> SelectedNodes(const model::Cluster& c, const Options& o);
 
 // rhel, rocky, almalinux: dnf and yum.repos.d; anything else is apt's.
-bool IsRhelFamily(std::string_view distro);
+using model::IsRhelFamily;
 
 // `measured`: the nodes' measured PCI trees (measured.h); none, no topology file.
 // The value NCCL should see for an inventory NCCL variable, wherever it is written (nccl.conf,

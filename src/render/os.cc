@@ -37,8 +37,6 @@ void AddRepositoryJobs(const model::Cluster& c, const model::Node& n, Plan* plan
 
 }  // namespace
 
-bool IsRhelFamily(std::string_view distro) { return distro == "rhel" || distro == "rocky" || distro == "almalinux"; }
-
 void AddOsJobs(const model::Cluster& c, const Options& o, Plan* plan) {
   for (const model::Node* n : SelectedNodes(c, o)) {
     const model::Profile& p = c.ProfileOf(*n);

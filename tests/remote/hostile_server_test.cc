@@ -56,20 +56,19 @@ class DisconnectingServer {
     // multiple of 8); no MAC before the key exchange.
     std::size_t pad = 8 - (5 + payload.size()) % 8;
     if (pad < 4) pad += 8;
-    std::string p;
-    const std::uint32_t n = static_cast<std::uint32_t>(1 + payload.size() + pad);
-    for (int s : {24, 16, 8, 0}) p += static_cast<char>((n >> s) & 0xff);
+    std::string p = Uint32(static_cast<std::uint32_t>(1 + payload.size() + pad));
     p += static_cast<char>(pad);
     p += payload;
     p += std::string(pad, '\0');
     return p;
   }
-  static std::string String(std::string_view s) {
+  // RFC 4251 5: uint32 big-endian; string = uint32 length, then the bytes.
+  static std::string Uint32(std::uint32_t n) {
     std::string out;
-    const auto n = static_cast<std::uint32_t>(s.size());
     for (int k : {24, 16, 8, 0}) out += static_cast<char>((n >> k) & 0xff);
-    return out + std::string(s);
+    return out;
   }
+  static std::string String(std::string_view s) { return Uint32(static_cast<std::uint32_t>(s.size())) + std::string(s); }
   void Serve() {
     while (!stop_) {
       pollfd p{fd_, POLLIN, 0};
@@ -94,7 +93,7 @@ class DisconnectingServer {
         got.append(buf, static_cast<std::size_t>(n));
       }
       // SSH_MSG_DISCONNECT (1), reason 2 (protocol error), description, language.
-      const std::string msg = Packet(std::string(1, '\x01') + std::string("\0\0\0\x02", 4) + String(kReason) + String(""));
+      const std::string msg = Packet(std::string(1, '\x01') + Uint32(2) + String(kReason) + String(""));
       (void)!::write(c, msg.data(), msg.size());
       // Close only once the client has (it does on reading the disconnect): an end of stream
       // or a reset from this side first could reach libssh before the message, under load.

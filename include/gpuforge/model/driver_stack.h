@@ -34,6 +34,11 @@ bool HasNvidiaGpus(const Profile& p);
 // software.monitoring.dcgm_exporter overrides that default: host, or external (the site runs it).
 bool HostDcgmExporter(const Cluster& c, const Profile& p);
 
+// rhel, rocky, almalinux (software.os.distro): dnf, yum.repos.d, RHEL's kernel and package
+// names; anything else (debian, ubuntu, none given) is apt's. The one answer render, plan and
+// lint use.
+bool IsRhelFamily(std::string_view distro);
+
 // software.driver.branch, else the first field of software.driver.version, else kDefaultDriverBranch.
 std::string DriverBranchOf(const Software& sw);
 

@@ -13,6 +13,8 @@ namespace gpuforge::remote {
 
 // The largest ssh config gpuforge lets libssh read (a real one is a few KiB).
 inline constexpr std::size_t kMaxSshConfigBytes = 1u << 20;
+// The largest identity file (a private key is a few KiB).
+inline constexpr std::size_t kMaxIdentityFileBytes = 4u << 20;
 
 struct SshOptions {
   std::string known_hosts;         // "" = ~/.ssh/known_hosts

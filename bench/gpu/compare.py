@@ -123,8 +123,8 @@ class Side:
         return f"{self.state or 'absent'} {self.code}".strip()
 
 
-def gpuforge_side(results, probe, entity, metric, no_gpuforge):
-    runs = results.get(probe, [])
+def gpuforge_side(results, probe, entity, metric, no_gpuforge, match=None):
+    runs = [r for r in results.get(probe, []) if match is None or match(r)]
     if not runs:
         why = no_gpuforge or "the probe did not run"
         return Side(state="absent", detail=why, code="not_run" if not no_gpuforge else "")
@@ -153,12 +153,13 @@ def gpuforge_side(results, probe, entity, metric, no_gpuforge):
     return Side(state=state, detail=f"{first[1]}: {first[2]}", code=first[1])
 
 
-def torch_side(doc, probe, entity, metric):
+def torch_side(doc, probe, entity, metric, match=None):
     if not doc.get("available"):
         return Side(state="absent", detail=doc.get("reason", "no reference"))
     m = None
     for x in doc["measurements"]:
-        if x.get("probe") == probe and x.get("entity") == entity and x.get("metric") == metric:
+        if x.get("probe") == probe and x.get("entity") == entity and x.get("metric") == metric \
+                and (match is None or match(x)):
             m = x
     if m is not None and isinstance(m.get("value"), (int, float)):
         return Side(float(m["value"]), runs=m.get("samples") or [])
@@ -227,6 +228,81 @@ def nccl_sizes(results, doc, expected):
     return sorted(s for s in sizes if s >= 64 * MIB)
 
 
+def gemm_dim_of(d, key="dim"):
+    """The GEMM dimension a gpuforge run (params "dim") or a reference measurement (info
+    "m_n_k", "8192x8192x8192") was made with; 8192, the probe's default, when not given."""
+    v = (d or {}).get(key)
+    if v is None or v == "":
+        return 8192
+    try:
+        return int(str(v).split("x")[0])
+    except ValueError:
+        return -1
+
+
+def gemm_dims(results, doc):
+    dims = set()
+    for r in results.get("gpu.gemm", []):
+        dims.add(gemm_dim_of(r.get("params")))
+    for x in doc.get("measurements", []):
+        if x.get("probe") == "gpu.gemm":
+            dims.add(gemm_dim_of(x.get("info"), "m_n_k"))
+    return sorted(d for d in dims if d > 0) or [8192]
+
+
+def fma_peak(results):
+    """(peak TFLOP/s, its basis) from gpu.compute's info, the first ok run that states one."""
+    for r in results.get("gpu.compute", []):
+        m = find(r.get("measurements"), "gpu0", "fp32_tflops")
+        info = (m or {}).get("info") or {}
+        try:
+            peak = float(info.get("peak_tflops", ""))
+        except ValueError:
+            continue
+        if peak > 0 and math.isfinite(peak):
+            return peak, info.get("peak_basis", "")
+    return None
+
+
+def read_nccl_tests(path):
+    """nccl-tests all_reduce_perf output (one or several runs in one file): {size: [out-of-place
+    algbw per run]}. Data lines are `size count type redop root time algbw busbw #wrong time
+    algbw busbw #wrong` (nccl-tests src/util.cu, writeResultHeader); a line with a wrong
+    element count is not a measurement."""
+    out = {}
+    if not path or not os.path.exists(path):
+        return out
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 13 or not w[0].isdigit():
+                continue
+            try:
+                size, algbw, wrong = int(w[0]), float(w[6]), w[8]
+            except ValueError:
+                continue
+            if wrong in ("0", "N/A") and math.isfinite(algbw):
+                out.setdefault(size, []).append(algbw)
+    return out
+
+
+def read_checks(path):
+    """node_checks.sh's checks.jsonl: [{"check", "state", "detail", "expect"}]."""
+    out = []
+    if not path or not os.path.exists(path):
+        return out
+    with open(path, errors="replace") as f:
+        for i, line in enumerate(f, 1):
+            try:
+                c = json.loads(line)
+                if not isinstance(c, dict) or "check" not in c:
+                    raise ValueError("not a check line")
+            except ValueError as e:
+                c = {"check": f"{path}:{i}", "state": "ERROR", "detail": str(e)}
+            out.append(c)
+    return out
+
+
 def build_rows(results, doc, args):
     no_gf = args.no_gpuforge
     rows = []
@@ -244,9 +320,21 @@ def build_rows(results, doc, args):
     gf, ref = pair("gpu.d2h", "gpu0", "bandwidth")
     rows.append(Row("device to host 256 MiB, pinned (gpu.d2h)", "GB/s", gf, ref, lo=0.95,
                     target_text=">= 0.95"))
-    gf, ref = pair("gpu.gemm", "gpu0", "bf16_tflops")
-    rows.append(Row("bf16 GEMM 8192^3 (gpu.gemm)", "TFLOP/s", gf, ref, lo=0.90,
-                    target_text=">= 0.90"))
+    for dim in gemm_dims(results, doc):
+        gf = gpuforge_side(results, "gpu.gemm", "gpu0", "bf16_tflops", no_gf,
+                           match=lambda r, d=dim: gemm_dim_of(r.get("params")) == d)
+        ref = torch_side(doc, "gpu.gemm", "gpu0", "bf16_tflops",
+                         match=lambda x, d=dim: gemm_dim_of(x.get("info"), "m_n_k") == d)
+        rows.append(Row(f"bf16 GEMM {dim}^3 (gpu.gemm)", "TFLOP/s", gf, ref, lo=0.90,
+                        target_text=">= 0.90"))
+    if "gpu.compute" in results:
+        gf = gpuforge_side(results, "gpu.compute", "gpu0", "fp32_tflops", no_gf)
+        peak = fma_peak(results)
+        ceiling = (Side(peak[0], detail=peak[1]) if peak else
+                   Side(state="absent", detail="gpu.compute gave no peak_tflops"))
+        rows.append(Row("fp32 FMA (gpu.compute) against its ceiling: SMs x fp32 lanes x 2 x "
+                        "max SM clock (the PyTorch column holds the ceiling)", "TFLOP/s", gf,
+                        ceiling, lo=0.90, target_text=">= 0.90 of the ceiling"))
 
     for size in nccl_sizes(results, doc, args.nccl_sizes):
         ent = f"out-of-place {size}"
@@ -261,6 +349,15 @@ def build_rows(results, doc, args):
         rows.append(Row(f"NCCL all-reduce {size_text(size)} out-of-place algbw, 1 rank",
                         "GB/s", gf, ref, lo=0.95, hi=1.05, target_text="0.95 .. 1.05",
                         note=note))
+
+    tests = read_nccl_tests(args.nccl_tests)
+    for size in sorted(tests):
+        gf = gpuforge_side(results, "nccl.allreduce", f"out-of-place {size}", "algbw", no_gf)
+        vals = tests[size]
+        ref = Side(statistics.median(vals), runs=vals)
+        rows.append(Row(f"NCCL all-reduce {size_text(size)} out-of-place algbw, 1 rank, against "
+                        "nccl-tests all_reduce_perf (the PyTorch column holds nccl-tests)",
+                        "GB/s", gf, ref, lo=0.95, hi=1.05, target_text="0.95 .. 1.05"))
 
     gf = gpuforge_side(results, "nccl.allreduce", "allreduce", "wrong_total", no_gf)
     wrong_ref = [m.get("value") for m in doc.get("measurements", [])
@@ -436,6 +533,8 @@ def main(argv=None):
     p.add_argument("--validate-json", default="", help="gpuforge validate's JSON output")
     p.add_argument("--validate-note", default="", help="why validate did not run")
     p.add_argument("--env", default="", help="KEY=VALUE lines to show above the table")
+    p.add_argument("--checks", default="", help="node_checks.sh's checks.jsonl")
+    p.add_argument("--nccl-tests", default="", help="all_reduce_perf output, one or more runs")
     args = p.parse_args(argv)
     args.nccl_sizes = [int(s) for s in args.nccl_sizes.split(",") if s.strip()]
 
@@ -444,14 +543,21 @@ def main(argv=None):
     rows = build_rows(results, doc, args)
 
     extra = [health_row(results, args.no_gpuforge)]
-    extra.append({"quantity": "NCCL accepts the rendered topology file (nccl_topo_check.sh)",
-                  "state": exit_text(args.topo_rc, {0: "PASS", 1: "FAIL", 77: "SKIP"}),
-                  "detail": ""})
+    if args.topo_rc != "":
+        extra.append({"quantity": "NCCL accepts the rendered topology file (nccl_topo_check.sh)",
+                      "state": exit_text(args.topo_rc, {0: "PASS", 1: "FAIL", 77: "SKIP"}),
+                      "detail": ""})
     vstate, vdetail = validate_state(args.validate_json, args.validate_rc)
     if args.validate_note:
         vdetail = args.validate_note
     extra.append({"quantity": "gpuforge validate --local --checks gpu,nccl", "state": vstate,
                   "detail": vdetail})
+
+    checks = read_checks(args.checks)
+    for c in checks:
+        extra.append({"quantity": f"node check {c.get('check')}", "state": str(c.get("state")),
+                      "detail": str(c.get("detail", ""))})
+    bad_checks = [c.get("check") for c in checks if c.get("state") in ("FAIL", "ERROR")]
 
     targeted = [r for r in rows if r.targeted]
     # Something was compared: a ratio row with both numbers (the wrong-elements row alone, a
@@ -464,6 +570,15 @@ def main(argv=None):
     else:
         missed = [r.quantity for r in targeted if not r.met]
         verdict, code = f"{len(missed)} of {len(targeted)} targets missed: " + "; ".join(missed), 1
+    if checks:
+        counts = {}
+        for c in checks:
+            counts[c.get("state")] = counts.get(c.get("state"), 0) + 1
+        verdict += "; node checks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        if bad_checks:
+            verdict += " (" + ", ".join(map(str, bad_checks)) + ")"
+            if code == 0:
+                code = 1
 
     env = {}
     if args.env and os.path.exists(args.env):

@@ -2,7 +2,7 @@
 # Packs a Release gpuforge for the lent GPU machine, which cannot build it (no yaml-cpp, libssh,
 # fmt, spdlog or CLI11 development packages there, and no network).
 #
-#   bench/gpu/pack.sh [--build-dir DIR]
+#   bench/gpu/pack.sh [--build-dir DIR] [--nccl-tests SRC]
 #
 # 1. Builds the gpuforge target into build-bench/ (Release, no tests, no sanitizer); ninja does
 #    nothing when it is up to date.
@@ -11,7 +11,12 @@
 #    libspdlog, libpugixml and what they pull in: libcrypto, libz, Kerberos...), and
 #    MANIFEST.txt (what was packed, and the newest glibc/libstdc++ symbol versions the binary
 #    and the libraries need, which the device's system libraries must have).
-# 3. Prints the carry's size and fails above 60 MiB (the device tool carries 64 MiB in all).
+# 3. With --nccl-tests SRC (a checkout of github.com/NVIDIA/nccl-tests; the tool library's
+#    `fetch` brings one): builds its all_reduce_perf (no MPI, sm_90 and sm_100 SASS, NCCL and
+#    CUDA from /usr/local/cuda) into DIR/nccl-tests and copies it to carry/nccl-tests/, for
+#    node_checks.sh's nccl-tests rows and the topology check. It links libnccl.so.2 and
+#    libcudart.so.13 dynamically: the device's own (or PyTorch's) are used there.
+# 4. Prints the carry's size and fails above 60 MiB (the device tool carries 64 MiB in all).
 #
 # The NVIDIA libraries (libcuda, libnvidia-ml, libcublasLt, libnccl) are not packed: gpuforge
 # opens them with dlopen, and on the device they come from the driver and from PyTorch's
@@ -25,12 +30,14 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$REPO/build-bench"
 CARRY="$REPO/bench/gpu/carry"
 LIMIT_MIB=60
+NCCL_TESTS_SRC=""
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) BUILD="$2"; shift ;;
+    --nccl-tests) NCCL_TESTS_SRC="$2"; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "pack: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -95,6 +102,21 @@ while read -r name arrow path _; do
 done < <(ldd "$BIN")
 [ ${#packed[@]} -gt 0 ] || die "ldd listed no library to pack (is $BIN static?)"
 
+if [ -n "$NCCL_TESTS_SRC" ]; then
+  [ -f "$NCCL_TESTS_SRC/src/all_reduce.cu" ] || die "--nccl-tests $NCCL_TESTS_SRC is not an nccl-tests checkout"
+  cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
+  say "building nccl-tests' all_reduce_perf from $NCCL_TESTS_SRC ($cuda_home)"
+  make -C "$NCCL_TESTS_SRC/src" -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME="$cuda_home" \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_100,code=sm_100" \
+    BUILDDIR="$BUILD/nccl-tests" "$BUILD/nccl-tests/all_reduce_perf" >"$BUILD/pack-nccl-tests.log" 2>&1 ||
+    { tail -n 30 "$BUILD/pack-nccl-tests.log"; die "nccl-tests build failed (log above)"; }
+  mkdir -p "$TMP/nccl-tests"
+  cp "$BUILD/nccl-tests/all_reduce_perf" "$TMP/nccl-tests/"
+  strip --strip-unneeded "$TMP/nccl-tests/all_reduce_perf"
+  echo "nccl-tests $(git -C "$NCCL_TESTS_SRC" rev-parse --short HEAD 2>/dev/null || echo "(no git)") from $NCCL_TESTS_SRC" \
+    >"$TMP/nccl-tests/SOURCE.txt"
+fi
+
 # Nothing packed may need a library that is neither packed nor the system's.
 for f in "$TMP/gpuforge" "$TMP"/lib/*; do
   lost="$(LD_LIBRARY_PATH="$TMP/lib" ldd "$f" | grep 'not found' || true)"
@@ -116,6 +138,7 @@ need_glibcxx="$(objdump -T "$TMP/gpuforge" "$TMP"/lib/* 2>/dev/null | grep -o 'G
   echo "sha256 gpuforge: $(sha256sum "$TMP/gpuforge" | cut -d' ' -f1)"
   echo "lib/:"
   for n in "${packed[@]}"; do printf '  %-28s %8d bytes\n' "$n" "$(stat -c %s "$TMP/lib/$n")"; done
+  [ -f "$TMP/nccl-tests/SOURCE.txt" ] && echo "nccl-tests/all_reduce_perf: $(cat "$TMP/nccl-tests/SOURCE.txt")"
 } >"$TMP/MANIFEST.txt"
 
 bytes="$(du -sb "$TMP" | cut -f1)"

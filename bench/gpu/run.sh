@@ -7,14 +7,15 @@
 # a. nvidia-smi: the card's name, driver, memory, clocks and power before and after (read only;
 #    nothing here changes a setting).
 # b. gpuforge agent probes, --runs times each (default 3), in rounds (copy, h2d, d2h, gemm,
-#    nccl.allreduce, then again): gpu.copy 1GiB, gpu.h2d and gpu.d2h 256MiB, gpu.gemm dim 8192
-#    (each warmup 5, iters 20, repeats 5), nccl.allreduce 64MiB..1GiB x4 (warmup 5, iters 20);
-#    gpu.health once, first.
+#    compute, nccl.allreduce, then again): gpu.copy 1GiB, gpu.h2d and gpu.d2h 256MiB, gpu.gemm
+#    dim 8192 and 16384, gpu.compute (fp32 FMA) 65536 loops (each warmup 5, iters 20, repeats
+#    5), nccl.allreduce 64MiB..2GiB x2 (warmup 5, iters 20); gpu.health once, first.
 # c. bench/gpu/torch_ref.py: the same quantities with PyTorch, measured the same way.
 # d. bench/gpu/compare.py: the table (quantity | gpuforge | PyTorch | ratio | target | met?).
-# e. Optional: bench/gpu/nccl_topo_check.sh --keep (this machine's one-node inventory, the
-#    rendered NCCL topology file tried on NCCL), then `gpuforge validate INVENTORY --local
-#    --nodes gpunode --checks gpu,nccl --format json` when the binary knows --local.
+# e. bench/gpu/node_checks.sh (unless --no-validate): a one-node inventory of this machine,
+#    facts, the rendered NCCL topology file tried on NCCL, nccl-tests (carry/nccl-tests, from
+#    pack.sh --nccl-tests), validate --local in every output format, compute-sanitizer over
+#    gpuforge's kernels, deliberate faults; its steps are rows of the table.
 #
 # gpuforge: --gpuforge PATH, else bench/gpu/carry/gpuforge (with carry/lib, from pack.sh), else
 # build-bench/gpuforge, else build/gpuforge, else a Release build into build/ (which fails
@@ -23,12 +24,12 @@
 # both sides load the same libraries; libcuda and libnvidia-ml from the driver.
 #
 # Writes into DIR (default $OUT, else /tmp/gpuforge-bench-gpu) at most 8 files: env.txt,
-# gpuforge.jsonl (every probe line), torch_ref.json, inventory.yaml, validate.json, run.log,
-# table.md, table.json. The table is printed last.
+# gpuforge.jsonl (every probe line), torch_ref.json, run.log, table.md, table.json and
+# node.tar.gz (everything node_checks.sh wrote). The table is printed last.
 #
 # --dry-run: for a machine without a GPU: everything runs (the probes SKIP, PyTorch may be
 # absent), nccl_topo_check.sh runs on its recorded fixtures, nothing is built.
-# --budget: seconds for the whole run (default 330); each step's timeout is cut to fit, and
+# --budget: seconds for the whole run (default 420); each step's timeout is cut to fit, and
 # steps left without time are reported as not run.
 #
 # Exit status: 0 every target met; 1 a target missed; 77 nothing could be compared (no GPU,
@@ -42,16 +43,16 @@ DRY=0
 OUTDIR="${OUT:-/tmp/gpuforge-bench-gpu}"
 GPUFORGE=""
 RUNS=3
-BUDGET_S=330
+BUDGET_S=420
 VALIDATE=1
 PY="${PYTHON:-python3}"
 NODE="gpunode"
 
 # What both sides measure (torch_ref.py gets the same numbers).
 WARMUP=5 ITERS=20 REPEATS=5
-COPY_SIZE=1GiB PCIE_SIZE=256MiB GEMM_DIM=8192
-NCCL_MIN=64MiB NCCL_MAX=1GiB NCCL_FACTOR=4 NCCL_WARMUP=5 NCCL_ITERS=20
-NCCL_SIZES="67108864,268435456,1073741824"
+COPY_SIZE=1GiB PCIE_SIZE=256MiB GEMM_DIMS="8192 16384" FMA_LOOPS=65536
+NCCL_MIN=64MiB NCCL_MAX=2GiB NCCL_FACTOR=2 NCCL_WARMUP=5 NCCL_ITERS=20
+NCCL_SIZES="67108864,134217728,268435456,536870912,1073741824,2147483648"
 
 usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -285,7 +286,7 @@ run_probe() {
   say "$label: $(tail -n 1 "$JSONL" | "$PY" -c 'import json, sys
 r = json.loads(sys.stdin.read())
 ms = r.get("measurements") or []
-picked = [m for m in ms if m.get("metric") in ("bandwidth", "bf16_tflops", "algbw", "busbw", "wrong_total")][:4]
+picked = [m for m in ms if m.get("metric") in ("bandwidth", "bf16_tflops", "fp32_tflops", "fp32_peak_fraction", "algbw", "wrong_total")][:4]
 print(r.get("outcome", "?").upper(), r.get("code", "") or "",
       "; ".join("%s %s %.4g %s" % (m.get("entity"), m.get("metric"), m.get("value") or 0, m.get("unit", "")) for m in picked)
       or (r.get("reason", "") or "")[:200])') (rc $rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
@@ -298,7 +299,10 @@ for r in $(seq 1 "$RUNS"); do
   run_probe "gpu.copy run $r" "$TORCH_RESERVE" 60 gpu.copy size=$COPY_SIZE warmup=$WARMUP iters=$ITERS repeats=$REPEATS
   run_probe "gpu.h2d run $r" "$TORCH_RESERVE" 60 gpu.h2d size=$PCIE_SIZE warmup=$WARMUP iters=$ITERS repeats=$REPEATS
   run_probe "gpu.d2h run $r" "$TORCH_RESERVE" 60 gpu.d2h size=$PCIE_SIZE warmup=$WARMUP iters=$ITERS repeats=$REPEATS
-  run_probe "gpu.gemm run $r" "$TORCH_RESERVE" 60 gpu.gemm dim=$GEMM_DIM warmup=$WARMUP iters=$ITERS repeats=$REPEATS
+  for dim in $GEMM_DIMS; do
+    run_probe "gpu.gemm $dim run $r" "$TORCH_RESERVE" 60 gpu.gemm dim=$dim warmup=$WARMUP iters=$ITERS repeats=$REPEATS
+  done
+  run_probe "gpu.compute run $r" "$TORCH_RESERVE" 60 gpu.compute loops=$FMA_LOOPS warmup=$WARMUP iters=$ITERS repeats=$REPEATS
   run_probe "nccl.allreduce run $r" "$TORCH_RESERVE" 90 nccl.allreduce min_bytes=$NCCL_MIN max_bytes=$NCCL_MAX \
     step_factor=$NCCL_FACTOR warmup=$NCCL_WARMUP iters=$NCCL_ITERS
 done
@@ -310,62 +314,44 @@ say "torch_ref.py (at most ${t}s)"
 set +e
 timeout -k 10 "$t" "$PY" "$HERE/torch_ref.py" --out "$TORCH_JSON" --runs "$RUNS" --warmup "$WARMUP" \
   --iters "$ITERS" --repeats "$REPEATS" --copy-size "$COPY_SIZE" --pcie-size "$PCIE_SIZE" \
-  --gemm-dim "$GEMM_DIM" --nccl-min "$NCCL_MIN" --nccl-max "$NCCL_MAX" --nccl-factor "$NCCL_FACTOR" \
+  --gemm-dim "${GEMM_DIMS// /,}" --nccl-min "$NCCL_MIN" --nccl-max "$NCCL_MAX" --nccl-factor "$NCCL_FACTOR" \
   --nccl-warmup "$NCCL_WARMUP" --nccl-iters "$NCCL_ITERS" >/dev/null 2>"$WORK/torch.err"
 trc=$?
 set -e
 sed 's/^/  /' "$WORK/torch.err" | tail -n 40 | tee -a "$LOG"
 say "torch_ref.py: exit $trc$( [ "$trc" = 124 ] && echo " (timed out; what it had measured is kept)" )"
 
-# --- e. the one-node inventory, NCCL and the topology file, validate --local -----------------
-TOPO_RC=""
-V_RC=""
+# --- e. gpuforge on this node as an operator runs it (bench/gpu/node_checks.sh) ----------------
+# The inventory, facts, the rendered NCCL topology file tried on NCCL, nccl-tests, validate
+# --local in every format, compute-sanitizer and deliberate faults. Everything it writes goes
+# back as one file, node.tar.gz (the device tool returns at most 8 files).
+NODE_DIR="$WORK/node"
+CHECKS_JSONL=""
 V_NOTE=""
 if [ "$VALIDATE" = 0 ]; then
   V_NOTE="--no-validate"
 elif [ -z "$GF" ]; then
   V_NOTE="no gpuforge"
 else
-  t="$(limit 120 40)"
+  t="$(limit 300 25)"
   if [ "$t" -lt 30 ]; then
     V_NOTE="the time budget is spent"
-    say "nccl_topo_check.sh and validate: not run, $V_NOTE"
+    say "node_checks.sh: not run, $V_NOTE"
   else
-    topo_args=(--keep "$WORK/topo")
-    [ "$DRY" = 1 ] && topo_args=(--dry-run "${topo_args[@]}")
-    say "nccl_topo_check.sh ${topo_args[*]} (at most ${t}s)"
+    nt=()
+    [ -x "$HERE/carry/nccl-tests/all_reduce_perf" ] && nt=(--nccl-tests "$HERE/carry/nccl-tests")
+    say "node_checks.sh (at most ${t}s)"
     set +e
-    NCCL_CHECK_TIMEOUT=$((t > 90 ? 60 : t / 2)) timeout -k 10 "$t" \
-      bash "$HERE/nccl_topo_check.sh" "${topo_args[@]}" "$GF" >"$WORK/topo.out" 2>&1
-    TOPO_RC=$?
+    PYTHON="$PY" NCCL_TESTS_LD_LIBRARY_PATH="$(gf_env)" timeout -k 10 "$((t + 10))" bash "$HERE/node_checks.sh" --gpuforge "$GF" \
+      --out "$NODE_DIR" --budget "$t" "${nt[@]}" $( [ "$DRY" = 1 ] && echo --dry-run ) \
+      </dev/null >"$WORK/node.out" 2>&1
+    nrc=$?
     set -e
-    sed 's/^/  /' "$WORK/topo.out" | tail -n 30 | tee -a "$LOG"
-    say "nccl_topo_check.sh: exit $TOPO_RC"
-    if [ -f "$WORK/topo/inventory.yaml" ]; then
-      cp "$WORK/topo/inventory.yaml" "$INVENTORY"
-      if ! "$GF" validate --help 2>/dev/null | grep -q -- '--local'; then
-        V_NOTE="this gpuforge's validate has no --local: skipped"
-        say "validate: $V_NOTE"
-      else
-        t="$(limit 150 15)"
-        if [ "$t" -lt 20 ]; then
-          V_NOTE="the time budget is spent"
-          say "validate: not run, $V_NOTE"
-        else
-          say "gpuforge validate --local --nodes $NODE --checks gpu,nccl (at most ${t}s)"
-          set +e
-          timeout -k 10 "$t" "$GF" validate "$INVENTORY" --local --nodes "$NODE" --checks gpu,nccl \
-            --format json </dev/null >"$VJSON" 2>"$WORK/validate.err"
-          V_RC=$?
-          set -e
-          sed 's/^/  validate stderr: /' "$WORK/validate.err" | tail -n 20 | tee -a "$LOG"
-          say "validate: exit $V_RC"
-        fi
-      fi
-    else
-      V_NOTE="nccl_topo_check.sh wrote no inventory (exit $TOPO_RC)"
-      say "validate: $V_NOTE"
-    fi
+    sed 's/^/  /' "$WORK/node.out" | tail -n 40 | tee -a "$LOG"
+    say "node_checks.sh: exit $nrc"
+    [ -s "$NODE_DIR/checks.jsonl" ] && CHECKS_JSONL="$NODE_DIR/checks.jsonl"
+    [ -s "$NODE_DIR/inventory.yaml" ] && cp "$NODE_DIR/inventory.yaml" "$INVENTORY"
+    [ -s "$NODE_DIR/validate.json" ] && cp "$NODE_DIR/validate.json" "$VJSON"
   fi
 fi
 
@@ -382,11 +368,15 @@ gpu_name="$(timeout 20 nvidia-smi --query-gpu=name,driver_version --format=csv,n
 say "compare.py ($(elapsed) s so far)"
 set +e
 "$PY" "$HERE/compare.py" --gpuforge "$JSONL" --torch "$TORCH_JSON" --out "$OUTDIR" \
-  --nccl-sizes "$NCCL_SIZES" --no-gpuforge "$NO_GF" --topo-rc "$TOPO_RC" \
-  --validate-rc "$V_RC" --validate-json "$VJSON" --validate-note "$V_NOTE" \
+  --nccl-sizes "$NCCL_SIZES" --no-gpuforge "$NO_GF" --checks "$CHECKS_JSONL" \
+  --nccl-tests "$NODE_DIR/nccl-tests.txt" --validate-json "$VJSON" --validate-note "$V_NOTE" \
   --env "$WORK/table-env.txt" >"$WORK/table.out" 2>&1
 rc=$?
 set -e
+if [ -d "$NODE_DIR" ]; then
+  tar -C "$WORK" -czf "$OUTDIR/node.tar.gz" node 2>>"$LOG" || say "could not pack $NODE_DIR"
+  rm -f "$INVENTORY" "$VJSON"  # both are in node.tar.gz; the tool returns 8 files at most
+fi
 say "done in $(elapsed) s; files in $OUTDIR: $(find "$OUTDIR" -maxdepth 1 -type f -printf '%f ')"
 case "$rc" in 0|1|77) ;; *) say "compare.py failed (exit $rc)"; rc=1 ;; esac
 [ -n "$GF" ] || rc=77

@@ -3,7 +3,7 @@
 PyTorch the way the probes measure it (src/probe/gpu/copy.cc, gemm.cc, cuda_api.cc TimeRounds).
 
     python3 bench/gpu/torch_ref.py [--out FILE] [--runs 3] [--warmup 5] [--iters 20]
-        [--repeats 5] [--copy-size 1GiB] [--pcie-size 256MiB] [--gemm-dim 8192]
+        [--repeats 5] [--copy-size 1GiB] [--pcie-size 256MiB] [--gemm-dim 8192,16384]
         [--nccl-min 64MiB] [--nccl-max 1GiB] [--nccl-factor 4] [--nccl-warmup 5]
         [--nccl-iters 20] [--only copy,h2d,d2h,gemm,nccl]
 
@@ -137,7 +137,8 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--copy-size", type=parse_size, default=parse_size("1GiB"))
     p.add_argument("--pcie-size", type=parse_size, default=parse_size("256MiB"))
-    p.add_argument("--gemm-dim", type=int, default=8192)
+    p.add_argument("--gemm-dim", type=lambda t: [int(x) for x in t.split(",") if x.strip()],
+                   default=[8192], help="one or more M = N = K, comma-separated")
     p.add_argument("--nccl-min", type=parse_size, default=parse_size("64MiB"))
     p.add_argument("--nccl-max", type=parse_size, default=parse_size("1GiB"))
     p.add_argument("--nccl-factor", type=int, default=4)
@@ -330,8 +331,12 @@ class Bench:
         self._copy("gpu.d2h", "d2h")
 
     def gemm(self):
+        for n in self.a.gemm_dim:
+            self._gemm(n)
+            self.torch.cuda.empty_cache()
+
+    def _gemm(self, n):
         torch, a = self.torch, self.a
-        n = a.gemm_dim
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         values = torch.tensor([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0], dtype=torch.bfloat16,
                               device=self.dev)
@@ -370,7 +375,7 @@ class Bench:
             "round_values": json.dumps(rounds),
             "timing": "CUDA events on one non-blocking stream, median of rounds, median of runs",
             "verified": "32 x 32 sampled elements of D against float64"})
-        log(f"gpu.gemm: {value:.1f} TFLOP/s (runs {', '.join(f'{r:.1f}' for r in runs)})")
+        log(f"gpu.gemm {n}: {value:.1f} TFLOP/s (runs {', '.join(f'{r:.1f}' for r in runs)})")
 
     def allreduce(self):
         torch, a = self.torch, self.a

@@ -163,6 +163,10 @@ constexpr auto kCodes = std::to_array<CodeInfo>({
      "read the reason and the kernel log (Xid); run gpu.health", "cuda_error"},
     {"gpu.none", State::kSkip, "the driver or NVML sees no GPU",
      "nvidia-smi -L; check that the GPUs are visible to this node (and container)", "no_gpu"},
+    {"gpu.not_visible", State::kFail,
+     "the inventory gives the node NVIDIA GPUs, but the probe's driver call sees none (gpu.none on a GPU node)",
+     "nvidia-smi -L on the node: a GPU listed there is hidden from CUDA (CUDA_VISIBLE_DEVICES, the container's or "
+     "job step's device cgroup); one missing there too has fallen off the bus (Xid 79): drain the node and reseat it"},
     {"gpu.no_nvml", State::kSkip, "libnvidia-ml.so.1 does not load; the reason quotes dlerror",
      "install the NVIDIA driver, or run the check where there is one", "no_nvml"},
     {"gpu.nvml_too_old", State::kSkip, "NVML lacks a symbol this build needs",

@@ -93,6 +93,19 @@ Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r) {
   Verdict v = Base(run, run.entity);
   // The probe's own code passes through as it came (an agent of another version may know
   // codes this catalogue does not); only a result without one gets a code here.
+  if (r.outcome == probe::Outcome::kSkip && r.code == "gpu.none" && run.info != nullptr &&
+      run.info->needs_gpu) {
+    // GPU checks are planned only where the inventory gives the node NVIDIA GPUs
+    // (GpuCheckApplies), so "the driver sees no GPU" there is a node that cannot run GPU
+    // work, not a check that does not apply. First seen on the H200 with
+    // CUDA_VISIBLE_DEVICES empty: NVML still counted the GPU, every CUDA probe skipped, and
+    // the run was PASS (bench/gpu/results/2026-12-04-h200.md, fault.no_gpu.validate).
+    Mark(v, "gpu.not_visible");
+    v.detail = fmt::format("the inventory gives {} NVIDIA GPUs, but {} sees none: {}", run.node, run.probe,
+                           r.reason);
+    v.next_step = Code("gpu.not_visible").next_step;
+    return v;
+  }
   if (r.code.empty() && r.outcome == probe::Outcome::kSkip) {
     Mark(v, "probe.skipped");
   } else if (r.code.empty()) {

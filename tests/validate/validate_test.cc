@@ -329,6 +329,46 @@ TEST(ValidateJudge, EachCheckAgainstItsMark) {
   EXPECT_EQ(Judge(c, t, run("storage.read"), Ok("storage.read", "other", 1, "GB/s"))[0].code, "probe.no_measurement");
 }
 
+// First run on the H200 (#36): with CUDA_VISIBLE_DEVICES empty every CUDA probe skipped
+// gpu.none, NVML still counted the GPU, and validate said PASS. On a node the inventory gives
+// GPUs, a probe that sees none is the node's FAIL; elsewhere SKIPs keep their code.
+TEST(ValidateJudge, AGpuNodeWhoseProbesSeeNoGpuFailsNotSkips) {
+  model::Cluster c = Load(kInventory);
+  Thresholds t = *Thresholds::For(c, Table());
+  ValidatePlan p = PlanChecks(c, std::vector<std::string>{"n01"}, *SelectChecks({}));
+  const probe::ProbeResult none =
+      probe::Skip("gpu.copy", "gpu.none", "cuInit failed: no CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)");
+  int gpu_runs = 0;
+  for (const PlannedRun& run : p.runs) {
+    if (run.probe.empty()) continue;
+    probe::ProbeResult r = none;
+    r.probe = run.probe;
+    std::vector<Verdict> v = Judge(c, t, run, r);
+    ASSERT_EQ(v.size(), 1u) << run.check;
+    const bool gpu_check = run.check.starts_with("gpu.") || run.check.starts_with("nccl.");
+    if (gpu_check) {
+      ++gpu_runs;
+      EXPECT_EQ(v[0].state, State::kFail) << run.check;
+      EXPECT_EQ(v[0].code, "gpu.not_visible") << run.check;
+      EXPECT_EQ(v[0].detail, "the inventory gives n01 NVIDIA GPUs, but " + run.probe +
+                                 " sees none: cuInit failed: no CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)");
+      EXPECT_NE(v[0].next_step.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << v[0].next_step;
+    } else {
+      EXPECT_EQ(v[0].state, State::kSkip) << run.check;
+      EXPECT_EQ(v[0].code, "gpu.none") << run.check;
+    }
+  }
+  EXPECT_GE(gpu_runs, 7);  // health, copy, h2d, d2h, compute, gemm, nccl.quick, nccl.allreduce
+  // A driver that does not load is still a SKIP with its own code: the facts check reports the
+  // missing driver as drift, and a build without CUDA must not fail nodes.
+  for (const PlannedRun& run : p.runs) {
+    if (run.check != "gpu.copy") continue;
+    std::vector<Verdict> v = Judge(c, t, run, probe::Skip("gpu.copy", "gpu.no_cuda_driver", "libcuda.so.1: absent"));
+    EXPECT_EQ(v[0].state, State::kSkip);
+    EXPECT_EQ(v[0].code, "gpu.no_cuda_driver");
+  }
+}
+
 // #15 item 19: what the node's statfs says the path is, against the tier's kind.
 TEST(ValidateJudge, StorageReadSaysWhenTheFileSystemIsNotWhatTheInventorySays) {
   auto read = [](std::map<std::string, std::string> info) {

@@ -122,6 +122,9 @@ struct CheckInfo {
   // Fast (seconds, no load on the GPUs): part of `validate --local --health`, the check a Slurm
   // HealthCheckProgram or prolog runs.
   bool health = false;
+  // Planned only where the inventory gives the node NVIDIA GPUs, so a probe there that sees no
+  // GPU (gpu.none) is the node's FAIL gpu.not_visible, not a SKIP.
+  bool needs_gpu = false;
   Planner plan = nullptr;
   JudgeFn judge = nullptr;             // node and pair checks
   GroupJudgeFn judge_group = nullptr;  // group checks

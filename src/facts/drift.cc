@@ -561,7 +561,9 @@ void CheckCpuMemory(const model::Cluster& c, const model::Node& node, const mode
                           "{:.0f} MiB{}",
                           have_mib, real_memory, p.name, p.memory_bytes / kMiB,
                           slurmd ? "; slurmd would drain the node (\"Low RealMemory\")" : ""));
-    } else if (have_mib > p.memory_bytes / kMiB) {
+    } else if (std::floor(have_mib) > std::floor(p.memory_bytes / kMiB)) {
+      // Whole MiB on both sides, as printed: on the H200 (#36) an inventory written from this
+      // very MemTotal in MiB drifted by the KiB under one MiB, "128869 MiB, more than 128869 MiB".
       ctx.Add("memory.differs", "memory", fmt::format("{:.0f} MiB", p.memory_bytes / kMiB),
               fmt::format("{:.0f} MiB", have_mib),
               fmt::format("MemTotal is {:.0f} MiB, more than profile {}'s {:.0f} MiB", have_mib, p.name,

@@ -425,6 +425,12 @@ TEST(FindDrift, CpuAndMemoryAgainstTheInventory) {
   std::vector<Drift> more = judge(1, 8, 2, 1024, 2113925368);  // same 16 CPUs, other shape; 2 TiB
   ASSERT_EQ(Codes(more), (std::vector<std::string>{"cpu.differs gpu01 cpu", "memory.differs gpu01 memory"}));
   EXPECT_EQ(Codes(judge(0, 0, 1, 0, 2113925368)), std::vector<std::string>{});  // inventory silent
+  // The H200 (#36): MemTotal 131962244 kB against an inventory that says 128869 MiB, the same
+  // whole MiB: no drift, where "MemTotal is 128869 MiB, more than 128869 MiB" was reported.
+  EXPECT_EQ(Codes(judge(1, 16, 1, 128869.0 / 1024, 131962244)), std::vector<std::string>{});
+  std::vector<Drift> one_more = judge(1, 16, 1, 128868.0 / 1024, 131962244);
+  ASSERT_EQ(Codes(one_more), std::vector<std::string>{"memory.differs gpu01 memory"});
+  EXPECT_EQ(one_more[0].message, "MemTotal is 128869 MiB, more than profile hgx's 128868 MiB");
 }
 
 TEST(DriftCodes, EveryCodeIsDocumented) {

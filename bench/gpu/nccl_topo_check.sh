@@ -17,7 +17,8 @@
 #   - "GPU Direct RDMA Enabled" lines (NCCL src/graph/paths.cc ncclTopoCheckGdr): no fewer,
 #     and no more "GPU Direct RDMA Disabled";
 #   - channels ("N coll channels", NCCL src/init.cc; else the "Channel NN/MM" lines): no fewer;
-#   - "# Avg bus bandwidth" of all_reduce_perf: not below (1 - NCCL_CHECK_BW_TOLERANCE), 0.05.
+#   - "# Avg bus bandwidth" of all_reduce_perf, and the out-of-place algbw of its largest size
+#     (the one bandwidth a single GPU has): not below (1 - NCCL_CHECK_BW_TOLERANCE), 0.05.
 # --compare: only the comparison, on two directories holding nccl.log and dump.xml each.
 # --dry-run: the comparison on the recorded runs in tests/data/nccl-topo-check (no GPU needed).
 #
@@ -64,6 +65,15 @@ channels() {
 
 busbw() { sed -n 's/^# Avg bus bandwidth *: *\([0-9.][0-9.]*\).*/\1/p' "$1" | tail -n 1; }
 
+# "SIZE ALGBW": the out-of-place algbw of the largest size all_reduce_perf printed (its data
+# lines are "size count type redop root time algbw busbw #wrong ...", nccl-tests src/util.cu).
+# With one GPU busbw is 0 by definition (2(n-1)/n), so this is the only bandwidth that can
+# tell a worse file from a good one there; first seen on the H200 (#36), where the busbw
+# comparison read "without 0, with 0".
+top_algbw() {
+  awk '$1 ~ /^[0-9]+$/ && NF >= 13 && $7 ~ /^[0-9.]+$/ { size = $1; bw = $7 } END { if (size != "") print size, bw }' "$1"
+}
+
 # Every GPU (class 0x03...) and NIC (0x02...) <pci> of a dump, with the chain of <pci> busids
 # above it and its <cpu numaid>: "busid cpu=N parent>parent>...".
 chains() {
@@ -109,6 +119,19 @@ compare() {  # $1 without, $2 with
     problems+=("no all-reduce bandwidth with the file (the run failed?)")
   elif [ -n "$ba" ] && awk -v a="$ba" -v b="$bb" -v t="$TOL" 'BEGIN { exit !(b < a * (1 - t)) }'; then
     problems+=("all-reduce bus bandwidth fell from $ba to $bb GB/s with the file")
+  fi
+
+  local ta tb
+  ta="$(top_algbw "$a/nccl.log")"; tb="$(top_algbw "$b/nccl.log")"
+  if [ -n "$ta" ]; then
+    say "out-of-place algbw at ${ta%% *} bytes (GB/s): without ${ta#* }, with ${tb#* } (tolerance $TOL)"
+    if [ -z "$tb" ]; then
+      problems+=("no all-reduce data line with the file (the run failed?)")
+    elif [ "${ta%% *}" != "${tb%% *}" ]; then
+      problems+=("the runs' largest sizes differ (${ta%% *} and ${tb%% *} bytes): not comparable")
+    elif awk -v a="${ta#* }" -v b="${tb#* }" -v t="$TOL" 'BEGIN { exit !(b < a * (1 - t)) }'; then
+      problems+=("out-of-place algbw at ${ta%% *} bytes fell from ${ta#* } to ${tb#* } GB/s with the file")
+    fi
   fi
 
   if [ -s "$a/dump.xml" ] && [ -s "$b/dump.xml" ]; then

@@ -54,6 +54,14 @@ constexpr auto kCodes = std::to_array<CodeInfo>({
      "gpuforge facts INVENTORY --nodes NODE", "facts_unreadable"},
     {"pair.peer_unavailable", State::kSkip, "a pairwise check's peer has no agent",
      "make the agent run on the peer (agent.missing)", "peer_unavailable"},
+    {"pair.peer_failed", State::kSkip,
+     "this side of a pair check only waited on its peer, which failed on its own first (the peer's verdict says "
+     "why); not this node's failure, so --drain-failed leaves it",
+     "look at the peer first; run the check again once it passes"},
+    {"group.member_failed", State::kSkip,
+     "this member of a group check (nccl.multinode) only waited on another member, which failed on its own first; "
+     "not this node's failure, so --drain-failed leaves it",
+     "look at the failed member first; run the check again once it passes"},
     {"group.member_unavailable", State::kSkip, "a group check's member has no agent or cannot be reached",
      "make the agent run on every member", "member_unavailable"},
     {"gpu.no_nvidia", State::kSkip, "the node's GPUs are not NVIDIA's: gpuforge's GPU probes need NVML and CUDA",
@@ -80,7 +88,7 @@ constexpr auto kCodes = std::to_array<CodeInfo>({
     {"gpu.count", State::kFail, "NVML sees a different number of GPUs than the profile (the drift code of the same name)",
      "nvidia-smi -L; look for a GPU fallen off the bus (Xid 79) and reseat or replace it", "gpu_count"},
     {"gpu.xid", State::kFail, "hardware Xid events in the kernel log (NVIDIA's Xid catalog: reset, reboot or RMA)",
-     "look each Xid up in NVIDIA's Xid catalogue; 48, 63, 64, 74, 79, 94, 95 mean the GPU or its link", "xid"},
+     "look each Xid up in NVIDIA's Xid catalogue; 48, 64, 74, 79, 94, 95 mean the GPU or its link", "xid"},
     {"gpu.xid_app", State::kWarn, "application Xids (13, 31, 43, 45 and codes the catalog does not list) for a GPU: a job faulted, the GPU need not have",
      "see which job faulted (dmesg, pid and name in the Xid line); the GPU is not at fault unless they repeat across jobs", "xid_app"},
     {"gpu.ecc_uncorrected", State::kFail, "a GPU has uncorrectable ECC errors (the drift code of the same name)",

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <variant>
 #include <thread>
 
 #include "gpuforge/base/text.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/exchange_hub.h"
+#include "validate/blame.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
@@ -157,13 +159,25 @@ std::vector<Verdict> RunPair(remote::Session& client, const AgentOnNode& client_
     } else {
       last = Judge(c, t, run, std::get<probe::ProbeResult>(got));
     }
-    if (std::holds_alternative<Verdict>(served)) {
-      Verdict v = std::get<Verdict>(served);
+    // The server's own failure is its verdict: an agent that could not run (a Verdict) or a
+    // result that is not ok (a port someone else holds: sys.bind_failed). It was dropped
+    // when it came as a result, and the client that only waited on it got the blame (#28 item 13).
+    std::optional<Verdict> server_failed;
+    if (const auto* v = std::get_if<Verdict>(&served)) {
+      server_failed = *v;
+    } else if (const auto& r = std::get<probe::ProbeResult>(served); r.outcome != probe::Outcome::kOk) {
+      server_failed = internal::NotOk(serve, r);
+    }
+    if (server_failed) {
+      Verdict v = *server_failed;
       v.check = run.check;
       v.node = run.peer;
       v.entity = "server for " + run.node;
-      if (std::any_of(last.begin(), last.end(), [](const Verdict& x) { return x.state != State::kPass; })) last.push_back(v);
+      if (std::any_of(last.begin(), last.end(), [](const Verdict& x) { return x.state != State::kPass; })) {
+        last.push_back(v);
+      }
     }
+    internal::BlameOwnFailures(last, "pair.peer_failed");
     for (Verdict& v : last) v.attempts = i;
     if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }
@@ -201,6 +215,8 @@ std::vector<Verdict> RunGroupCheck(std::span<remote::Session* const> sessions, s
     }
     std::vector<Verdict> judged = JudgeGroup(c, t, run, results);
     last.insert(last.end(), judged.begin(), judged.end());
+    // A member that failed on its own is the one to look at; the others only waited on it.
+    internal::BlameOwnFailures(last, "group.member_failed");
     for (Verdict& v : last) v.attempts = i;
     if (!RetryAgain(run, last) || (o.cancel != nullptr && o.cancel->load())) break;
   }

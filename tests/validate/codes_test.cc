@@ -53,7 +53,9 @@ const std::regex& CodePatterns() {
       R"re(|\bLeaveOut\([^;]*?,\s*"([a-z]+\.[a-z_]+)"\s*,)re"
       R"re(|\bproblem\(\s*"([^"]*)")re"
       // validate/drain.cc: DrainError(node, "code", ...), drain_error("code", ...)
-      R"re(|\b(?:DrainError\([^;"]*|drain_error\(\s*)"([^"]*)")re");
+      R"re(|\b(?:DrainError\([^;"]*|drain_error\(\s*)"([^"]*)")re"
+      // validate/blame.h: BlameOwnFailures(verdicts, "code")
+      R"re(|\bBlameOwnFailures\([^;"]*"([^"]*)")re");
   return re;
 }
 
@@ -95,7 +97,7 @@ TEST(Codes, OneSpellingEachOnce) {
     EXPECT_FALSE(c.summary.empty()) << c.code;
     EXPECT_EQ(c.renamed_from.find('.'), std::string_view::npos) << c.code << ": renamed from a dotted spelling?";
   }
-  EXPECT_EQ(Codes().size(), 124u);
+  EXPECT_EQ(Codes().size(), 127u);
 }
 
 TEST(Codes, ADriftCodeHereMeansWhatItMeansInFacts) {

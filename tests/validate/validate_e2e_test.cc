@@ -217,5 +217,39 @@ TEST_F(ValidateE2e, AnUnreachableNodeIsAnErrorAndTheOthersAreStillJudged) {
   EXPECT_NE(param.output.find("has no parameter 'bogus'"), std::string::npos) << param.output;
 }
 
+// #28 item 13, as a node user can cause it: an unprivileged process on tb02 holds the port the
+// tcp.bandwidth server is told to use. The server cannot bind and ends; its client on tb01 then
+// reports exchange.failed. The server's own failure is tb02's verdict (it used to be dropped)
+// and the client's is a SKIP naming tb02 (it used to be the ERROR that --drain-failed drained).
+TEST_F(ValidateE2e, APeerThatCannotBindIsBlamedNotItsClient) {
+  const std::string easy = "validation:\n  thresholds:\n    tcp.bandwidth.min_fraction: 0.0001\n";
+  Out(1, "runuser -u gpuforge -- setsid python3 -c 'import socket, time\n"
+         "s = socket.socket()\ns.bind((\"0.0.0.0\", 18517))\ns.listen()\nopen(\"/tmp/held\", \"w\").close()\n"
+         "time.sleep(300)' </dev/null >/dev/null 2>&1 &\n"
+         "for i in $(seq 1 50); do [ -e /tmp/held ] && break; sleep 0.1; done; test -e /tmp/held");
+  const std::string path = WriteFile("validate.yaml", base_ + easy);
+  testbed::CommandOutput out = Gpuforge(
+      fmt::format("validate {} --retries 1 --checks tcp --param tcp.bandwidth.port=18517 "
+                  "--param tcp.bandwidth.bytes=8MiB --format json",
+                  path),
+      "", testbed::Stderr::kDropped);
+  SshOutput(1, "pkill -u gpuforge -f 18517; rm -f /tmp/held");
+  auto j = nlohmann::json::parse(out.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out.output;
+  std::string tb01, tb02;
+  for (const auto& r : j["results"]) {
+    if (r["check"] != "tcp.bandwidth") continue;
+    const std::string line = fmt::format("{} {} {}", r["state"].get<std::string>(), r["code"].get<std::string>(),
+                                         r["entity"].get<std::string>());
+    (r["node"] == "tb01" ? tb01 : tb02) += line + ";";
+  }
+  // The ring pairs tb01 -> tb02 and tb02 -> tb01; in the pair whose server is tb02, tb02's bind
+  // failure is its own ERROR and tb01's waiting failure a SKIP.
+  EXPECT_NE(tb02.find("ERROR sys.bind_failed server for tb01"), std::string::npos) << out.output;
+  EXPECT_NE(tb01.find("SKIP pair.peer_failed"), std::string::npos) << out.output;
+  EXPECT_EQ(tb01.find("ERROR exchange.failed"), std::string::npos) << out.output;
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+}
+
 }  // namespace
 }  // namespace gpuforge::validate

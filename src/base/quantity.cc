@@ -134,6 +134,52 @@ Result<double> Parse(std::string_view text, Dimension d) {
   return value * u->factor;
 }
 
+Result<double> ParseInUnit(std::string_view text, std::string_view unit) {
+  struct Kept {
+    std::string_view unit;
+    Dimension dimension;
+    double factor;  // base units of the dimension per one `unit`
+  };
+  static constexpr std::array kKept = {
+      Kept{"bytes/s", Dimension::kBandwidth, 1.0}, Kept{"GB/s", Dimension::kBandwidth, 1e9},
+      Kept{"bytes", Dimension::kSize, 1.0},        Kept{"W", Dimension::kPower, 1.0},
+      Kept{"s", Dimension::kDuration, 1.0},        Kept{"ms", Dimension::kDuration, 1e-3},
+      Kept{"us", Dimension::kDuration, 1e-6},
+  };
+  std::string_view s = text;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  double plain = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), plain);
+  if (!s.empty() && ec == std::errc() && ptr == s.data() + s.size()) {
+    if (!std::isfinite(plain)) return Error{fmt::format("'{}' is not a finite number", text)};
+    return plain;
+  }
+  const Kept* kept = nullptr;
+  for (const Kept& k : kKept) {
+    if (k.unit == unit) kept = &k;
+  }
+  // What the text is, for the message: the first dimension that reads it.
+  auto what = [&]() -> std::string {
+    for (Dimension d : {Dimension::kBandwidth, Dimension::kSize, Dimension::kPower, Dimension::kDuration}) {
+      if (Parse(s, d).ok()) return fmt::format("'{}' is a {}", text, DimensionName(d));
+    }
+    return fmt::format("'{}' is not a number or a quantity gpuforge reads", text);
+  };
+  if (kept == nullptr) {
+    // A count or a ratio: a number, or a count with its K/M/B suffix ("70B" parameters).
+    Result<double> n = Parse(s, Dimension::kCount);
+    if (n.ok()) return n;
+    return Error{fmt::format("{}, and the threshold is a number ({}): write a plain number", what(), unit)};
+  }
+  Result<double> q = Parse(s, kept->dimension);
+  if (!q.ok()) {
+    return Error{fmt::format("{}, and the threshold is a {} in {}: write it like {}, or a plain number of {}", what(),
+                             DimensionName(kept->dimension), unit, DimensionExample(kept->dimension), unit)};
+  }
+  return *q / kept->factor;
+}
+
 std::string FormatBandwidthBits(double bytes_per_s) {
   return Scaled(bytes_per_s * 8, {{1e12, "Tb/s"}, {1e9, "Gb/s"}, {1e6, "Mb/s"}, {1e3, "kb/s"}},
                 "b/s");

@@ -211,6 +211,7 @@ void Loader::LoadOverrides(const YAML::Node& n, std::string_view what, model::Ov
       }
     }
     out->values[k] = d;
+    out->text[k] = *v;
     out->where[k] = r_.Pos(key);
   }
 }

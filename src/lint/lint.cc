@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/quantity.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -74,8 +75,17 @@ class Context final : public RuleContext {
       return std::numeric_limits<double>::quiet_NaN();
     }
     const auto& values = cluster_.lint.thresholds.values;
-    auto it = values.find(fmt::format("{}.{}", rule_.id, name));
-    return it != values.end() ? it->second : spec->default_value;
+    const std::string key = fmt::format("{}.{}", rule_.id, name);
+    auto it = values.find(key);
+    if (it == values.end()) return spec->default_value;
+    // Read again in the parameter's own unit: a quantity of another kind is NaN here (the
+    // comparison fails closed) and an error finding from CheckConfig.
+    const auto& texts = cluster_.lint.thresholds.text;
+    if (auto t = texts.find(key); t != texts.end()) {
+      Result<double> v = quantity::ParseInUnit(t->second, spec->unit);
+      return v.ok() ? *v : std::numeric_limits<double>::quiet_NaN();
+    }
+    return it->second;
   }
 
   void Report(std::string message, std::vector<std::string> objects, SourcePos where) override {
@@ -137,7 +147,18 @@ void CheckThresholdKey(const model::Cluster& c, const std::string& key,
   }
   std::vector<std::string> params;
   for (const ParamSpec& p : rule->params) params.emplace_back(p.name);
-  if (std::find(params.begin(), params.end(), param) != params.end()) return;
+  if (auto spec = std::find_if(rule->params.begin(), rule->params.end(), [&](const ParamSpec& p) { return p.name == param; });
+      spec != rule->params.end()) {
+    // The kind of quantity must be the parameter's: "400GB" is a size, not a rate (#28 item 1).
+    const auto& texts = c.lint.thresholds.text;
+    if (auto t = texts.find(key); t != texts.end()) {
+      Result<double> v = quantity::ParseInUnit(t->second, spec->unit);
+      if (!v.ok()) {
+        out.push_back(ConfigFinding(fmt::format("lint threshold '{}': {}", key, v.error().message), key, where));
+      }
+    }
+    return;
+  }
   std::string hint;
   if (auto near = names::Closest(param, params)) {
     hint = fmt::format("; did you mean '{}.{}'?", rule->id, *near);

@@ -6,12 +6,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "gpuforge/base/diag.h"
+#include "gpuforge/base/quantity.h"
 #include "gpuforge/inventory/yaml_reader.h"
 #include "gpuforge/model/gpu_catalog.h"
 
@@ -202,7 +204,24 @@ Result<Thresholds> Thresholds::For(const model::Cluster& c, ModelTable table) {
       for (const ThresholdDefault& d : DefaultThresholds()) known += (known.empty() ? "" : ", ") + std::string(d.key);
       return Error{fmt::format("{}: validation.thresholds: '{}' is not a validate threshold (known: {})", pos, key, known)};
     }
-    t.values_[key] = value;
+    double v = value;
+    // In the threshold's own unit: "2GB/s" for a GB/s mark is 2, "10ms" for an ms mark 10, and
+    // a quantity of another kind is refused (#28 item 1).
+    if (auto text = c.validation.thresholds.text.find(key); text != c.validation.thresholds.text.end()) {
+      const ThresholdDefault* d = nullptr;
+      for (const ThresholdDefault& row : DefaultThresholds()) {
+        if (row.key == key) d = &row;
+      }
+      Result<double> in_unit = quantity::ParseInUnit(text->second, d != nullptr ? d->unit : std::string_view());
+      if (!in_unit.ok()) {
+        return Error{fmt::format("{}: validation.thresholds: '{}': {}", pos, key, in_unit.error().message)};
+      }
+      v = *in_unit;
+    }
+    if (!std::isfinite(v) || v < 0) {
+      return Error{fmt::format("{}: validation.thresholds: '{}' is {}; thresholds must be zero or more", pos, key, v)};
+    }
+    t.values_[key] = v;
     t.sources_[key] = fmt::format("inventory validation.thresholds.{} ({})", key, pos);
   }
   t.table_ = std::move(table);

@@ -184,6 +184,44 @@ TEST(LintEngine, NegativeThresholdIsAConfigError) {
             "lint threshold 'power.air_cooling.max_w' is -5; thresholds must be zero or more");
 }
 
+// #28 item 1: an override is read in its parameter's unit. A size for a rate ("400GB" once became
+// a 400 GB/s = 3.2 Tb/s floor) or a size for a time ("2GB" turned the rule off) is an error;
+// a quantity of the right kind is converted, a plain number taken as the unit itself.
+TEST(LintEngine, AThresholdOfTheWrongKindIsAConfigError) {
+  model::Cluster c = CleanCluster();
+  auto text = [&](const std::string& key, const std::string& written, int line) {
+    c.lint.thresholds.values[key] = 1;  // whatever the loader made of it
+    c.lint.thresholds.text[key] = written;
+    c.lint.thresholds.where[key] = fixture::At(line);
+  };
+  text("fabric.nic_rate.min_bytes_per_s", "400GB", 210);
+  text("storage.checkpoint_time.max_s", "2GB", 211);
+  text("fabric.ethernet_scale.max_gpus", "2GB", 212);
+  LintResult r = Lint(c);
+  std::vector<Finding> f = Of(r, "lint.config");
+  ASSERT_EQ(f.size(), 3u) << Dump(r);
+  EXPECT_EQ(f[0].message,
+            "lint threshold 'fabric.ethernet_scale.max_gpus': '2GB' is a size, and the threshold is a number "
+            "(GPUs): write a plain number");
+  EXPECT_EQ(f[1].message,
+            "lint threshold 'fabric.nic_rate.min_bytes_per_s': '400GB' is a size, and the threshold is a bandwidth "
+            "in bytes/s: write it like 400Gb/s or 50GB/s, or a plain number of bytes/s");
+  EXPECT_EQ(f[1].where.line, 210);
+  EXPECT_EQ(f[2].message,
+            "lint threshold 'storage.checkpoint_time.max_s': '2GB' is a size, and the threshold is a duration in s: "
+            "write it like 100us, 10ms or 2min, or a plain number of s");
+  EXPECT_EQ(r.errors, 3u);
+
+  model::Cluster ok = CleanCluster();
+  ok.lint.thresholds.values["storage.checkpoint_time.max_s"] = 600;
+  ok.lint.thresholds.text["storage.checkpoint_time.max_s"] = "10min";
+  ok.lint.thresholds.where["storage.checkpoint_time.max_s"] = fixture::At(213);
+  ok.lint.thresholds.values["fabric.nic_rate.min_bytes_per_s"] = 50e9;
+  ok.lint.thresholds.text["fabric.nic_rate.min_bytes_per_s"] = "400Gb/s";
+  ok.lint.thresholds.where["fabric.nic_rate.min_bytes_per_s"] = fixture::At(214);
+  EXPECT_TRUE(Of(Lint(ok), "lint.config").empty()) << Dump(Lint(ok));
+}
+
 TEST(LintEngine, UnknownDisabledIdIsAConfigError) {
   model::Cluster c = CleanCluster();
   c.lint.disabled = {"nccl.debugg", "nccl.debug"};
@@ -206,7 +244,9 @@ TEST(LintEngine, FarOffNamesGetNoSuggestion) {
 }
 
 TEST(LintEngine, DisabledRuleDoesNotRun) {
-  model::Cluster c = CleanCluster();
+  FixtureOptions h100;  // driver 535 is new enough for an H100 (software.gpu_minimums), not an H200
+  h100.gpu_model = "H100";
+  model::Cluster c = CleanCluster(h100);
   c.software.driver_branch = "535";
   c.software.driver_version = "535.104.05";
   EXPECT_EQ(Of(Lint(c), "software.driver_branch").size(), 1u);
@@ -217,9 +257,11 @@ TEST(LintEngine, DisabledRuleDoesNotRun) {
 }
 
 TEST(LintEngine, FindingsAreSortedBySeverityAndCounted) {
-  model::Cluster c = CleanCluster();
+  FixtureOptions h100;  // driver 535 is new enough for an H100 (software.gpu_minimums), not an H200
+  h100.gpu_model = "H100";
+  model::Cluster c = CleanCluster(h100);
   fixture::SetEnv(c, "NCCL_DEBUG", "INFO");  // info
-  fixture::UnsetEnv(c, "NCCL_IB_TIMEOUT");   // warning
+  fixture::SetEnv(c, "NCCL_IB_TIMEOUT", "18");  // warning
   c.software.driver_version = "535.104.05";  // error (and a branch mismatch warning)
   c.software.driver_branch = "";
   LintResult r = Lint(c);

@@ -81,6 +81,21 @@ TEST(ValidateThresholds, DefaultsOverridesAndTheDataFile) {
   EXPECT_EQ(o->Get("storage.read.min_gbs_per_gpu"), 2.5);
   EXPECT_EQ(o->SourceOf("storage.read.min_gbs_per_gpu"),
             "inventory validation.thresholds.storage.read.min_gbs_per_gpu (vt.yaml:20:5)");
+  // #28 item 1: a quantity is read in the threshold's own unit, and one of another kind refused.
+  std::string units = std::string(kInventory) +
+                      "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 2GB/s\n    nccl.quick.max_ms: 0.02s\n"
+                      "    rdma.write_lat.max_us: 4us\n";
+  Result<Thresholds> u = Thresholds::For(Load(units), Table());
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_DOUBLE_EQ(u->Get("storage.read.min_gbs_per_gpu"), 2.0);
+  EXPECT_DOUBLE_EQ(u->Get("nccl.quick.max_ms"), 20.0);
+  EXPECT_DOUBLE_EQ(u->Get("rdma.write_lat.max_us"), 4.0);
+  std::string wrong = std::string(kInventory) + "validation:\n  thresholds:\n    storage.read.min_gbs_per_gpu: 2GB\n";
+  Result<Thresholds> w = Thresholds::For(Load(wrong), Table());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "vt.yaml:20:5: validation.thresholds: 'storage.read.min_gbs_per_gpu': '2GB' is a size, and the threshold "
+            "is a bandwidth in GB/s: write it like 400Gb/s or 50GB/s, or a plain number of GB/s");
   std::string typo = std::string(kInventory) + "validation:\n  thresholds:\n    storage.red.min_gbs_per_gpu: 2.5\n";
   Result<Thresholds> bad = Thresholds::For(Load(typo), Table());
   ASSERT_FALSE(bad.ok());
@@ -369,6 +384,24 @@ TEST(ValidateJudge, AGpuNodeWhoseProbesSeeNoGpuFailsNotSkips) {
   }
 }
 
+// #28 item 12: a compute node without GPUs is held to one GPU's share of the read bandwidth,
+// and the mark says so; it used to read "1 GPU x 1.00 GB/s".
+TEST(ValidateJudge, StorageReadOnAGpuLessNodeSaysItIsOneGpusShare) {
+  std::string inv = kInventory;
+  inv.replace(inv.find("profiles:\n"), 10,
+              "profiles:\n  cpu: {cpu: {sockets: 2, cores_per_socket: 32}, nics: [{name: eth0, kind: ethernet, rate: "
+              "100Gb/s, network: storage, netdev: eth0}]}\n");
+  inv.replace(inv.find("nodes:\n"), 7, "nodes:\n  - {name: c01, profile: cpu, address: 198.18.0.9}\n");
+  model::Cluster c = Load(inv);
+  Thresholds t = *Thresholds::For(c, Table());
+  ValidatePlan p = PlanChecks(c, std::vector<std::string>{"c01"}, std::vector<std::string>{"storage.read"});
+  ASSERT_EQ(p.runs.size(), 1u);
+  std::vector<Verdict> v = Judge(c, t, p.runs[0], Ok("storage.read", "read_bandwidth", 2.5, "GB/s"));
+  ASSERT_FALSE(v.empty());
+  EXPECT_TRUE(v[0].threshold.starts_with(">= 1.00 GB/s (no GPU on this node: one GPU's share, 1.00 GB/s; guide 000"))
+      << v[0].threshold;
+}
+
 // #15 item 19: what the node's statfs says the path is, against the tier's kind.
 TEST(ValidateJudge, StorageReadSaysWhenTheFileSystemIsNotWhatTheInventorySays) {
   auto read = [](std::map<std::string, std::string> info) {
@@ -466,6 +499,19 @@ TEST(ValidateJudge, HardwareXidsFailApplicationXidsWarn) {
   };
   EXPECT_EQ(judge(false), (std::vector<std::string>{"gpu0 WARN gpu.xid_app 2"}));
   EXPECT_EQ(judge(true), (std::vector<std::string>{"node FAIL gpu.xid 1", "gpu0 FAIL gpu.xid 1", "gpu0 WARN gpu.xid_app 2"}));
+  // #28 item 10: an informational Xid (63, a remap recorded) fails and warns nothing; the PASS
+  // says it was seen.
+  probe::ProbeResult info;
+  info.probe = "gpu.health";
+  info.measurements.push_back({"node", "xid_count", 1, "count", {1}, {{"codes", "63:1"}, {"hardware_codes", "none"}}});
+  info.measurements.push_back({"gpu0", "xid_count", 0, "count", {0}, {{"codes", "none"}}});
+  info.measurements.push_back({"gpu0", "xid_info_count", 1, "count", {1}, {{"codes", "63:1"}}});
+  info.measurements.push_back({"gpu0", "xid_app_count", 0, "count", {0}, {{"codes", "none"}}});
+  std::vector<Verdict> v = Judge(c, t, run, info);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].state, State::kPass);
+  EXPECT_EQ(v[0].detail,
+            "informational Xids 63:1 (NVIDIA's catalog: IGNORE; a recorded remap activates at the next GPU reset)");
 }
 
 // #15 item 13: NVLinks are judged against what the profile expects up.
@@ -533,6 +579,21 @@ TEST(ValidateJudge, DriftBecomesFailsAndCleanNodesPass) {
   EXPECT_FALSE(v[1].next_step.empty());
   // The expected value names the inventory key it came from.
   EXPECT_EQ(v[1].threshold, "8 (inventory profiles.gpu.gpus.count)");
+  // #28 item 8: more memory or CPUs than the inventory says is a WARN (slurmd drains only on
+  // less); less stays a FAIL.
+  std::vector<facts::Drift> sizes = {
+      {"memory.differs", "n01", "memory", "1048576 MiB", "2064377 MiB", "MemTotal is 2064377 MiB, more than ..."},
+      {"cpu.differs", "n01", "cpu", "2x32x1 (64 CPUs)", "2x32x2 (128 CPUs)", "lscpu reports ..."},
+      {"memory.low", "n02", "memory", ">= 1992294 MiB", "1032190 MiB", "MemTotal is 1032190 MiB, below ..."},
+      {"cpu.low", "n02", "cpu", "2x32x1 (64 CPUs)", "1x32x1 (32 CPUs)", "lscpu reports ..."}};
+  std::vector<Verdict> w = JudgeDrift(c, sizes, std::vector<std::string>{"n01", "n02"});
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(w[0].state, State::kWarn) << w[0].code;
+  EXPECT_EQ(w[1].state, State::kWarn) << w[1].code;
+  EXPECT_EQ(w[2].state, State::kFail) << w[2].code;
+  EXPECT_EQ(w[3].state, State::kFail) << w[3].code;
+  EXPECT_EQ(ExitCode(std::span<const Verdict>(w.data(), 2), false), 0);
+  EXPECT_EQ(ExitCode(std::span<const Verdict>(w.data(), 2), true), 1);
 }
 
 // Issue #15 item 21: a missing NIC's next step fits the NIC the inventory describes: an Ethernet

@@ -25,6 +25,14 @@ std::string_view DimensionExample(Dimension d);  // "400Gb/s", "141GB", ...
 // kCount, and so is a unit of another dimension. Negative values are refused.
 Result<double> Parse(std::string_view text, Dimension d);
 
+// A threshold override written in an inventory, for a threshold kept in `unit` ("bytes/s",
+// "GB/s", "s", "ms", "us", "bytes", "W"; anything else is a count or ratio: "GPUs", "ratio",
+// "of line rate"). A plain number is taken in `unit` itself; a quantity must be of `unit`'s
+// dimension and is converted to it ("2GB/s" for a GB/s threshold is 2, "10ms" for an ms
+// threshold is 10). "400GB" for a bytes/s threshold, or "2GB" for a ratio, is an error that
+// says what was written and what the threshold wants (issue #28 item 1).
+Result<double> ParseInUnit(std::string_view text, std::string_view unit);
+
 // Human formatting with a sensible prefix, for reports: "400 Gb/s", "50 GB/s", "1.5 TB".
 std::string FormatBandwidthBits(double bytes_per_s);   // in b/s (networks)
 std::string FormatBandwidthBytes(double bytes_per_s);  // in B/s (memory, storage, NVLink)

@@ -347,7 +347,11 @@ struct Workload {
 // Threshold overrides keyed by "<rule or check id>.<parameter>", e.g.
 // "fabric.ethernet_scale.max_gpus": 32.
 struct Overrides {
+  // What the loader read the text as (a plain number, or the first dimension that parsed it).
+  // Only the stage that knows the threshold's unit can tell a bandwidth from a size: lint and
+  // validate read `text` again with quantity::ParseInUnit (issue #28 item 1).
   std::map<std::string, double> values;
+  std::map<std::string, std::string> text;  // the scalar as written
   std::map<std::string, SourcePos> where;
 };
 

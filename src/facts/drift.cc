@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "facts/drift_topology.h"
 #include "facts/text.h"
@@ -73,7 +74,7 @@ constexpr std::array kCodes = {
               "profile's, without being fewer in total",
               "fix the inventory: slurm.conf Sockets/CoresPerSocket/ThreadsPerCore and task "
               "binding come from it",
-              "slurm.conf(5) NodeName: Sockets, CoresPerSocket, ThreadsPerCore"},
+              "slurm.conf(5) NodeName: Sockets, CoresPerSocket, ThreadsPerCore", true},
     DriftCode{"memory.low",
               "MemTotal is below the RealMemory gpuforge renders (95% of the profile's memory)",
               "check for failed DIMMs (dmidecode -t memory, edac) or fix the inventory; slurmd "
@@ -83,7 +84,7 @@ constexpr std::array kCodes = {
     DriftCode{"memory.differs",
               "MemTotal is above the profile's memory: the inventory understates the node",
               "fix the inventory's memory; jobs are scheduled on what it says",
-              "slurm.conf(5) NodeName: RealMemory"},
+              "slurm.conf(5) NodeName: RealMemory (slurmd drains only on less)", true},
     DriftCode{"nic.missing", "a NIC the profile names is not on the node",
               "check the card is seated, its driver is loaded (lspci -k names it) and the inventory name",
               "inventory profile nics[]"},
@@ -134,6 +135,11 @@ constexpr std::array kCodes = {
     DriftCode{"version.driver", "the NVIDIA driver differs from software.driver_version/branch",
               "install the inventory's driver, or update the inventory",
               "guide 000, Software Stack; anchors.md, drift against a golden config"},
+    DriftCode{"gpu.driver_too_old",
+              "the node's NVIDIA driver is older than the first release that lists the profile's GPU model",
+              "install a driver of the branch the GPU needs or newer (gpuforge plans 580 by default)",
+              "GPU catalogue min_driver (include/gpuforge/model/gpu_catalog.h): NVIDIA open-gpu-kernel-modules "
+              "README, Compatible GPUs; #28 item 3"},
     DriftCode{"version.cuda", "the CUDA toolkit differs from software.cuda_version",
               "install the inventory's CUDA toolkit, or update the inventory",
               "anchors.md, What users ask for: drift against a golden config"},
@@ -437,6 +443,17 @@ void CheckVersions(const model::Cluster& c, const model::Node& node, const model
   const model::Software& s = c.software;
   std::optional<std::string> driver = f.DriverVersion();
   if (driver) {
+    // The driver the node runs against what its GPU model needs, whatever the inventory says.
+    std::set<std::string> judged;
+    for (const model::GpuSpec& g : p.gpus) {
+      const model::GpuModelInfo* m = model::FindGpuModel(g.model);
+      if (m == nullptr || m->min_driver.empty() || !judged.insert(std::string(m->name)).second) continue;
+      if (std::optional<int> v = model::CompareVersions(*driver, m->min_driver); v && *v < 0) {
+        ctx.Add("gpu.driver_too_old", "driver", fmt::format(">= {} ({})", m->min_driver, m->name), *driver,
+                fmt::format("NVIDIA driver {} is older than {}, the first release that lists the {}", *driver,
+                            m->min_driver, m->name));
+      }
+    }
     if (!s.driver_version.empty() && *driver != s.driver_version) {
       ctx.Add("version.driver", "driver", s.driver_version, *driver,
               fmt::format("NVIDIA driver {} is installed, the inventory says {}", *driver,

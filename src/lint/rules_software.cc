@@ -6,8 +6,11 @@
 #include <array>
 #include <charconv>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "gpuforge/model/driver_stack.h"
+#include "gpuforge/model/gpu_catalog.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -99,6 +102,53 @@ void Versions(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   }
 }
 
+// #28 item 3: each GPU generation needs a driver and a CUDA toolkit that know it (the catalogue's
+// min_driver and min_cuda). A B200 on driver 550 and CUDA 12.4 passed lint and plan installed
+// nvidia-open-550. An older branch is an error; the same branch older than the first release
+// NVIDIA lists the GPU in only warns, since that release is an upper bound on the true first.
+void GpuMinimums(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
+  const model::Software& s = c.software;
+  const std::string branch = model::DriverBranchOf(s);
+  std::set<std::string> seen;
+  for (const model::Node* n : GpuNodes(c)) {
+    const model::Profile& p = c.ProfileOf(*n);
+    for (const model::GpuSpec& g : p.gpus) {
+      const model::GpuModelInfo* m = model::FindGpuModel(g.model);
+      if (m == nullptr || m->vendor != "nvidia" || !seen.insert(std::string(m->name)).second) continue;
+      if (!m->min_driver.empty()) {
+        const std::string_view min_branch = m->min_driver.substr(0, m->min_driver.find('.'));
+        std::optional<int> vs_branch = model::CompareVersions(branch, min_branch);
+        const std::string stated = s.driver_version.empty() && s.driver_branch.empty()
+                                       ? fmt::format("branch {} (gpuforge's default)", branch)
+                                       : DriverText(s);
+        if (vs_branch && *vs_branch < 0) {
+          ctx.Report(Severity::kError,
+                     fmt::format("{} needs NVIDIA driver {} or newer (branch {} or later), but the driver is {}; plan "
+                                 "would install a driver that does not know the GPU",
+                                 m->name, m->min_driver, min_branch, stated),
+                     {p.name}, s.where);
+        } else if (vs_branch && *vs_branch == 0 && !s.driver_version.empty()) {
+          if (std::optional<int> v = model::CompareVersions(s.driver_version, m->min_driver); v && *v < 0) {
+            ctx.Report(Severity::kWarning,
+                       fmt::format("{}: NVIDIA lists it from driver {}, and the driver is {}, older on the same branch",
+                                   m->name, m->min_driver, s.driver_version),
+                       {p.name}, s.where);
+          }
+        }
+      }
+      if (!m->min_cuda.empty() && !s.cuda_version.empty()) {
+        if (std::optional<int> v = model::CompareVersions(s.cuda_version, m->min_cuda); v && *v < 0) {
+          ctx.Report(Severity::kError,
+                     fmt::format("{} needs CUDA {} or newer (the first toolkit with its compute capability), but "
+                                 "software.cuda is {}",
+                                 m->name, m->min_cuda, s.cuda_version),
+                     {p.name}, s.where);
+        }
+      }
+    }
+  }
+}
+
 // #14 GPUDirect: the path model::ChooseGpuDirect takes must exist on the node.
 void GpuDirectRule(const model::Cluster& c, const model::Fabric&, RuleContext& ctx) {
   if (GpuNodes(c).empty() || !HasRdmaComputeFabric(c)) return;
@@ -136,6 +186,15 @@ void AddSoftwareRules(std::vector<Rule>& rules) {
                    "Toolkit release notes (minimum driver per CUDA major version)",
                    {},
                    &Versions});
+  rules.push_back({"software.gpu_minimums",
+                   Severity::kError,
+                   "a driver branch or CUDA toolkit older than the GPU generation needs (B200: driver 570.133.20 and "
+                   "CUDA 12.8); the same branch older than the first release listing the GPU warns",
+                   "000_bf90931f775ecd9c.txt, Software Stack: What Actually Works (driver and CUDA per cluster); "
+                   "NVIDIA open-gpu-kernel-modules README (Compatible GPUs), CUDA compatibility guides, GPU "
+                   "Operator platform support; include/gpuforge/model/gpu_catalog.h",
+                   {},
+                   &GpuMinimums});
   rules.push_back({"software.gpudirect",
                    Severity::kError,
                    "GPUDirect RDMA path that cannot work: nvidia-peermem without MLNX_OFED/DOCA OFED, or DMA-BUF "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -40,18 +41,18 @@ constexpr std::uint16_t kRtx3090[] = {0x2204};
 // NVIDIA's NVLink 5 figure (1.8 TB/s) and docs/inventory.md says so. The GeForce rows exist so
 // that an inventory can name a workstation card (`RTX4090`) and facts can recognise it.
 constexpr std::array kCatalog = {
-    GpuModelInfo{"A100", "nvidia", "ampere", 80 * GB, 400, 600 * GB, true, "a100", "A100 SXM4 80GB", kA100},
-    GpuModelInfo{"A100-40GB", "nvidia", "ampere", 40 * GB, 400, 600 * GB, true, "a100", "A100 SXM4 40GB", kA100_40},
-    GpuModelInfo{"A100-PCIE", "nvidia", "ampere", 80 * GB, 300, 0, false, "a100", "A100 PCIe 80GB", kA100Pcie},
-    GpuModelInfo{"L40S", "nvidia", "ada", 48 * GB, 350, 0, false, "l40s", "L40S PCIe", kL40s},
-    GpuModelInfo{"H100", "nvidia", "hopper", 80 * GB, 700, 900 * GB, true, "h100", "H100 SXM5 80GB", kH100},
-    GpuModelInfo{"H100-PCIE", "nvidia", "hopper", 80 * GB, 350, 0, false, "h100", "H100 PCIe 80GB", kH100Pcie},
+    GpuModelInfo{"A100", "nvidia", "ampere", 80 * GB, 400, 600 * GB, true, "a100", "A100 SXM4 80GB", kA100, "450.51.05", "11.0"},
+    GpuModelInfo{"A100-40GB", "nvidia", "ampere", 40 * GB, 400, 600 * GB, true, "a100", "A100 SXM4 40GB", kA100_40, "450.51.05", "11.0"},
+    GpuModelInfo{"A100-PCIE", "nvidia", "ampere", 80 * GB, 300, 0, false, "a100", "A100 PCIe 80GB", kA100Pcie, "450.51.05", "11.0"},
+    GpuModelInfo{"L40S", "nvidia", "ada", 48 * GB, 350, 0, false, "l40s", "L40S PCIe", kL40s, "535.104.05", "11.8"},
+    GpuModelInfo{"H100", "nvidia", "hopper", 80 * GB, 700, 900 * GB, true, "h100", "H100 SXM5 80GB", kH100, "525.85.05", "11.8"},
+    GpuModelInfo{"H100-PCIE", "nvidia", "hopper", 80 * GB, 350, 0, false, "h100", "H100 PCIe 80GB", kH100Pcie, "520.56.06", "11.8"},
     GpuModelInfo{"H100-NVL", "nvidia", "hopper", 94 * GB, 400, 600 * GB, false, "h100nvl", "H100 NVL 94GB", kH100Nvl},
-    GpuModelInfo{"H200", "nvidia", "hopper", 141 * GB, 700, 900 * GB, true, "h200", "H200 SXM 141GB", kH200},
-    GpuModelInfo{"H200-NVL", "nvidia", "hopper", 141 * GB, 600, 900 * GB, false, "h200nvl", "H200 NVL PCIe", kH200Nvl},
-    GpuModelInfo{"B100", "nvidia", "blackwell", 192 * GB, 1000, 1200 * GB, true, "b100", "figures from guide 000 (GPU Selection)", kB100},
-    GpuModelInfo{"B200", "nvidia", "blackwell", 180 * GB, 1000, 1800 * GB, true, "b200", "B200 SXM 180GB (HGX)", kB200},
-    GpuModelInfo{"GB200", "nvidia", "blackwell", 186 * GB, 1200, 1800 * GB, true, "gb200", "GB200 superchip GPU", kGb200},
+    GpuModelInfo{"H200", "nvidia", "hopper", 141 * GB, 700, 900 * GB, true, "h200", "H200 SXM 141GB", kH200, "550.90.07", "11.8"},
+    GpuModelInfo{"H200-NVL", "nvidia", "hopper", 141 * GB, 600, 900 * GB, false, "h200nvl", "H200 NVL PCIe", kH200Nvl, "565.57.01", "11.8"},
+    GpuModelInfo{"B100", "nvidia", "blackwell", 192 * GB, 1000, 1200 * GB, true, "b100", "figures from guide 000 (GPU Selection)", kB100, "", "12.8"},
+    GpuModelInfo{"B200", "nvidia", "blackwell", 180 * GB, 1000, 1800 * GB, true, "b200", "B200 SXM 180GB (HGX)", kB200, "570.133.20", "12.8"},
+    GpuModelInfo{"GB200", "nvidia", "blackwell", 186 * GB, 1200, 1800 * GB, true, "gb200", "GB200 superchip GPU", kGb200, "570.124.04", "12.8"},
     GpuModelInfo{"RTX4090", "nvidia", "ada", 24 * GB, 450, 0, false, "rtx4090", "GeForce RTX 4090 24GB", kRtx4090},
     GpuModelInfo{"RTX3090", "nvidia", "ampere", 24 * GB, 350, 0, false, "rtx3090", "GeForce RTX 3090 24GB", kRtx3090},
     GpuModelInfo{"MI300X", "amd", "cdna3", 192 * GB, 750, 896 * GB, true, "mi300x", "MI300X OAM"},
@@ -93,6 +94,32 @@ std::string Normalize(std::string_view s) {
 }  // namespace
 
 std::string GpuNameKey(std::string_view name) { return Normalize(name); }
+
+std::optional<int> CompareVersions(std::string_view a, std::string_view b) {
+  auto fields = [](std::string_view v) -> std::optional<std::vector<long>> {
+    std::vector<long> out;
+    while (!v.empty()) {
+      const std::size_t dot = v.find('.');
+      const std::string_view f = v.substr(0, dot);
+      long n = 0;
+      auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), n);
+      if (f.empty() || ec != std::errc() || p != f.data() + f.size() || n < 0) return std::nullopt;
+      out.push_back(n);
+      if (dot == std::string_view::npos) break;
+      v.remove_prefix(dot + 1);
+      if (v.empty()) return std::nullopt;  // "12."
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+  };
+  const auto x = fields(a), y = fields(b);
+  if (!x || !y) return std::nullopt;
+  for (std::size_t i = 0; i < std::max(x->size(), y->size()); ++i) {
+    const long l = i < x->size() ? (*x)[i] : 0, r = i < y->size() ? (*y)[i] : 0;
+    if (l != r) return l < r ? -1 : 1;
+  }
+  return 0;
+}
 
 bool MemoryFits(const GpuModelInfo& m, std::uint64_t reported_bytes) {
   const double nominal = m.memory_bytes / GB * 1024.0 * 1024.0 * 1024.0;

@@ -100,8 +100,8 @@ TEST(ExamplesLint, BadDesignTripsExactlyTheExpectedErrors) {
       "fabric.no_compute_network", "fabric.oversubscription", "gpu.mixed_in_node",
       "gpu.mixed_models",        "k8s.topology_manager",     "nccl.ib_hca",
       "power.air_cooling",       "power.gpu_air_cooled",     "power.rack_limit",
-      "software.driver_branch",  "storage.nfs_hot_tier",     "storage.read_bandwidth",
-      "workload.tensor_across_nodes",
+      "software.driver_branch",  "software.gpu_minimums",    "storage.nfs_hot_tier",
+      "storage.read_bandwidth",  "workload.tensor_across_nodes",
   };
   std::set<std::string> got = RuleIds(r, lint::Severity::kError);
   EXPECT_EQ(got, want) << "got:  " << fmt::format("{}", fmt::join(got, ", ")) << "\nwant: " << fmt::format("{}", fmt::join(want, ", ")) << "\nfindings:\n"

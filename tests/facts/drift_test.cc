@@ -433,6 +433,28 @@ TEST(FindDrift, CpuAndMemoryAgainstTheInventory) {
   EXPECT_EQ(one_more[0].message, "MemTotal is 128869 MiB, more than profile hgx's 128868 MiB");
 }
 
+// #28 item 3: a node whose driver is older than the first release that lists its GPU is drift,
+// whatever the inventory says about versions.
+TEST(FindDrift, ADriverTooOldForTheGpuModel) {
+  model::Cluster c = Cluster();
+  c.software.driver_version.clear();
+  c.software.driver_branch.clear();
+  NodeFacts f = CleanFacts("gpu01");
+  f.driver->version = "535.104.05";
+  std::vector<Gathered> g;
+  g.push_back({"gpu01", std::move(f)});
+  std::vector<Drift> d = FindDrift(c, g);
+  ASSERT_EQ(Codes(d), std::vector<std::string>{"gpu.driver_too_old gpu01 driver"});
+  EXPECT_EQ(d[0].expected, ">= 550.90.07 (H200)");
+  EXPECT_EQ(d[0].actual, "535.104.05");
+  EXPECT_EQ(d[0].message, "NVIDIA driver 535.104.05 is older than 550.90.07, the first release that lists the H200");
+  NodeFacts ok = CleanFacts("gpu01");
+  ok.driver->version = "550.90.07";
+  std::vector<Gathered> g2;
+  g2.push_back({"gpu01", std::move(ok)});
+  EXPECT_EQ(Codes(FindDrift(c, g2)), std::vector<std::string>{});
+}
+
 TEST(DriftCodes, EveryCodeIsDocumented) {
   std::ifstream in(std::string(GPUFORGE_SOURCE_DIR) + "/docs/facts.md");
   std::stringstream s;
@@ -444,7 +466,7 @@ TEST(DriftCodes, EveryCodeIsDocumented) {
     EXPECT_TRUE(seen.insert(c.code).second) << c.code;
     EXPECT_NE(docs.find("`" + std::string(c.code) + "`"), std::string::npos) << c.code;
   }
-  EXPECT_EQ(seen.size(), 37u);
+  EXPECT_EQ(seen.size(), 38u);
 }
 
 }  // namespace

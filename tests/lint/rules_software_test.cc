@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpuforge/lint/lint.h"
+#include "gpuforge/model/gpu_catalog.h"
 #include "lint/cluster_builder.h"
 
 namespace gpuforge::lint {
@@ -97,6 +98,53 @@ TEST(LintSoftware, VersionsQuietWithoutGpuNodes) {
   c.software = model::Software{};
   for (model::Node& n : c.nodes) n.role = model::NodeRole::kLogin;
   EXPECT_TRUE(LintRule(c, "software.versions").empty());
+}
+
+}  // namespace
+}  // namespace gpuforge::lint
+
+namespace gpuforge::lint {
+namespace {
+
+// #28 item 3: a B200 on driver 550 and CUDA 12.4 passed lint (and plan installed nvidia-open-550).
+TEST(LintSoftware, GpuMinimumsRefuseADriverOrCudaTooOldForTheGpu) {
+  fixture::FixtureOptions o;
+  o.gpu_model = "B200";
+  model::Cluster c = fixture::CleanCluster(o);
+  c.software.driver_branch = "550";
+  c.software.driver_version = "550.90.07";
+  c.software.cuda_version = "12.4";
+  std::vector<Finding> f = fixture::LintRule(c, "software.gpu_minimums");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].message,
+            "B200 needs NVIDIA driver 570.133.20 or newer (branch 570 or later), but the driver is 550.90.07; plan "
+            "would install a driver that does not know the GPU");
+  EXPECT_EQ(f[1].message,
+            "B200 needs CUDA 12.8 or newer (the first toolkit with its compute capability), but software.cuda is 12.4");
+  // The same branch, older than the first release listing the GPU: a warning only.
+  c.software.driver_branch = "570";
+  c.software.driver_version = "570.86.15";
+  c.software.cuda_version = "12.8";
+  f = fixture::LintRule(c, "software.gpu_minimums");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_EQ(f[0].message, "B200: NVIDIA lists it from driver 570.133.20, and the driver is 570.86.15, older on the same branch");
+  // Unstated, the driver is gpuforge's default branch (580), which knows every GPU in the catalogue.
+  c.software.driver_branch.clear();
+  c.software.driver_version.clear();
+  EXPECT_TRUE(fixture::LintRule(c, "software.gpu_minimums").empty());
+  EXPECT_TRUE(fixture::LintRule(fixture::CleanCluster(), "software.gpu_minimums").empty());
+}
+
+TEST(CompareVersions, DottedFieldsNumerically) {
+  EXPECT_EQ(model::CompareVersions("550.90.07", "570.133.20"), -1);
+  EXPECT_EQ(model::CompareVersions("570.133.20", "570.86.15"), 1);
+  EXPECT_EQ(model::CompareVersions("12", "12.0"), 0);
+  EXPECT_EQ(model::CompareVersions("12.10", "12.8"), 1);
+  EXPECT_EQ(model::CompareVersions("12.x", "12.8"), std::nullopt);
+  EXPECT_EQ(model::CompareVersions("12.", "12"), std::nullopt);
+  EXPECT_EQ(model::CompareVersions("", "12"), std::nullopt);
 }
 
 }  // namespace

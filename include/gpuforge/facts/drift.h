@@ -31,6 +31,10 @@ struct DriftCode {
   std::string_view meaning;
   std::string_view next_step;
   std::string_view source;  // guide section or anchors.md line the rule comes from
+  // The node has more than the inventory says (CPUs, memory): `validate` WARNs instead of
+  // failing it, since nothing refuses a node for that (slurmd drains only on less: Slurm
+  // src/slurmctld/node_mgr.c, validate_node_specs). `facts --check` still reports it.
+  bool only_warns = false;
 };
 std::span<const DriftCode> DriftCodes();
 

@@ -24,7 +24,23 @@ struct GpuModelInfo {
   // PCI device ids of the SKU (vendor 0x10de for NVIDIA), from pci.ids: what identifies a GPU
   // a node reports, where its marketing name is only for display. Empty: not known.
   std::span<const std::uint16_t> pci_device_ids = {};
+  // The oldest NVIDIA driver and CUDA toolkit that know the GPU (#28 item 3: a B200 on driver 550
+  // and CUDA 12.4 passed lint and got nvidia-open-550 planned); "" where not known. The driver
+  // is the first release NVIDIA lists it in, an upper bound on the true first (kGpuMinimumsSource).
+  std::string_view min_driver = {};  // "550.90.07"
+  std::string_view min_cuda = {};    // "11.8": the first toolkit with the GPU's compute capability
 };
+
+// Where min_driver and min_cuda come from, for messages and docs.
+inline constexpr std::string_view kGpuMinimumsSource =
+    "CUDA: the first toolkit with the compute capability (CMake's CMakeCUDAArchitecturesAll.cmake; NVIDIA's "
+    "Hopper and Blackwell compatibility guides); driver: the first release listing the GPU (NVIDIA "
+    "open-gpu-kernel-modules README, Compatible GPUs; R450 release notes for A100; GPU Operator platform "
+    "support for HGX B200 >= 570.133.20)";
+
+// Dotted numeric versions compared field by field ("550.90.07" < "570.133.20", "12.4" < "12.8",
+// "12" == "12.0"): negative, zero or positive; nullopt when either is not dotted digits.
+std::optional<int> CompareVersions(std::string_view a, std::string_view b);
 
 // Looks a model up by name, case-insensitively, accepting common spellings ("h200-sxm",
 // "NVIDIA H200", "A100-80GB").

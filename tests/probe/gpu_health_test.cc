@@ -356,6 +356,7 @@ TEST_F(GpuHealthTest, ReportsEachGpuInBusOrderWithRemapAndThrottle) {
   EXPECT_EQ(Get(r, "gpu0", "xid_count").value, 2);
   EXPECT_EQ(Get(r, "gpu0", "xid_count").info.at("codes"), "79:2");
   EXPECT_EQ(Get(r, "gpu0", "xid_app_count").value, 0);
+  EXPECT_EQ(Get(r, "gpu0", "xid_info_count").value, 0);
   EXPECT_EQ(Get(r, "gpu1", "xid_count").value, 0);
   EXPECT_EQ(xid.info.at("hardware_codes"), "79:2");
 

@@ -110,10 +110,20 @@ TEST(GpuXid, ReadsALogFileAndNamesTheOneItCannotOpen) {
 
 }  // namespace
 TEST(XidClassTest, HardwareXidsFollowNvidiasCatalogAndTheRestAreApplications) {
-  for (int code : {48, 54, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 140}) {
+  for (int code : {48, 54, 61, 62, 64, 74, 79, 94, 95, 119, 120, 121, 140}) {
     EXPECT_TRUE(IsHardwareXid(code)) << code;
+    EXPECT_FALSE(IsInformationalXid(code)) << code;
   }
-  for (int code : {8, 13, 31, 32, 43, 45, 68, 69, 109, 999999}) EXPECT_FALSE(IsHardwareXid(code)) << code;
+  // #28 item 10: the catalog's IGNORE codes are informational, never hardware: 63 (a remap
+  // recorded) paged as critical before.
+  for (int code : {63, 92}) {
+    EXPECT_FALSE(IsHardwareXid(code)) << code;
+    EXPECT_TRUE(IsInformationalXid(code)) << code;
+  }
+  for (int code : {8, 13, 31, 32, 43, 45, 68, 69, 109, 999999}) {
+    EXPECT_FALSE(IsHardwareXid(code)) << code;
+    EXPECT_FALSE(IsInformationalXid(code)) << code;
+  }
 }
 
 }  // namespace gpuforge::probe::internal

@@ -288,12 +288,15 @@ class HealthProbe : public Probe {
       return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ","));
     }
 
-    // "xid_count": hardware Xids of this GPU (IsHardwareXid), what fails it; "xid_app_count":
-    // the others, which an application causes and which only warn.
+    // "xid_count": hardware Xids of this GPU (IsHardwareXid), what fails it; "xid_info_count":
+    // informational ones (IsInformationalXid), shown and never judged; "xid_app_count": the
+    // others, which an application causes and which only warn.
     std::vector<Measurement> For(const Gpu& g) const {
-      std::map<int, int> hardware, app;
+      std::map<int, int> hardware, info, app;
       if (auto it = by_bus.find(g.bus_id); it != by_bus.end()) {
-        for (const auto& [code, n] : it->second) (IsHardwareXid(code) ? hardware : app)[code] = n;
+        for (const auto& [code, n] : it->second) {
+          (IsHardwareXid(code) ? hardware : IsInformationalXid(code) ? info : app)[code] = n;
+        }
       }
       auto count = [&](const char* metric, const std::map<int, int>& codes, const char* kind) {
         Measurement m;
@@ -307,6 +310,7 @@ class HealthProbe : public Probe {
         return m;
       };
       return {count("xid_count", hardware, "hardware (NVIDIA's Xid catalog: reset, reboot or RMA)"),
+              count("xid_info_count", info, "informational (the catalog's IGNORE: a remap recorded, a high SBE rate)"),
               count("xid_app_count", app, "application (the catalog's RESTART_APP), or unlisted")};
     }
 

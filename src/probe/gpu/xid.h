@@ -35,6 +35,7 @@ struct XidScan {
 // Whether an Xid reports the GPU or its links (fail) rather than an application (warn):
 // the one list in model/xid.h, shared with the rendered alert rule.
 using model::IsHardwareXid;
+using model::IsInformationalXid;
 
 // Scans log text (dmesg, journalctl -k or /dev/kmsg records, one message per line) for Xid
 // lines. Hostile text is fine: every field is checked and bounded, nothing is kept raw.

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "gpuforge/base/text.h"
+#include "gpuforge/model/nccl_defaults.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -196,7 +197,19 @@ void CheckAtLeast(const model::Software& s, RuleContext& ctx, std::string_view v
                   int nccl_default, double min, bool rdma) {
   std::optional<std::string> v = NcclEnv(s, var);
   if (!v) {
-    if (rdma && nccl_default < min) {
+    if (!rdma) return;
+    // Unset in the inventory: on RDMA nodes render writes gpuforge's value into nccl.conf, so
+    // that is what NCCL runs with (model/nccl_defaults.h; #28 item 9).
+    if (std::optional<std::string_view> rendered = model::RdmaNcclDefaultOf(var)) {
+      std::optional<long> n = ParseInt(*rendered);
+      if (n && *n < min) {
+        ctx.Report(fmt::format("{} is unset in the inventory, so gpuforge renders {}={} into nccl.conf, below {}", var,
+                               var, *n, FormatNumber(min)),
+                   {}, s.nccl_where);
+      }
+      return;
+    }
+    if (nccl_default < min) {
       ctx.Report(fmt::format("{} is unset, so NCCL uses its default {}, below {}", var,
                              nccl_default, FormatNumber(min)),
                  {}, s.nccl_where);

@@ -7,6 +7,7 @@
 
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/model/driver_stack.h"
+#include "gpuforge/model/nccl_defaults.h"
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/render/monitoring.h"
 
@@ -30,7 +31,8 @@ constexpr std::string_view kFileOwner = "root:root";
 
 std::string NcclEnvSummary(const model::Cluster& c) {
   std::vector<std::string> parts;
-  for (const auto& [k, v] : c.software.nccl_env) parts.push_back(k + "=" + v);
+  // As nccl.conf will hold them: NCCL_IB_HCA==mlx5_0:1, not the inventory's bare list (#28 item 26).
+  for (const auto& [k, v] : c.software.nccl_env) parts.push_back(k + "=" + model::NcclEnvAsWritten(k, v));
   if (!c.software.nccl_topo_file.empty()) parts.push_back("NCCL_TOPO_FILE=" + c.software.nccl_topo_file);
   if (parts.empty()) return "NCCL defaults (no variables in the inventory)";
   return fmt::format("{}", fmt::join(parts, " "));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/nccl_defaults.h"
 #include "gpuforge/model/roce.h"
 #include "render/families.h"
 #include "render/quote.h"
@@ -47,20 +48,6 @@ std::string SocketIfname(const model::Cluster& c, const model::Profile& p) {
   return "";
 }
 
-// NCCL's matching of NCCL_IB_HCA (src/transport/net_ib.cc, ncclIbInit: a leading '^' is
-// searchNot, then a leading '=' is searchExact; src/misc/utils.cc matchIfList compares prefixes
-// unless exact): a list without '=' lets mlx5_1 select mlx5_10 as well. The prefix goes after a
-// '^'. An empty value is left as written.
-std::string ExactHca(std::string_view v) {
-  std::string out;
-  if (v.starts_with('^')) {
-    out = "^";
-    v.remove_prefix(1);
-  }
-  if (v.empty() || v.starts_with('=')) return out + std::string(v);
-  return out + "=" + std::string(v);
-}
-
 // NCCL before 2.26 does not skip '#' lines of nccl.conf (src/misc/param.cc setEnvFile sets
 // KEY=VALUE from any line holding '='; comment lines were only ignored because they held
 // none; '#' skipping came with 2.26, NVIDIA/nccl#1540). So no comment may hold '=': the texts
@@ -83,9 +70,7 @@ std::optional<std::pair<int, int>> MajorMinor(std::string_view v) {
 
 }  // namespace
 
-std::string NcclEnvValue(std::string_view key, std::string_view value) {
-  return key == "NCCL_IB_HCA" ? ExactHca(value) : std::string(value);
-}
+std::string NcclEnvValue(std::string_view key, std::string_view value) { return model::NcclEnvAsWritten(key, value); }
 
 void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const MeasuredPci* measured) {
   const model::Software& sw = c.software;
@@ -113,9 +98,12 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const Me
     };
     for (const auto& [k, v] : sw.nccl_env) {
       if (k == "NCCL_TOPO_FILE") continue;  // below, only when the file is rendered
-      if (k == "NCCL_IB_HCA" && ExactHca(v) != v) {
-        line(k, ExactHca(v), "inventory software.nccl.env, made an exact match: NCCL otherwise takes each name as a "
-                             "prefix, and mlx5_1 also selects mlx5_10");
+      if (model::IsNcclInterfaceList(k) && model::NcclEnvAsWritten(k, v) != v) {
+        line(k, model::NcclEnvAsWritten(k, v),
+             k == "NCCL_IB_HCA" ? "inventory software.nccl.env, made an exact match: NCCL otherwise takes each name as a "
+                                  "prefix, and mlx5_1 also selects mlx5_10"
+                                : "inventory software.nccl.env, made an exact match: NCCL otherwise takes each name as a "
+                                  "prefix, and eth1 also selects eth10");
         continue;
       }
       line(k, v, "inventory software.nccl.env");
@@ -125,8 +113,9 @@ void AddNcclJobs(const model::Cluster& c, const Options& o, Plan* plan, const Me
       std::string hca;
       for (const model::NicSpec* nic : rdma) hca += fmt::format("{}{}:{}", hca.empty() ? "=" : ",", nic->name, nic->port);
       line("NCCL_IB_HCA", hca, "the node's compute RDMA NICs, matched exactly (a bare mlx5_1 would also select mlx5_10)");
-      line("NCCL_IB_TIMEOUT", "22", "guide 004 launch script (NCCL's default is 20)");
-      line("NCCL_IB_RETRY_CNT", "7", "guide 004 launch script");
+      for (const model::RdmaNcclDefault& d : model::kRdmaNcclDefaults) {
+        line(std::string(d.var), std::string(d.value), std::string(d.why));
+      }
       // RoCE: the traffic class and GID index follow the ports' network settings when every
       // port agrees. No GID index otherwise: NCCL (2.21 and later, net_ib.cc ncclIbGetGidIndex)
       // picks the RoCE v2 GID of the port's IPv4 address itself, and a fixed index such as the

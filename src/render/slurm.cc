@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -470,14 +471,71 @@ TopologyResult BuildTopology(const model::Cluster& c, const SlurmView& v) {
   std::stable_sort(loads.begin(), loads.end(), [](const model::SwitchLoad* a, const model::SwitchLoad* b) {
     return TierRank(a->sw->tier) < TierRank(b->sw->tier);
   });
-  std::set<std::string> useful;
+  // Rail-optimized (or any fabric where a node is cabled to several leaves): every node is cabled
+  // to one leaf per rail, and topology/tree wants a node under one leaf switch; listing it under all of them made slurmctld warn "Multiple leaf
+  // switches contain nodes" at every start (Slurm 25.11 src/plugins/topology/tree/
+  // switch_record.c:572) and the tree carried no locality (#28 item 5). The leaves that share
+  // nodes are one scalable unit: one switch per unit, its nodes under it, the spines above.
+  std::map<std::string, std::string> unit_of;  // leaf -> unit switch name, where nodes span leaves
+  std::map<std::string, int> leaves_of_node;
   for (const model::SwitchLoad* s : loads) {
+    if (s->sw->tier != model::SwitchTier::kLeaf) continue;
+    for (const std::string& n : s->nodes) {
+      if (v.node_names.count(n)) ++leaves_of_node[n];
+    }
+  }
+  if (std::any_of(leaves_of_node.begin(), leaves_of_node.end(), [](const auto& e) { return e.second > 1; })) {
+    std::map<std::string, std::string> parent;  // leaf -> leaf, union-find
+    std::function<std::string(const std::string&)> find = [&](const std::string& x) -> std::string {
+      auto it = parent.find(x);
+      if (it == parent.end() || it->second == x) return x;
+      return it->second = find(it->second);
+    };
+    std::map<std::string, std::string> first_leaf;  // node -> a leaf it is cabled to
+    for (const model::SwitchLoad* s : loads) {
+      if (s->sw->tier != model::SwitchTier::kLeaf) continue;
+      parent.emplace(s->sw->name, s->sw->name);
+      for (const std::string& n : s->nodes) {
+        if (!v.node_names.count(n)) continue;
+        auto [it, fresh] = first_leaf.emplace(n, s->sw->name);
+        if (!fresh) {
+          const std::string a = find(it->second), b = find(s->sw->name);
+          if (a != b) parent[b] = a;
+        }
+      }
+    }
+    std::map<std::string, std::vector<std::string>> units;  // representative -> leaves
+    for (const auto& [leaf, _] : parent) units[find(leaf)].push_back(leaf);
+    std::map<std::string, std::set<std::string>> unit_nodes;
+    for (const auto& [node, leaf] : first_leaf) unit_nodes[find(leaf)].insert(node);
+    int k = 0;
+    std::vector<std::pair<std::string, std::vector<std::string>>> ordered(units.begin(), units.end());
+    for (const auto& [rep, leaves] : ordered) {
+      if (!unit_nodes.count(rep)) continue;  // leaves without Slurm nodes stay out, as before
+      const std::string name = fmt::format("su{}", ++k);
+      for (const std::string& leaf : leaves) unit_of[leaf] = name;
+      const std::set<std::string>& nodes = unit_nodes[rep];
+      r.switches.push_back({{"name", name}, {"has_nodes", true},
+                            {"nodes", hostlist::Fold(std::vector<std::string>(nodes.begin(), nodes.end()))},
+                            {"has_switches", false}, {"switches", ""}});
+      r.notes.push_back(fmt::format("{} stands for the leaves {} of network {}: topology/tree puts a node under one "
+                                    "leaf switch, and these nodes are cabled to several of them (one per rail)",
+                                    name, hostlist::Fold(leaves), net->name));
+    }
+  }
+  std::set<std::string> useful;
+  for (const auto& [leaf, unit] : unit_of) useful.insert(unit);
+  for (const model::SwitchLoad* s : loads) {
+    if (unit_of.count(s->sw->name)) continue;  // stands in its scalable unit's switch
     std::vector<std::string> nodes, lower;
     for (const std::string& n : s->nodes) {
       if (v.node_names.count(n)) nodes.push_back(n);
     }
+    std::set<std::string> seen;
     for (const std::string& l : s->lower_switches) {
-      if (useful.count(l)) lower.push_back(l);
+      auto u = unit_of.find(l);
+      const std::string& name = u != unit_of.end() ? u->second : l;
+      if (useful.count(name) && seen.insert(name).second) lower.push_back(name);
     }
     if (nodes.empty() && lower.empty()) continue;
     useful.insert(s->sw->name);

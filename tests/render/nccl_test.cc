@@ -52,7 +52,9 @@ TEST(RenderNccl, NcclConfFromTheInventory) {
   // No measured PCI tree in this render: no topology file, so nccl.conf does not name one
   // (nccl_topology_test.cc has the measured case).
   EXPECT_EQ(f->content.find("NCCL_TOPO_FILE"), std::string::npos);
-  EXPECT_NE(f->content.find("\nNCCL_SOCKET_IFNAME=ens9f0\n"), std::string::npos);
+  // #28 item 12: the inventory's NCCL_SOCKET_IFNAME is an exact match too (NCCL reads it with the
+  // same prefix matching: ens9f0 would also select ens9f01).
+  EXPECT_NE(f->content.find("\nNCCL_SOCKET_IFNAME==ens9f0\n"), std::string::npos) << f->content;
   EXPECT_EQ(f->content.find("NCCL_DEBUG"), std::string::npos) << "debug variables are never rendered by default";
   EXPECT_EQ(f->content.find("\nNCCL_ALGO="), std::string::npos) << "left to NCCL unless the inventory forces it";
   EXPECT_NE(f->content.find("that is Ring."), std::string::npos);

@@ -177,7 +177,7 @@ TEST(RenderSlurm, ExampleJobScript) {
   EXPECT_EQ(LinesStartingWith(f->content, "export "),
             (std::vector<std::string>{
                 "export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'",
-                "export NCCL_IB_TIMEOUT='22'", "export NCCL_IB_RETRY_CNT='7'", "export NCCL_SOCKET_IFNAME='ens9f0'",
+                "export NCCL_IB_TIMEOUT='22'", "export NCCL_IB_RETRY_CNT='7'", "export NCCL_SOCKET_IFNAME='=ens9f0'",
                 "export NCCL_NET=IB"}));
   for (const std::string& line : Settings(f->content)) {
     EXPECT_EQ(line.find("NCCL_DEBUG"), std::string::npos) << "the inventory does not set NCCL_DEBUG: " << line;
@@ -327,6 +327,45 @@ software:
     kind: slurm
     controller: ctl1
 )";
+
+// #28 item 5: rail-optimized, every node has a NIC on each rail leaf. Listing each node under
+// every leaf made slurmctld warn "Multiple leaf switches contain nodes" (Slurm
+// src/plugins/topology/tree/switch_record.c) and gave the tree no locality. The leaves that share
+// nodes are one scalable unit, one switch in topology.conf; two units are two switches.
+TEST(RenderSlurm, TopologyOfARailOptimizedFabricIsOneSwitchPerScalableUnit) {
+  std::string rails = kTwoTier;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(rails.find(from), std::string::npos) << from;
+    rails.replace(rails.find(from), from.size(), to);
+  };
+  replace("  - {name: \"leaf[1-3]\", tier: leaf, network: ib, ports: 64, port_rate: 400Gb/s}",
+          "  - {name: \"leaf[1-5]\", tier: leaf, network: ib, ports: 64, port_rate: 400Gb/s}");
+  replace("  - {from: \"gpu01:mlx5_[0-1]\", to: \"leaf1:[1-2]\"}\n"
+          "  - {from: \"gpu02:mlx5_[0-1]\", to: \"leaf1:[3-4]\"}\n"
+          "  - {from: \"gpu03:mlx5_[0-1]\", to: \"leaf2:[1-2]\"}\n"
+          "  - {from: \"gpu04:mlx5_[0-1]\", to: \"leaf2:[3-4]\"}\n"
+          "  - {from: \"leaf1:[33-36]\", to: \"spine1:[1-4]\"}\n"
+          "  - {from: \"leaf2:[33-36]\", to: \"spine1:[5-8]\"}\n"
+          "  - {from: \"leaf3:33\", to: \"spine1:9\"}\n",
+          // Unit 1: gpu01-02, rail 0 on leaf1, rail 1 on leaf2; unit 2: gpu03-04 on leaf3/leaf4.
+          "  - {from: \"gpu[01-02]:mlx5_0\", to: \"leaf1:[1-2]\"}\n"
+          "  - {from: \"gpu[01-02]:mlx5_1\", to: \"leaf2:[1-2]\"}\n"
+          "  - {from: \"gpu[03-04]:mlx5_0\", to: \"leaf3:[1-2]\"}\n"
+          "  - {from: \"gpu[03-04]:mlx5_1\", to: \"leaf4:[1-2]\"}\n"
+          "  - {from: \"leaf[1-4]:33\", to: \"spine1:[1-4]\"}\n"
+          "  - {from: \"leaf5:33\", to: \"spine1:9\"}\n");
+  replace("ib: {role: compute, kind: infiniband, rate: 400Gb/s}",
+          "ib: {role: compute, kind: infiniband, rate: 400Gb/s, topology: rail-optimized}");
+  render::Output out = RenderOrDie(LoadYaml(rails));
+  std::string topo = Content(out, "/etc/slurm/topology.conf");
+  EXPECT_EQ(Settings(topo), (std::vector<std::string>{"SwitchName=su1 Nodes=gpu[01-02]", "SwitchName=su2 Nodes=gpu[03-04]",
+                                                      "SwitchName=spine1 Switches=su[1-2]"}))
+      << topo;
+  EXPECT_NE(topo.find("# Note: su1 stands for the leaves leaf[1-2] of network ib: topology/tree puts a node under one "
+                      "leaf switch, and these nodes are cabled to several of them (one per rail)."),
+            std::string::npos)
+      << topo;
+}
 
 TEST(RenderSlurm, TopologyOfATwoTierFabric) {
   render::Output out = RenderOrDie(LoadYaml(kTwoTier));

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "gpuforge/model/gpu_numa.h"
 #include "lint/rules.h"
 
 namespace gpuforge::lint {
@@ -24,23 +26,15 @@ void SingleNumaGpus(const model::Cluster& c, const model::Fabric&, RuleContext& 
   if (s.kind != model::SchedulerKind::kKubernetes || s.topology_manager_policy != "single-numa-node") return;
   for (const ProfileUse& use : GpuProfiles(c)) {
     const model::Profile& p = *use.profile;
-    std::map<int, int> per_numa;
-    bool known = true;
-    for (const model::GpuSpec& g : p.gpus) {
-      if (g.numa_nodes.size() != static_cast<std::size_t>(g.count)) known = false;
-      for (int n : g.numa_nodes) ++per_numa[n];
-    }
-    if (!known || per_numa.empty()) continue;  // no NUMA placement in the inventory: nothing to hold it to
-    int most = 0;
-    for (const auto& [numa, gpus] : per_numa) most = std::max(most, gpus);
+    std::optional<model::GpuNumaSpread> numa = model::GpuNumaOf(p);
+    if (!numa) continue;  // no NUMA placement in the inventory: nothing to hold it to
     int pod = p.gpu_count();
-    if (pod <= most) continue;
-    std::string spread;
-    for (const auto& [numa, gpus] : per_numa) spread += fmt::format("{}{} on NUMA {}", spread.empty() ? "" : ", ", gpus, numa);
+    if (pod <= numa->most) continue;
     ctx.Report(fmt::format("topology_manager_policy single-numa-node with training pods of {} GPUs on {}: profile '{}' "
                            "has at most {} GPUs on one NUMA node ({}), so the kubelet rejects every such pod "
-                           "(TopologyAffinityError); use restricted or best-effort, or pods of at most {} GPUs",
-                           pod, NodeList(use.nodes), p.name, most, spread, most),
+                           "(TopologyAffinityError); use restricted or best-effort, or pods of at most {} GPUs; render "
+                           "does not write the Volcano Job",
+                           pod, NodeList(use.nodes), p.name, numa->most, numa->spread, numa->most),
                {p.name}, s.where);
   }
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/gpu_numa.h"
 #include "render/families.h"
 #include "render/quote.h"
 
@@ -396,6 +397,26 @@ nlohmann::json LaunchContext(const model::Cluster& c, const Training& t, const H
           {"train", train}};
 }
 
+// The kubelet's single-numa-node policy admits a pod only when all its GPUs share a NUMA node
+// (pkg/kubelet/cm/topologymanager/policy_single_numa_node.go, canAdmitPodResult). The training
+// pod takes every GPU of its node; where they span NUMA nodes, every pod is rejected with
+// TopologyAffinityError and the Job retries until it fails. Refused, as lint's
+// k8s.single_numa_gpus says (#28 item 2: render wrote it and exited 0).
+std::string SingleNumaWhyNot(const model::Cluster& c, const Training& t) {
+  if (c.software.scheduler.topology_manager_policy != "single-numa-node") return "";
+  for (const model::Node* n : t.nodes) {
+    const model::Profile& p = c.ProfileOf(*n);
+    std::optional<model::GpuNumaSpread> numa = model::GpuNumaOf(p);
+    if (!numa || t.gpus_per_node <= numa->most) continue;
+    return fmt::format("software.scheduler.topology_manager_policy is single-numa-node, and a training pod takes all {} "
+                       "GPUs of its node while profile '{}' has at most {} on one NUMA node ({}): the kubelet would "
+                       "reject every pod with TopologyAffinityError (lint k8s.single_numa_gpus); use restricted or "
+                       "best-effort",
+                       t.gpus_per_node, p.name, numa->most, numa->spread);
+  }
+  return "";
+}
+
 }  // namespace
 
 void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
@@ -449,6 +470,8 @@ void AddKubernetesJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                            rdma_resource, why)});
     } else if (!size.why_not.empty()) {
       plan->skipped.push_back({"", std::string(kJobPath), size.why_not});
+    } else if (std::string why = SingleNumaWhyNot(c, t); !why.empty()) {
+      plan->skipped.push_back({"", std::string(kJobPath), why});
     } else {
       plan->jobs.push_back({"", std::string(kJobPath), "k8s-volcano-job.yaml.mustache", JobContext(c, t, files, size, name),
                             CommentStyle::kHash, "0644"});

@@ -244,8 +244,14 @@ std::vector<Alert> GpuAlerts(const model::Cluster& c, const std::map<int, std::v
          fmt::format("DCGM_FI_DEV_GPU_UTIL{{{}!=\"\"}} < {}", job.label, util.value), "15m", "warning",
          fmt::format("{} below {}% utilisation for 15 minutes in job {{{{ $labels.{} }}}}", kWhere, util.value,
                      job.label),
-         "Utilisation is {{ $value }}% on a GPU a job holds: data loading, the network or a straggler holds it "
-         "back. GPUs no job holds carry no job label and never fire this.",
+         c.software.scheduler.kind == model::SchedulerKind::kKubernetes
+             ? "Utilisation is {{ $value }}% on a GPU a pod holds: data loading, the network or a straggler holds it "
+               "back. GPUs no pod holds carry no pod label and never fire this. It depends on the exporter's pod "
+               "mapping: dcgm-exporter started with -k (DCGM_EXPORTER_KUBERNETES=true) and the kubelet's "
+               "/var/lib/kubelet/pod-resources socket mounted; without both no metric has a pod label and this never "
+               "fires."
+             : "Utilisation is {{ $value }}% on a GPU a job holds: data loading, the network or a straggler holds it "
+               "back. GPUs no job holds carry no job label and never fire this.",
          fmt::format("{}: GPU utilization, \"if it's below 90%, something's bottlenecked\" (threshold: {}; 15 minutes "
                      "sustained: gpuforge); held GPUs only, through {}",
                      kMonitoringSection, util.why, job.source)});
@@ -460,7 +466,8 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                    {"image", std::string(kDcgmExporterImage)},
                                    {"counters", std::string(kDcgmCountersPath)},
                                    {"job_map_dir", std::string(kDcgmJobMapDir)},
-                                   {"slurm", slurm}};
+                                   {"slurm", slurm},
+                                   {"kubernetes", c.software.scheduler.kind == model::SchedulerKind::kKubernetes}};
   const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
   for (const model::Node* n : SelectedNodes(c, o)) {
     if (model::HasNvidiaGpus(c.ProfileOf(*n))) {

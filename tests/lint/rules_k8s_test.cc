@@ -30,7 +30,8 @@ TEST(LintK8s, SingleNumaNodeWithPodsSpanningNumaNodesIsAnError) {
   EXPECT_EQ(f[0].message,
             "topology_manager_policy single-numa-node with training pods of 8 GPUs on nodes gpu[001-004]: profile 'hgx' "
             "has at most 4 GPUs on one NUMA node (4 on NUMA 0, 4 on NUMA 1), so the kubelet rejects every such pod "
-            "(TopologyAffinityError); use restricted or best-effort, or pods of at most 4 GPUs");
+            "(TopologyAffinityError); use restricted or best-effort, or pods of at most 4 GPUs; render does not write "
+            "the Volcano Job");
   EXPECT_EQ(f[0].objects, std::vector<std::string>{"hgx"});
 }
 

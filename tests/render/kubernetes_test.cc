@@ -549,6 +549,38 @@ software:
                      vars, gpus2, software_extra, scheduler_extra);
 }
 
+// #28 item 2: single-numa-node with pods of 8 GPUs on nodes that have 4 per NUMA node: the kubelet
+// rejects every pod (TopologyAffinityError), so render writes no Volcano Job and says why, as
+// lint's k8s.single_numa_gpus does; it used to write it and exit 0. Where the GPUs fit one NUMA
+// node, the Job is written.
+TEST(RenderK8s, NoVolcanoJobThatTheKubeletsSingleNumaPolicyWouldReject) {
+  auto inventory = [](const std::string& numa) {
+    std::string text = SmallInventory("    topology_manager_policy: single-numa-node\n    reserved: {cpus: 2}",
+                                      ", k8s_rdma_resource: rdma/ib", 8);
+    const std::string gpus = "gpus: {model: H100, count: 8}";
+    for (std::size_t at = 0; (at = text.find(gpus, at)) != std::string::npos; at += gpus.size()) {
+      text.replace(at, gpus.size(), "gpus: {model: H100, count: 8, numa: " + numa + "}");
+    }
+    return text;
+  };
+  render::Output split = RenderCluster(LoadYaml(inventory("[0, 0, 0, 0, 1, 1, 1, 1]")));
+  EXPECT_EQ(Find(split, "", kJob), nullptr);
+  bool said = false;
+  for (const render::Skip& sk : split.skipped) {
+    if (sk.path != kJob) continue;
+    said = true;
+    EXPECT_NE(sk.reason.find("a training pod takes all 8 GPUs of its node while profile 'big' has at most 4 on one NUMA "
+                          "node (4 on NUMA 0, 4 on NUMA 1): the kubelet would reject every pod with "
+                          "TopologyAffinityError (lint k8s.single_numa_gpus)"),
+              std::string::npos)
+        << sk.reason;
+  }
+  EXPECT_TRUE(said);
+  EXPECT_NE(Find(split, "n1", kKubelet), nullptr) << "the kubelet settings are the node's, whatever the Job";
+  render::Output one = RenderCluster(LoadYaml(inventory("[1, 1, 1, 1, 1, 1, 1, 1]")));
+  EXPECT_NE(Find(one, "", kJob), nullptr);
+}
+
 // Kubernetes quantity text ("16484Mi", "16G", "1Ki", "42") in bytes.
 double QuantityBytes(const std::string& q) {
   static const std::map<std::string, double> kSuffix = {

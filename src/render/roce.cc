@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -48,6 +49,23 @@ std::string Tools(bool rhel, const std::string& ofed) {
   return fmt::format("{}: {}; mlnx_qos from the mlnx-tools package of MLNX_OFED / DOCA-OFED{}. The script uses "
                      "mlnx_qos when present, else dcb.",
                      family, dcb, mlnx ? " (software.rdma says " + ofed + ", so it is expected here)" : " (not installed with rdma-core)");
+}
+
+// The systemd device unit of a network interface, as `systemd-escape --path
+// /sys/subsystem/net/devices/NETDEV --suffix device` names it (systemd.unit(5), "String
+// Escaping for Inclusion in Unit Names": '/' becomes '-', and every byte but ASCII letters,
+// digits, '_' and a '.' not leading becomes \xNN).
+std::string DeviceUnit(const std::string& netdev) {
+  std::string out = "sys-subsystem-net-devices-";
+  for (std::size_t i = 0; i < netdev.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(netdev[i]);
+    if (std::isalnum(c) || c == '_' || (c == '.' && i > 0)) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out + ".device";
 }
 
 }  // namespace
@@ -127,8 +145,12 @@ void AddRoceJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     nlohmann::json ctx = {{"ports", script_ports}};
     plan->jobs.push_back({n->name, "/usr/local/sbin/gpuforge-roce-setup", "roce-setup.sh.mustache", ctx, CommentStyle::kHash,
                           "0755"});
+    nlohmann::json devices = nlohmann::json::array();
+    for (const nlohmann::json& p : script_ports) devices.push_back({{"unit", DeviceUnit(p["netdev_plain"].get<std::string>())}});
+    // Type=oneshot may restart from systemd 244 (NEWS, v244); RHEL 8 ships 239.
+    const bool old_systemd = rhel && c.software.os_version.starts_with("8");
     plan->jobs.push_back({n->name, "/etc/systemd/system/gpuforge-roce.service", "roce.service.mustache",
-                          nlohmann::json::object(), CommentStyle::kHash, "0644"});
+                          {{"devices", devices}, {"restart", !old_systemd}}, CommentStyle::kHash, "0644"});
     plan->jobs.push_back({n->name, "/etc/sysctl.d/91-gpuforge-roce.conf", "roce-sysctl.conf.mustache",
                           {{"sysctls", sysctls}}, CommentStyle::kHash, "0644"});
     plan->jobs.push_back({n->name, "/etc/gpuforge/roce-notes.txt", "roce-notes.txt.mustache",

@@ -100,6 +100,12 @@ TEST(RenderRoce, ExampleRendersMtuQosAndTrafficClass) {
   const RenderedFile* unit = Find(out, "gpu01", "/etc/systemd/system/gpuforge-roce.service");
   ASSERT_NE(unit, nullptr);
   EXPECT_NE(unit->content.find("ExecStart=/usr/local/sbin/gpuforge-roce-setup\n"), std::string::npos);
+  // #28 item 6: after each port's device, not only network.target, and tried again on failure.
+  EXPECT_NE(unit->content.find("\nAfter=network.target sys-subsystem-net-devices-ens1f0np0.device "
+                               "sys-subsystem-net-devices-ens1f1np1.device\n"),
+            std::string::npos)
+      << unit->content;
+  EXPECT_NE(unit->content.find("\nRestart=on-failure\n"), std::string::npos) << unit->content;
 
   const RenderedFile* notes = Find(out, "gpu01", "/etc/gpuforge/roce-notes.txt");
   ASSERT_NE(notes, nullptr);
@@ -211,6 +217,26 @@ nodes: [{name: n1, profile: p, port_addresses: {mlx5_0: 198.18.20.1/24}}]
   EXPECT_EQ(g->content.find("RELAXED_ORDERING"), std::string::npos);
 }
 
+// systemd reads the unit: `systemd-analyze verify` with the script's path swapped for /bin/true.
+TEST(RenderRoce, SystemdAcceptsTheUnit) {
+  if (!fs::exists("/usr/bin/systemd-analyze")) GTEST_SKIP() << "no systemd-analyze";
+  Output out = RenderExample();
+  const RenderedFile* unit = Find(out, "gpu01", "/etc/systemd/system/gpuforge-roce.service");
+  ASSERT_NE(unit, nullptr);
+  std::string text = unit->content;
+  const std::string script = "/usr/local/sbin/gpuforge-roce-setup";
+  for (std::size_t at; (at = text.find("ExecStart=" + script)) != std::string::npos;) {
+    text.replace(at + 10, script.size(), "/bin/true");
+  }
+  fs::path dir = Scratch("unit");
+  Write(dir / "gpuforge-roce.service", text);
+  auto [rc, output] = Shell(fmt::format("SYSTEMD_UNIT_PATH='{0}': timeout 30 systemd-analyze verify '{0}/gpuforge-roce.service' 2>&1",
+                                        dir.string()));
+  EXPECT_EQ(rc, 0) << output << "\n" << text;
+  EXPECT_EQ(output.find("Unknown key"), std::string::npos) << output;
+  fs::remove_all(dir);
+}
+
 TEST(RenderRoce, ScriptAndSysctlFileParse) {
   Output out = RenderExample();
   const RenderedFile* script = Find(out, "gpu01", "/usr/local/sbin/gpuforge-roce-setup");
@@ -265,7 +291,12 @@ TEST(RenderRoce, NetnsAppliesLinkRouteAndSysctlToVeths) {
       "echo \"$i.$k=$(sysctl -n net.ipv4.conf.$i.$k)\"; done; done\n",
       dir.string());
   Write(dir / "inner.sh", inner);
-  Write(dir / "missing.sh", fmt::format("mount -t sysfs sysfs /sys; sh {}/setup link\n", dir.string()));
+  // #28 item 6: only the second port is there. The first is named, and the second still gets
+  // its MTU and address: the script used to stop at the first missing port.
+  Write(dir / "missing.sh",
+        fmt::format("mount -t sysfs sysfs /sys; ip link add ens1f1np1 type veth peer name peer1; ip link set peer1 up; "
+                    "sh {}/setup link route; echo \"rc=$?\"; ip -d link show ens1f1np1; ip -4 -o addr show\n",
+                    dir.string()));
   auto [rc, text] = Shell(fmt::format("unshare --net --mount sh '{}/inner.sh'", dir.string()));
   ASSERT_EQ(rc, 0) << text;
   auto section = [&](const std::string& name) {
@@ -291,10 +322,16 @@ TEST(RenderRoce, NetnsAppliesLinkRouteAndSysctlToVeths) {
                            "ens1f1np1.arp_ignore=1", "ens1f1np1.arp_announce=2", "ens1f1np1.rp_filter=2"}) {
     EXPECT_NE(sys.find(want), std::string::npos) << want << "\n" << text;
   }
-  // A port that is not there is an error naming it, not a silent success.
+  // A port that is not there is an error naming it, not a silent success, and not the end of the
+  // other ports' configuration.
   auto [mrc, mtext] = Shell(fmt::format("unshare --net --mount sh '{}/missing.sh'", dir.string()));
-  EXPECT_EQ(mrc, 1) << mtext;
+  EXPECT_NE(mtext.find("rc=1"), std::string::npos) << mtext;
   EXPECT_NE(mtext.find("there is no interface ens1f0np0"), std::string::npos) << mtext;
+  EXPECT_NE(mtext.find("failed: ens1f0np0:link ens1f0np0:route (every other port and part was configured)"),
+            std::string::npos)
+      << mtext;
+  EXPECT_NE(mtext.find("ens1f1np1@peer1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000"), std::string::npos) << mtext;
+  EXPECT_NE(mtext.find("ens1f1np1    inet 198.18.8.101/24"), std::string::npos) << mtext;
   fs::remove_all(dir);
 }
 

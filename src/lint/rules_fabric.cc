@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -287,26 +288,112 @@ void RailAlignment(const model::Cluster& c, const model::Fabric& f, RuleContext&
                              one ? "its" : "their", node_rails[nodes.front()].size(), sw),
                  nodes, c.FindSwitch(sw)->where);
     }
-    // Switches carrying more than one rail, not counting the collapsed nodes above.
+    // A leaf may carry several whole rails (8 rails on 2 leaves is a small rail-optimized
+    // fabric, #28 item 4); what breaks rail alignment is a NIC away from its rail's leaf. Two
+    // nodes are in one scalable unit when at least half their rails share leaves (several
+    // units put the same rail on different leaves; a stray cable or two does not join units);
+    // in a unit, a rail's home is the leaf most of its NICs land on.
+    std::set<std::string> collapsed_nodes;
+    for (const auto& [sw, nodes] : collapsed) collapsed_nodes.insert(nodes.begin(), nodes.end());
+    std::map<std::string, std::string> unit;  // node -> representative
+    std::function<std::string(const std::string&)> find = [&](const std::string& n) -> std::string {
+      auto it = unit.find(n);
+      if (it == unit.end() || it->second == n) return n;
+      return it->second = find(it->second);
+    };
+    for (const auto& [node, rails] : node_rails) unit.emplace(node, node);
+    std::map<std::pair<std::string, std::string>, std::size_t> shared;  // node pair -> rails on one leaf
     for (const auto& [sw, rails] : switch_rails) {
-      std::map<int, std::vector<std::string>> rest;
-      const auto& skip = collapsed[sw];
       for (const auto& [rail, nodes] : rails) {
-        for (const std::string& n : nodes) {
-          if (std::find(skip.begin(), skip.end(), n) == skip.end()) rest[rail].push_back(n);
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+          for (std::size_t j = i + 1; j < nodes.size(); ++j) {
+            if (nodes[i] != nodes[j]) ++shared[std::minmax(nodes[i], nodes[j])];
+          }
         }
       }
-      if (rest.size() < 2) continue;
-      std::vector<std::string> parts;
-      std::vector<std::string> objects = {sw};
-      for (const auto& [rail, nodes] : rest) {
-        parts.push_back(fmt::format("rail {} ({})", rail, FoldNames(nodes)));
-        objects.insert(objects.end(), nodes.begin(), nodes.end());
+    }
+    for (const auto& [pair, n] : shared) {
+      if (collapsed_nodes.count(pair.first) || collapsed_nodes.count(pair.second)) continue;
+      const std::size_t fewer = std::min(node_rails[pair.first].size(), node_rails[pair.second].size());
+      if (2 * n < fewer) continue;
+      const std::string a = find(pair.first), b = find(pair.second);
+      if (a != b) unit[b] = a;
+    }
+    auto is_collapsed = [&](const std::string& node) { return collapsed_nodes.count(node) > 0; };
+    // unit -> rail -> switch -> nodes
+    std::map<std::string, std::map<int, std::map<std::string, std::vector<std::string>>>> placed;
+    for (const auto& [node, rails] : node_rails) {
+      if (is_collapsed(node)) continue;
+      for (const auto& [rail, sws] : rails) {
+        for (const std::string& sw : sws) placed[find(node)][rail][sw].push_back(node);
       }
-      ctx.Report(fmt::format("{} on rail-optimized network {} carries NICs of {} rails: {}; the "
-                             "same rail of different nodes should share a leaf",
-                             sw, net->name, rest.size(), fmt::join(parts, ", ")),
-                 std::move(objects), c.FindSwitch(sw)->where);
+    }
+    struct Stray {
+      std::string node;
+      int rail;
+      std::string at, home;
+    };
+    std::vector<Stray> strays;
+    for (const auto& [rep, rails] : placed) {
+      for (const auto& [rail, by_switch] : rails) {
+        if (by_switch.size() < 2) continue;
+        std::size_t most = 0, at_most = 0;
+        std::string home;
+        for (const auto& [sw, nodes] : by_switch) {
+          if (nodes.size() > most) {
+            most = nodes.size();
+            home = sw;
+            at_most = 1;
+          } else if (nodes.size() == most) {
+            ++at_most;
+          }
+        }
+        if (at_most > 1) {
+          // No majority: say how the rail splits, without guessing which side is wrong.
+          std::vector<std::string> parts, objects;
+          for (const auto& [sw, nodes] : by_switch) {
+            parts.push_back(fmt::format("{} ({})", sw, FoldNames(nodes)));
+            objects.insert(objects.end(), nodes.begin(), nodes.end());
+          }
+          ctx.Report(fmt::format("rail {} on rail-optimized network {} splits across {} within one scalable unit; the "
+                                 "same rail of nodes that share a leaf should share its leaf too",
+                                 rail, net->name, fmt::join(parts, ", ")),
+                     std::move(objects), c.FindSwitch(by_switch.begin()->first)->where);
+          continue;
+        }
+        for (const auto& [sw, nodes] : by_switch) {
+          if (sw == home) continue;
+          for (const std::string& n : nodes) strays.push_back({n, rail, sw, home});
+        }
+      }
+    }
+    // Two rails of one node each on the other's leaf: crossed cables, one swap fixes both.
+    std::vector<bool> done(strays.size(), false);
+    for (std::size_t i = 0; i < strays.size(); ++i) {
+      for (std::size_t j = i + 1; j < strays.size() && !done[i]; ++j) {
+        const Stray &x = strays[i], &y = strays[j];
+        if (done[j] || x.node != y.node || x.at != y.home || y.at != x.home) continue;
+        done[i] = done[j] = true;
+        ctx.Report(fmt::format("{} on rail-optimized network {}: rail {} lands on {} and rail {} on {}, each on the "
+                               "other's leaf; swap the two cables",
+                               x.node, net->name, x.rail, x.at, y.rail, y.at),
+                   {x.node, x.at, y.at}, c.FindSwitch(x.at)->where);
+      }
+    }
+    std::map<std::tuple<int, std::string, std::string>, std::vector<std::string>> away;  // (rail, at, home)
+    for (std::size_t i = 0; i < strays.size(); ++i) {
+      if (!done[i]) away[{strays[i].rail, strays[i].at, strays[i].home}].push_back(strays[i].node);
+    }
+    for (const auto& [key, nodes] : away) {
+      const auto& [rail, at, home] = key;
+      const std::size_t others = placed[find(nodes.front())][rail][home].size();
+      std::vector<std::string> objects = nodes;
+      objects.push_back(at);
+      ctx.Report(fmt::format("rail {} of {} on rail-optimized network {} lands on {}; rail {} of the other {} node{} "
+                             "sharing a leaf with {} lands on {}",
+                             rail, NodeList(nodes), net->name, at, rail, others, others == 1 ? "" : "s",
+                             nodes.size() == 1 ? "it" : "them", home),
+                 std::move(objects), c.FindSwitch(at)->where);
     }
   }
 }

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "gpuforge/base/quantity.h"
 #include "lint/rules.h"
@@ -19,16 +21,22 @@ struct RackLoad {
 };
 
 // Every node counts toward its rack's draw, whatever its role: the breaker does not care.
+// Nodes bucketed by rack in one pass (#28 item 19: a scan of every node per rack made lint
+// quadratic, 8.5 s at 16,384 nodes).
 std::vector<RackLoad> RackLoads(const model::Cluster& c) {
   std::vector<RackLoad> out;
+  out.reserve(c.racks.size());
+  std::unordered_map<std::string_view, std::size_t> at;
   for (const model::Rack& r : c.racks) {
-    RackLoad load{&r, 0, {}};
-    for (const model::Node& n : c.nodes) {
-      if (n.rack != r.name) continue;
-      load.watts += c.ProfileOf(n).node_power_w();
-      load.nodes.push_back(n.name);
-    }
-    out.push_back(std::move(load));
+    at.emplace(r.name, out.size());
+    out.push_back(RackLoad{&r, 0, {}});
+  }
+  for (const model::Node& n : c.nodes) {
+    auto it = at.find(n.rack);
+    if (it == at.end()) continue;
+    RackLoad& load = out[it->second];
+    load.watts += c.ProfileOf(n).node_power_w();
+    load.nodes.push_back(n.name);
   }
   return out;
 }

@@ -34,7 +34,9 @@ struct Pattern {
 };
 
 Error ErrorAt(std::string_view expr, std::size_t column, std::string_view what) {
-  return Error{fmt::format("hostlist \"{}\": {} at column {}", expr, what, column)};
+  // A hostile expression can be megabytes long: quote at most 120 characters of it.
+  const std::string shown = expr.size() <= 120 ? std::string(expr) : fmt::format("{}...", expr.substr(0, 117));
+  return Error{fmt::format("hostlist \"{}\": {} at column {}", shown, what, column)};
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -136,6 +138,23 @@ std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b, std::uint64_t cap)
 std::uint64_t SaturatingMul(std::uint64_t a, std::uint64_t b, std::uint64_t cap) {
   if (a == 0 || b == 0) return 0;
   return a > cap / b ? cap : std::min(a * b, cap);
+}
+
+// The longest name a pattern produces: its text plus each group's widest number.
+std::uint64_t LongestName(const Pattern& pattern) {
+  std::uint64_t n = 0;
+  for (const Piece& piece : pattern.pieces) {
+    if (piece.ranges.empty()) {
+      n += piece.text.size();
+      continue;
+    }
+    std::uint64_t widest = 0;
+    for (const Range& r : piece.ranges) {
+      widest = std::max<std::uint64_t>(widest, std::max<std::uint64_t>(r.width, fmt::format_int(r.hi).size()));
+    }
+    n += widest;
+  }
+  return n;
 }
 
 std::uint64_t CountNames(const Pattern& pattern, std::uint64_t cap) {
@@ -301,11 +320,24 @@ Result<std::vector<std::string>> Expand(std::string_view expr, std::size_t limit
   const std::uint64_t cap =
       limit64 == std::numeric_limits<std::uint64_t>::max() ? limit64 : limit64 + 1;
   std::uint64_t total = 0;
+  std::uint64_t bytes = 0;
+  constexpr std::uint64_t kByteCap = std::uint64_t{kMaxExpansionBytes} + 1;
   for (const Pattern& pattern : patterns) {
-    total = SaturatingAdd(total, CountNames(pattern, cap), cap);
+    const std::uint64_t longest = LongestName(pattern);
+    if (longest > kMaxNameLength) {
+      return ErrorAt(expr, pattern.column,
+                     fmt::format("names would be {} characters long, over the limit of {}", longest, kMaxNameLength));
+    }
+    const std::uint64_t count = CountNames(pattern, cap);
+    total = SaturatingAdd(total, count, cap);
     if (total > limit64) {
       return ErrorAt(expr, pattern.column,
                      fmt::format("expansion exceeds the limit of {} names", limit));
+    }
+    bytes = SaturatingAdd(bytes, SaturatingMul(count, longest + 1, kByteCap), kByteCap);
+    if (bytes > kMaxExpansionBytes) {
+      return ErrorAt(expr, pattern.column,
+                     fmt::format("expansion exceeds the limit of {} MiB of names", kMaxExpansionBytes >> 20));
     }
   }
 

@@ -64,16 +64,31 @@ Result<std::vector<std::string>> Members(std::string_view expr, const Operand& o
                            list.empty() ? "none" : list)};
 }
 
+// An expression quoted in an error: at most 80 characters of it.
+std::string Excerpt(std::string_view expr) {
+  return expr.size() <= 80 ? std::string(expr) : fmt::format("{}...", expr.substr(0, 77));
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> Evaluate(std::string_view expr, const Groups& groups, std::size_t limit) {
   if (expr.empty()) return Error{"nodeset \"\": empty expression"};
   Result<std::vector<Operand>> operands = Split(expr);
   if (!operands.ok()) return operands.error();
+  if (operands->size() > kMaxOperands) {
+    return Error{fmt::format("nodeset \"{}\": {} operands, over the limit of {}", Excerpt(expr), operands->size(),
+                             kMaxOperands)};
+  }
   std::vector<std::string> result;
+  std::size_t expanded = 0;
   for (const Operand& o : *operands) {
     Result<std::vector<std::string>> right = Members(expr, o, groups, limit);
     if (!right.ok()) return right.error();
+    expanded += right->size();
+    if (expanded > kMaxOperandNames) {
+      return Error{fmt::format("nodeset \"{}\": its operands expand to more than {} names together (at column {})",
+                               Excerpt(expr), kMaxOperandNames, o.column)};
+    }
     const std::unordered_set<std::string> rset(right->begin(), right->end());
     const std::unordered_set<std::string> lset(result.begin(), result.end());
     std::vector<std::string> next;

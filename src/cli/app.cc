@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -98,6 +100,11 @@ CLI::App* Selected(CLI::App* app) {
   return app;
 }
 
+std::set<const CLI::App*>& FreeArgumentApps() {
+  static std::set<const CLI::App*> apps;
+  return apps;
+}
+
 std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
   if (!arg.empty() && arg[0] == '-') {
     std::string flag = arg.substr(0, arg.find('='));
@@ -116,6 +123,8 @@ std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
 }
 
 }  // namespace
+
+void TakesFreeArguments(const CLI::App* app) { FreeArgumentApps().insert(app); }
 
 namespace {
 
@@ -149,6 +158,9 @@ int Dispatch(Context& ctx, int argc, const char* const* argv) {
   app.allow_extras();
   app.fallthrough();
 
+  // The apps of an earlier Run (tests call it in one process) are gone; their addresses may be
+  // reused by this one's.
+  FreeArgumentApps().clear();
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& c : Commands()) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.help));
@@ -187,8 +199,11 @@ int Dispatch(Context& ctx, int argc, const char* const* argv) {
     return kExitOk;
   }
   CLI::App* sel = Selected(&app);
-  std::vector<std::string> extras = sel->remaining();
-  if (extras.empty()) extras = app.remaining();
+  std::vector<std::string> extras;
+  if (!FreeArgumentApps().count(sel)) {
+    extras = sel->remaining();
+    if (extras.empty()) extras = app.remaining();
+  }
   if (!extras.empty()) {
     ctx.Error(UnknownArgumentMessage(sel, extras.front()));
     ctx.Err(fmt::format("Run '{} --help' for usage.\n", sel == &app ? "gpuforge" : "gpuforge " + sel->get_name()));

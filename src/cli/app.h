@@ -78,6 +78,11 @@ struct Command {
 
 std::span<const Command> Commands();
 
+// Marks a (sub)command whose positional words are free arguments its runner reads itself with
+// `remaining()` (hostlist expand/fold: CLI11 would read a vector positional "[1-3]" as its own
+// array syntax). Dispatch then does not call them unexpected.
+void TakesFreeArguments(const CLI::App* app);
+
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
 

@@ -121,6 +121,24 @@ TEST(HostlistExpand, LargeExpansion) {
   EXPECT_EQ(MustExpand("n[1-1024]x[1-1024]").size(), kMaxExpansion);
 }
 
+// #28 item 16: names count bytes too. A 1,000-character prefix times [0-999999] stayed under
+// the name limit, asked for gigabytes and died of bad_alloc (exit 134).
+TEST(HostlistExpand, LongNamesAndManyBytesAreRefusedBeforeBuilding) {
+  const std::string long_prefix(1000, 'a');
+  const std::string err = ExpandError(long_prefix + "[0-999999]");
+  EXPECT_EQ(err, "hostlist \"" + std::string(117, 'a') +
+                     "...\": names would be 1006 characters long, over the limit of 255 at column 0");
+  // 200 characters is a legal name, but a million of them is 201 MB.
+  EXPECT_EQ(ExpandError(std::string(200, 'b') + "[0-999999]"),
+            "hostlist \"" + std::string(117, 'b') + "...\": expansion exceeds the limit of 64 MiB of names at column 0");
+  // The longest legal name, once, is fine.
+  EXPECT_EQ(MustExpand(std::string(250, 'c') + "[1-9]").size(), 9u);
+  EXPECT_EQ(MustExpand(std::string(250, 'c') + "[1-10000]").size(), 10000u);  // 255 characters: the limit
+  EXPECT_EQ(ExpandError(std::string(251, 'c') + "[1-10000]"),
+            "hostlist \"" + std::string(117, 'c') + "...\": names would be 256 characters long, over the limit of 255 "
+            "at column 0");
+}
+
 TEST(HostlistExpand, HugeExpansionsAreRefusedBeforeBuilding) {
   EXPECT_EQ(ExpandError("gpu[1-999999999999999999]"),
             "hostlist \"gpu[1-999999999999999999]\": expansion exceeds the "

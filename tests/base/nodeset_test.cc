@@ -68,5 +68,21 @@ TEST(Nodeset, ErrorsNameTheOperand) {
   EXPECT_EQ(big.error().message, "nodeset \"a[1-8],b[1-8]\": more than 10 names");
 }
 
+// #28 item 16: every operand is expanded in full, so their count and their names together are
+// bounded: "n[0-999999]!n[0-999999]!..." cost 0.8 s of CPU per operand.
+TEST(Nodeset, OperatorBombsAreRefusedBeforeTheWork) {
+  std::string many = "a1";
+  for (std::size_t i = 1; i <= kMaxOperands; ++i) many += "!a1";
+  const std::string err = Fails(many);
+  EXPECT_EQ(err, "nodeset \"" + many.substr(0, 77) + "...\": 65 operands, over the limit of 64") << err;
+  std::string heavy = "n[0-999999]";
+  for (int i = 0; i < 4; ++i) heavy += "!n[0-999999]";
+  EXPECT_EQ(Fails(heavy), "nodeset \"" + heavy + "\": its operands expand to more than 4194304 names together (at column 48)");
+  // Sixty-four operands are fine.
+  std::string fine = "gpu001";
+  for (std::size_t i = 1; i < kMaxOperands; ++i) fine += ",gpu001";
+  EXPECT_EQ(Must(fine), Names{"gpu001"});
+}
+
 }  // namespace
 }  // namespace gpuforge::nodeset

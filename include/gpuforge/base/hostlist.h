@@ -21,11 +21,18 @@ namespace gpuforge::hostlist {
 // The most names one expression may expand to; past this Expand refuses (a typo such as
 // gpu[1-10000000] must not eat the controller's memory).
 inline constexpr std::size_t kMaxExpansion = 1u << 20;
+// The longest name an expression may produce: a DNS name is at most 253 characters (RFC 1035),
+// and nothing longer can be a node. Names count bytes too (#28 item 16: a 1,000-character prefix
+// times [0-999999] stayed under kMaxExpansion names and asked for gigabytes).
+inline constexpr std::size_t kMaxNameLength = 255;
+// The most bytes of names one expansion may hold, however the count and lengths combine.
+inline constexpr std::size_t kMaxExpansionBytes = std::size_t{64} << 20;
 
 // Expands an expression to the list of names, in order, duplicates kept as written.
 // Errors: an empty expression or name ("a,,b"), whitespace, unbalanced or nested brackets, empty
 // brackets or ranges ("[]", "[1,,2]"), reversed ranges ("[5-1]"), non-numeric or over-long
-// bounds, an expansion larger than `limit` (refused before anything is built). The error message
+// bounds, an expansion larger than `limit` names, a name longer than kMaxNameLength or names
+// together longer than kMaxExpansionBytes (all refused before anything is built). The error message
 // quotes the expression and says what is wrong and where (0-based column within the expression,
 // as "at column N"), e.g.
 //   hostlist "gpu[5-1]": reversed range "5-1" at column 4

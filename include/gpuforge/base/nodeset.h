@@ -26,7 +26,15 @@ using Groups = std::map<std::string, std::vector<std::string>, std::less<>>;
 // which names first joined, without duplicates; it may be empty ("@gpu&@login").
 // Errors name the operand: an empty one ("a,,b", a leading or trailing operator), a hostlist
 // error, an unknown group (with the closest known one: "did you mean '@gpu'?"), a result larger
-// than `limit`.
+// than `limit`, more than kMaxOperands operands, operands expanding to more than
+// kMaxOperandNames names together.
+// The most operands one expression may join: every operand is expanded in full, so each costs
+// up to kMaxExpansion names of work (#28 item 16: "n[0-999999]!n[0-999999]!..." cost 0.8 s of
+// CPU per operand). A hand-written --nodes rarely has ten.
+inline constexpr std::size_t kMaxOperands = 64;
+// The most names all operands may expand to together.
+inline constexpr std::size_t kMaxOperandNames = std::size_t{4} << 20;
+
 Result<std::vector<std::string>> Evaluate(std::string_view expr, const Groups& groups,
                                           std::size_t limit = hostlist::kMaxExpansion);
 

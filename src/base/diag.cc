@@ -75,14 +75,27 @@ std::string FormatDiagnostic(const Diagnostic& d, const SourceFile* source) {
   std::string_view line = source->Line(d.pos.line);
   std::string number = std::to_string(d.pos.line);
   std::string gutter(number.size(), ' ');
-  // Tabs are kept in the caret line so the mark stays under the right character.
-  std::string pad;
-  for (int i = 0; i + 1 < d.pos.col && static_cast<std::size_t>(i) < line.size(); ++i) {
-    pad.push_back(line[i] == '\t' ? '\t' : ' ');
+  // The line as shown: every byte that is not printable ASCII written as \xNN (a right-to-left
+  // override or a terminal escape in an inventory is shown, never obeyed), at most kShown
+  // characters around the column, the rest as "..." (#28 item 23: an 8 MiB scalar was echoed
+  // whole). Tabs are kept so the caret stays under the right character.
+  constexpr std::size_t kShown = 160;
+  const std::size_t col = d.pos.col > 0 ? static_cast<std::size_t>(d.pos.col - 1) : 0;
+  std::size_t from = col > kShown / 2 ? col - kShown / 2 : 0;
+  std::size_t to = std::min(line.size(), from + kShown);
+  std::string shown = from > 0 ? "..." : "";
+  std::string pad = from > 0 ? "   " : "";
+  for (std::size_t i = from; i < to; ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    std::string piece = c == '\t' || (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c))
+                                                              : fmt::format("\\x{:02x}", c);
+    if (i < col) pad += c == '\t' ? std::string("\t") : std::string(piece.size(), ' ');
+    shown += piece;
   }
-  int width = std::max(1, d.width);
+  if (to < line.size()) shown += "...";
+  int width = std::max(1, std::min(d.width, static_cast<int>(kShown)));
   std::string mark = "^" + std::string(static_cast<std::size_t>(width - 1), '~');
-  out += fmt::format(" {} | {}\n {} | {}{}\n", number, line, gutter, pad, mark);
+  out += fmt::format(" {} | {}\n {} | {}{}\n", number, shown, gutter, pad, mark);
   return out;
 }
 

@@ -20,6 +20,12 @@ std::optional<std::string> CheckAlphabet(std::string_view s, std::string_view ex
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       return fmt::format("{} contains a control character at position {}", what, i + 1);
     }
+    // A byte of a multi-byte character (a right-to-left override, a C1 control) is named by its
+    // value: quoted alone it is half a character, which a terminal shows as '?' (#28 item 23).
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      return fmt::format("{} contains the non-ASCII byte 0x{:02X} at position {}, which is not allowed", what,
+                         static_cast<unsigned char>(c), i + 1);
+    }
     return fmt::format("{} contains '{}' at position {}, which is not allowed", what, c, i + 1);
   }
   return std::nullopt;

@@ -612,3 +612,28 @@ TEST(LoaderErrors, TwoColonsInEndpoint) {
 
 }  // namespace
 }  // namespace gpuforge::inventory
+
+namespace gpuforge::inventory {
+namespace {
+
+// #28 item 23: what the loader echoes of a hostile inventory. A right-to-left override is shown
+// as its bytes, never obeyed; a byte of a multi-byte character is named by its value, not "'?'";
+// an 8 MiB scalar is not echoed whole.
+TEST(LoaderDiagnostics, HostileBytesAreShownNotObeyedAndLongLinesAreCut) {
+  const std::string rlo = Diagnostics(Edit("cluster: {name: t}", "cluster: {name: \"a\xe2\x80\xae" "b\"}"));
+  EXPECT_NE(rlo.find("cluster name: name contains the non-ASCII byte 0xE2 at position 2, which is not allowed"),
+            std::string::npos)
+      << rlo;
+  EXPECT_NE(rlo.find(" 2 | cluster: {name: \"a\\xe2\\x80\\xaeb\"}\n"), std::string::npos) << rlo;
+  EXPECT_EQ(rlo.find("\xe2\x80\xae"), std::string::npos) << "the override itself reached the output";
+  const std::string c1 = Diagnostics(Edit("cluster: {name: t}", "cluster: {name: \"a\xc2\x85" "b\"}"));
+  EXPECT_NE(c1.find("contains the non-ASCII byte 0xC2 at position 2"), std::string::npos) << c1;
+  EXPECT_EQ(c1.find("contains '?'"), std::string::npos) << c1;
+
+  const std::string big = Diagnostics(Edit("cluster: {name: t}", "cluster: {name: \"" + std::string(8 << 20, 'x') + "\"}"));
+  EXPECT_LT(big.size(), 4000u) << big.substr(0, 400);
+  EXPECT_NE(big.find(" 2 | cluster: {name: \"" + std::string(143, 'x') + "...\n"), std::string::npos) << big.substr(0, 600);
+}
+
+}  // namespace
+}  // namespace gpuforge::inventory

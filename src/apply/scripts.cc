@@ -100,7 +100,12 @@ std::string PrepareScript(std::string_view run_id, std::span<const std::string> 
 }
 
 std::string JournalScript(std::string_view json_line) {
-  return fmt::format("umask 022\nmkdir -p {} && printf '%s\\n' {} >> {}\n", ShellQuote(kStateDir),
+  // Root only (#28 item 14): each line holds the SHA-256 of every file the run wrote, the munge
+  // key's and slurmdbd's password file's too, and an unsalted digest of a password is crackable
+  // offline. Rollback needs the digests (a file changed since the run is not clobbered), and
+  // whoever can read a 0600 root file can read the secrets themselves. The chmod also closes a
+  // journal an older gpuforge left 0644.
+  return fmt::format("umask 077\nmkdir -p {0} && printf '%s\\n' {1} >> {2} && chmod 0600 {2}\n", ShellQuote(kStateDir),
                      ShellQuote(json_line), ShellQuote(kJournal));
 }
 

@@ -13,9 +13,13 @@ namespace gpuforge::base {
 
 Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode) {
   std::error_code ec;
-  std::filesystem::create_directories(target.parent_path(), ec);
-  if (ec) return Error{fmt::format("{}: cannot create directory: {}", target.parent_path().string(), ec.message())};
-  std::string tmpl = (target.parent_path() / ("." + target.filename().string() + ".gpuforge-XXXXXX")).string();
+  // A bare name ("out.xml") has no parent: it goes in the working directory. create_directories
+  // refuses the empty path with EINVAL, which lost a long validate run's results at its end
+  // (#28 item 18).
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{fmt::format("{}: cannot create directory: {}", dir.string(), ec.message())};
+  std::string tmpl = (dir / ("." + target.filename().string() + ".gpuforge-XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
   if (fd < 0) return Error{fmt::format("{}: cannot create a temporary file: {}", target.string(), std::strerror(errno))};
   auto fail = [&](const char* what) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -13,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "gpuforge/base/read_file.h"
+#include "gpuforge/base/text.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/apply/read_plans.h"
@@ -92,12 +94,24 @@ std::optional<int> Prepare(Context& ctx, const ApplyFlags& f, ApplyInputs* in) {
       return kExitUsage;
     }
     in->saved = std::move(*p);
-    in->inventory = in->saved->inventory;
+    // #28 item 17: the plan names its inventory relative to its own directory, and the file is
+    // parsed only when its digest is the one the plan was made from. A plan is an artifact that
+    // travels (CI); one edited to name a root-only file made a root job quote that file's lines
+    // in its parse errors. Now such a file is only hashed: a digest that differs says "stale"
+    // and nothing of the file is shown.
+    const std::filesystem::path named = in->saved->inventory;
+    if (named.empty() || named.is_absolute()) {
+      ctx.Error(fmt::format("{}: the plan names its inventory as '{}'; a saved plan names it relative to the plan's "
+                            "own directory: make the plan again with this gpuforge",
+                            f.input, text::Visible(in->saved->inventory)));
+      return kExitUsage;
+    }
+    in->inventory = (std::filesystem::path(f.input).parent_path() / named).lexically_normal().string();
     only = in->saved->parts;
-  }
-  in->cluster = LoadInventory(ctx, in->inventory);
-  if (!in->cluster) return kExitUsage;
-  if (in->saved) {
+    if (Status st = base::CheckInputFile({in->inventory, "the plan's inventory", 64u << 20}); !st.ok()) {
+      ctx.Error(fmt::format("{}: {}", f.input, st.error().message));
+      return kExitUsage;
+    }
     auto sha = FileSha256(ctx, in->inventory);
     if (!sha) return kExitUsage;
     if (*sha != in->saved->inventory_sha256) {
@@ -106,6 +120,8 @@ std::optional<int> Prepare(Context& ctx, const ApplyFlags& f, ApplyInputs* in) {
       return kExitFindings;
     }
   }
+  in->cluster = LoadInventory(ctx, in->inventory);
+  if (!in->cluster) return kExitUsage;
   auto parts = PartsFrom(ctx, only);
   if (!parts) return kExitUsage;
   auto targets = SelectTargets(ctx, *in->cluster, f.remote);

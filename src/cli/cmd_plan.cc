@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "cli/remote_options.h"
 #include "gpuforge/apply/read_plans.h"
 #include "gpuforge/base/files.h"
@@ -26,6 +27,13 @@ struct PlanFlags {
   std::string out;
   std::string facts;
 };
+
+// The inventory as a saved plan names it: relative to the plan file's directory, which is where
+// `apply PLAN` resolves it (#28 item 17).
+std::string InventoryFromPlan(const std::string& inventory, const std::string& plan_out) {
+  const std::filesystem::path plan_dir = std::filesystem::absolute(plan_out).parent_path();
+  return std::filesystem::absolute(inventory).lexically_normal().lexically_relative(plan_dir.lexically_normal()).string();
+}
 
 // Reads every selected node's state and prints the plan. Returns the exit code.
 int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& inventory, const PlanFlags& flags) {
@@ -58,8 +66,8 @@ int PlanOnline(Context& ctx, const model::Cluster& cluster, const std::string& i
 
   if (!flags.out.empty() && failed == 0) {
     plan::SavedPlan saved =
-        apply::SavedPlanFrom(reads, *desired, NowUtc(), std::filesystem::absolute(inventory).lexically_normal().string(),
-                             *inventory_sha, flags.only);
+        apply::SavedPlanFrom(reads, *desired, NowUtc(), InventoryFromPlan(inventory, flags.out), *inventory_sha,
+                             flags.only);
     if (Status st = base::WriteFileAtomically(flags.out, plan::ToJson(saved)); !st.ok()) {
       ctx.Error(st.error().message);
       return kExitFindings;
@@ -105,6 +113,8 @@ Command PlanCommand() {
                 "Exit codes: 0 plan made (--offline: design clean of errors); 1 lint errors (--offline) or a node\n"
                 "could not be read; 2 invalid inventory or usage, or with --detailed-exitcode: changes to make.");
             return [o](Context& ctx) {
+              // Before any node is read: a plan that cannot be saved is known now, not after.
+              if (!CheckOutputFile(ctx, "--out", o->flags.out)) return static_cast<int>(kExitUsage);
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(o->flags.detailed && !o->offline ? kExitFindings : kExitUsage);
               if (!o->offline) return PlanOnline(ctx, *cluster, o->inventory, o->flags);
@@ -112,10 +122,23 @@ Command PlanCommand() {
               const estimate::Estimates est = estimate::Estimate(*cluster);
               // The same desired state the online plan compares and apply pushes: one render,
               // DesiredNodeState per node. The agent is listed without reading the binary.
+              // --nodes selects whose desired state is shown, and an unknown name is refused as
+              // online (#28 item 11); lint and the estimates stay the whole design's.
+              std::vector<std::string> names;
+              if (!o->flags.remote.nodes.empty()) {
+                Result<std::vector<std::string>> expanded = SelectNodeNames(*cluster, o->flags.remote.nodes);
+                if (!expanded.ok()) {
+                  ctx.Error(fmt::format("--nodes: {}", expanded.error().message));
+                  return static_cast<int>(kExitUsage);
+                }
+                names = std::move(*expanded);
+              } else {
+                for (const model::Node& n : cluster->nodes) names.push_back(n.name);
+              }
               std::vector<remote::Target> every;
-              for (const model::Node& n : cluster->nodes) {
+              for (const std::string& name : names) {
                 remote::Target t;
-                t.node = n.name;
+                t.node = name;
                 every.push_back(std::move(t));
               }
               plan::Parts parts = plan::AllParts();

@@ -54,7 +54,9 @@ std::string DirProblem(const fs::path& dir) {
   return "";
 }
 
-bool CheckFile(Context& ctx, std::string_view flag, const std::string& path) {
+}  // namespace
+
+bool CheckOutputFile(Context& ctx, std::string_view flag, const std::string& path) {
   if (path.empty()) return true;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -67,8 +69,6 @@ bool CheckFile(Context& ctx, std::string_view flag, const std::string& path) {
   }
   return true;
 }
-
-}  // namespace
 
 void AddFormatWithJunit(CLI::App& app, Format* format) {
   const std::map<std::string, Format> choices = {
@@ -101,8 +101,8 @@ void AddResultOptions(CLI::App& app, OutputFlags* f) {
 }
 
 bool CheckOutputs(Context& ctx, const OutputFlags& f) {
-  if (!CheckFile(ctx, "--junit", f.junit) || !CheckFile(ctx, "--prometheus", f.prometheus) ||
-      !CheckFile(ctx, "--report", f.report)) {
+  if (!CheckOutputFile(ctx, "--junit", f.junit) || !CheckOutputFile(ctx, "--prometheus", f.prometheus) ||
+      !CheckOutputFile(ctx, "--report", f.report)) {
     return false;
   }
   if (!f.save_results.empty()) {

@@ -35,6 +35,9 @@ void AddResultOptions(CLI::App& app, OutputFlags* flags);
 // directory, and its directory (or the nearest one that exists, which the write creates the
 // rest under) takes a new file. Prints the error naming the flag and the path.
 bool CheckOutputs(Context& ctx, const OutputFlags& flags);
+// One output file flag, checked the same way before anything runs: not a directory, and its
+// directory can take a new file (tried). False, with the error printed, when it cannot.
+bool CheckOutputFile(Context& ctx, std::string_view flag, const std::string& path);
 
 // --baseline read and checked against the cluster; nullopt with the error printed when it is
 // refused, and nullopt without one when no --baseline was given (`refused` tells them apart).

@@ -257,8 +257,11 @@ bool NamesSecret(std::string_view raw) {
   for (std::size_t p; (p = k.find("tokeniz")) != kNpos;) k.erase(p, 7);
   for (std::string_view w : kSecretWords)
     if (k.find(w) != kNpos) return true;
-  // Slurm's database password: StoragePass, AccountingStoragePass.
-  if (k.ends_with("storagepass")) return true;
+  // Slurm's passwords, each key a test in diff_test.cc (#28 item 15): slurm.conf(5)
+  // AccountingStoragePass and JobCompPass, slurmdbd.conf(5) StoragePass; MariaDB's my.cnf
+  // `password` (above) and its short `pass`.
+  if (k.ends_with("storagepass") || k.ends_with("comppass")) return true;
+  if (k == "pass" || k.ends_with("_pass") || k.ends_with(".pass")) return true;
   return k == "key" || k.ends_with("_key") || k.ends_with(".key");
 }
 

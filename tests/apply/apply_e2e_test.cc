@@ -56,6 +56,8 @@ TEST_F(ApplyE2e, PlanApplyConvergeAndSecondApplyChangesNothing) {
   EXPECT_NE(apply.output.find("ran sysctl --system"), std::string::npos) << apply.output;
   EXPECT_EQ(SshOutput(0, "stat -c '%a %U' /etc/nccl.conf; ls /var/lib/gpuforge; cat /tmp/sysctl-calls"),
             "644 root\njournal.jsonl\nmanaged-files\n--system\n");
+  // #28 item 14: the journal, which holds every written file's digest, is root's alone.
+  EXPECT_EQ(SshOutput(0, "stat -c '%a %U' /var/lib/gpuforge/journal.jsonl"), "600 root\n");
 
   testbed::CommandOutput again = Gpuforge("plan --detailed-exitcode");
   EXPECT_EQ(again.exit_code, 0) << again.output;

@@ -110,6 +110,8 @@ TEST(PlanCommands, HostileValuesStayQuoted) {
       << prep;
   EXPECT_NE(JournalScript(evil).find("printf '%s\\n' " + q + " >> '/var/lib/gpuforge/journal.jsonl'"),
             std::string::npos);
+  EXPECT_TRUE(JournalScript(evil).starts_with("umask 077\n")) << JournalScript(evil);
+  EXPECT_NE(JournalScript(evil).find("&& chmod 0600 '/var/lib/gpuforge/journal.jsonl'"), std::string::npos);
 }
 
 // The state script run by a real /bin/sh on hostile file names: one answer per path, in order,
@@ -170,7 +172,7 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   EXPECT_EQ(log[5], "upload: /var/lib/gpuforge/managed-files (644)");
   EXPECT_EQ(c.nodes["gpu01"].files["/var/lib/gpuforge/managed-files"],
             "/etc/gpuforge/x.conf\n/etc/nccl.conf\n/etc/sysctl.d/90.conf\n");
-  EXPECT_TRUE(log[6].starts_with("exec: umask 022\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"run\":\"20261130T064252Z-0000abcd\""))
+  EXPECT_TRUE(log[6].starts_with("exec: umask 077\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"run\":\"20261130T064252Z-0000abcd\""))
       << log[6];
   EXPECT_NE(log[6].find("\"result\":\"applied\""), std::string::npos);
   EXPECT_NE(log[6].find("\"backup\":\"/var/lib/gpuforge/backups/20261130T064252Z-0000abcd/etc/nccl.conf\""),

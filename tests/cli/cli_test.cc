@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -267,6 +268,13 @@ TEST(Cli, HostlistExpandAndFold) {
   RunResult bad = RunCli({"hostlist", "expand", "gpu[5-1]"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_NE(bad.err.find("reversed range"), std::string::npos) << bad.err;
+  // #28 item 24: a bare bracket group is a hostlist, not CLI11's array syntax ("1-3" before), as
+  // `scontrol show hostnames '[1-3]'` and `nodeset -e '[1-3]'` read it.
+  RunResult bare = RunCli({"hostlist", "expand", "[1-3]", "[7,9]", "-s", ","});
+  EXPECT_EQ(bare.code, kExitOk) << bare.err;
+  EXPECT_EQ(bare.out, "1,2,3,7,9\n");
+  RunResult folded = RunCli({"hostlist", "fold", "[1-3]", "4"});
+  EXPECT_EQ(folded.out, "[1-4]\n");
 }
 
 TEST(Cli, PlanOfflineShowsLintEstimatesAndFoldedDesiredState) {
@@ -291,6 +299,77 @@ TEST(Cli, PlanJson) {
   EXPECT_EQ(j["nodes"][1]["nodes"], "gpu[001-004]");
   EXPECT_EQ(j["nodes"][2]["nodes"], "login01");
   EXPECT_GT(j["summary"]["add"].get<int>(), 0);
+}
+
+// #28 item 18: a bare file name ("out.xml") is the working directory's: it used to pass the check
+// and then fail at the end of the run ("cannot create directory: Invalid argument"), losing the
+// results. plan --out is checked before any node is read, like validate's file flags.
+TEST(Cli, BareOutputNamesAreWrittenAndPlanOutIsCheckedFirst) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gpuforge-cli-bare-names";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  RunResult r = RunCli({"lint", "--color", "never", (was / kExample).lexically_normal().string(), "--junit", "lint.xml"});
+  std::filesystem::current_path(was);
+  EXPECT_NE(r.code, kExitUsage) << r.err;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "lint.xml")) << r.err;
+  EXPECT_EQ(r.err.find("cannot create directory"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+
+  RunResult plan = RunCli({"plan", kExample, "--out", "/proc/gpuforge-plan.json"});
+  EXPECT_EQ(plan.code, kExitUsage) << plan.out;
+  EXPECT_NE(plan.err.find("--out /proc/gpuforge-plan.json: cannot create a file in /proc"), std::string::npos)
+      << plan.err;
+  EXPECT_TRUE(plan.out.empty()) << plan.out;
+}
+
+// #28 item 17: a saved plan (an artifact that travels) edited to name another file: an absolute
+// path is refused, and a relative one is only hashed; a digest that differs is "stale", and not
+// one line of the file is quoted (a root job used to parse it and print its lines in errors).
+TEST(Cli, ATamperedSavedPlanNeverShowsTheFileItNames) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gpuforge-cli-tampered-plan";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "secret.txt") << "root:$6$hash-that-must-not-be-shown:19000:0:99999:7:::\n";
+  auto plan = [&](const std::string& inventory) {
+    const std::string path = (dir / "plan.json").string();
+    std::ofstream(path) << fmt::format(
+        R"({{"schema": "gpuforge.saved-plan/v1", "created": "2026-12-04T00:00:00Z", "inventory": "{}",
+ "inventory_sha256": "{}", "only": "", "nodes": []}})",
+        inventory, std::string(64, 'a'));
+    return path;
+  };
+  RunResult absolute = RunCli({"apply", plan("/etc/shadow"), "--yes"});
+  EXPECT_EQ(absolute.code, kExitUsage) << absolute.err;
+  EXPECT_NE(absolute.err.find("names its inventory as '/etc/shadow'; a saved plan names it relative to the plan's own "
+                              "directory"),
+            std::string::npos)
+      << absolute.err;
+  RunResult relative = RunCli({"apply", plan("secret.txt"), "--yes"});
+  EXPECT_EQ(relative.code, kExitFindings) << relative.err;
+  EXPECT_NE(relative.err.find("the plan is stale: " + (dir / "secret.txt").string() + " changed since the plan was made"),
+            std::string::npos)
+      << relative.err;
+  EXPECT_EQ(relative.err.find("must-not-be-shown"), std::string::npos) << relative.err;
+  EXPECT_EQ(relative.out.find("must-not-be-shown"), std::string::npos) << relative.out;
+  std::filesystem::remove_all(dir);
+}
+
+// #28 item 11: --nodes selects whose desired state the offline plan shows, and an unknown name
+// is refused as the online plan refuses it; lint and the estimates stay the whole design's.
+TEST(Cli, PlanOfflineHonoursNodes) {
+  RunResult some = RunCli({"plan", "--offline", "--format", "json", kExample, "--nodes", "gpu[002-003]"});
+  ASSERT_EQ(some.code, kExitOk) << some.err;
+  auto j = nlohmann::json::parse(some.out);
+  ASSERT_EQ(j["nodes"].size(), 1u) << some.out;
+  EXPECT_EQ(j["nodes"][0]["nodes"], "gpu[002-003]");
+  EXPECT_EQ(j["nodes"][0]["count"], 2);
+  RunResult bad = RunCli({"plan", "--offline", kExample, "--nodes", "nosuch"});
+  EXPECT_EQ(bad.code, kExitUsage) << bad.out;
+  EXPECT_NE(bad.err.find("--nodes: "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("nosuch"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty()) << bad.out;
 }
 
 // The munge key (#14): the examples' public key is named and warned about; a Slurm cluster

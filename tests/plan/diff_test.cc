@@ -317,6 +317,11 @@ TEST(PlanMaskSecrets, MasksValuesKeepsKeysAndLayout) {
       {"\"password\": \"x\",\n", "\"password\": (masked)\n"},
       {"AccountingStoragePass=pw\nStoragePass=pw\n",
        "AccountingStoragePass=(masked)\nStoragePass=(masked)\n"},
+      // #28 item 15: every Slurm and MariaDB password key.
+      {"JobCompPass=pw\n", "JobCompPass=(masked)\n"},
+      {"jobcomppass = pw\n", "jobcomppass = (masked)\n"},
+      {"[client]\npassword = pw\npass=pw\ndb_pass: pw\n", "[client]\npassword = (masked)\npass=(masked)\ndb_pass: (masked)\n"},
+      {"StorageUser=slurm\nJobCompUser=slurm\n", "StorageUser=slurm\nJobCompUser=slurm\n"},
       {"curl -H \"Authorization: Bearer abc\" http://x\n", "curl -H \"Authorization: (masked)\n"},
       {"  bearer abc\n", "  bearer (masked)\n"},
       {"password=a\r\nuser=b\r\n", "password=(masked)\r\nuser=b\r\n"},
@@ -343,6 +348,7 @@ TEST(PlanMaskSecrets, LeavesOrdinarySettingsAlone) {
            "monkey = 3\nkeyboard = us\nkeys: 4\nhotkey=F1\n",
            "                      - key: \"kubernetes.io/hostname\"\n",
            "TOKENIZERS_PARALLELISM=false\n",
+           "bypass=1\ncompass: north\nPassthrough=yes\n",
            "tlsPrivateKeyFile: "
            "/var/lib/kubelet/pki/kubelet.key\npassword_file=/etc/pw\nsecrets_dir: /run/s\n",
            "password=\npassword:\n[secrets]\n# set the password below\n",

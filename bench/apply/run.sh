@@ -33,6 +33,8 @@ export LC_ALL=C
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/bench/apply
+# shellcheck source=bench/lib/testbed_hosts.sh
+source "$ROOT/bench/lib/testbed_hosts.sh"
 TESTBED=$ROOT/tests/testbed/testbed.sh
 STANDINS=$ROOT/tests/testbed/standins.sh
 GPU_FIXTURE=$ROOT/tests/data/facts/nvidia-h200-1gpu
@@ -189,20 +191,10 @@ fresh_testbed() {
   [[ $(wc -l <"$WORK/hosts") -eq $HOSTS ]] || { echo "run.sh: hosts.tsv does not list $HOSTS hosts" >&2; exit 1; }
   # The stand-in sysctl: a host's /proc/sys is read-only, and the `sysctl --system` handler
   # that both tools run after writing /etc/sysctl.d would fail there.
-  # A host's /root is this machine's (the overlay's lower layer), and Debian's bash sources
-  # ~/.bashrc for every command sshd runs. A development machine's .bashrc (this one runs
-  # `pyenv init`, which runs `pyenv rehash` on every shell start: 0.1-0.2 s of CPU, and 60 s
-  # waiting for a lock when a rehash on this machine leaves its lock file visible in the
-  # hosts) is then paid by every tool on every remote command. `stock` puts /etc/skel/.bashrc
-  # (returns at once when not interactive) into each host's overlay, as on a freshly installed
-  # node, before anything logs in; `machine` keeps this machine's.
+  # The stock /root/.bashrc in every host (bench/lib/testbed_hosts.sh says why); `machine`
+  # keeps this machine's.
   if [[ $HOST_BASHRC == stock ]]; then
-    local pid
-    while IFS=$'\t' read -r h _ _ pid _; do
-      [[ $h == \#* ]] && continue
-      nsenter -t "$pid" -m cp /etc/skel/.bashrc /root/.bashrc ||
-        { echo "run.sh: cannot put the stock .bashrc into $h" >&2; exit 1; }
-    done <"$D/hosts.tsv"
+    stock_bashrc "$D" || exit 1
   fi
   while read -r h; do
     ssh -F "$D/ssh_config" "$h" sh -s <"$STANDINS" >"$WORK/standins-$h.log" 2>&1 &

@@ -17,12 +17,16 @@
 # the script stops. Writes OUT/raw.csv, OUT/mem.csv, OUT/curve.csv, OUT/env.txt and
 # OUT/summary.md. Every testbed is taken down on exit, failure or signal.
 #
-# Needs root (the testbed), pdsh, clush, ansible, GNU time (/usr/bin/time), python3.
+# Every host gets Debian's stock /root/.bashrc, as bench/apply's do (bench/lib/testbed_hosts.sh).
+#
+# Needs root (the testbed), pdsh, clush, ansible, GNU time (/usr/bin/time), nsenter, python3.
 set -euo pipefail
 export LC_ALL=C
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/bench/fanout
+# shellcheck source=bench/lib/testbed_hosts.sh
+source "$ROOT/bench/lib/testbed_hosts.sh"
 TESTBED=$ROOT/tests/testbed/testbed.sh
 PY=/usr/bin/python3
 
@@ -219,6 +223,8 @@ for N in $COUNTS; do
   UP_DIRS+=("$D")
   "$TESTBED" up --dir "$D" --hosts "$N" >"$WORK/up-$N.log" 2>&1 ||
     { cat "$WORK/up-$N.log" >&2; exit 1; }
+  # The same hosts as bench/apply's: Debian's stock /root/.bashrc, not this machine's.
+  stock_bashrc "$D" || exit 1
   write_hostfiles "$D" "$N"
   first=$(head -1 "$WORK/hosts-$N")
   ssh -F "$D/ssh_config" "$first" "$CMD" </dev/null >"$WORK/expected-$N"

@@ -21,13 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct ShellResult {
   int rc = -1;
   std::string output;
 };
 
-Run Shell(const std::string& cmd) {
-  Run r;
+ShellResult Shell(const std::string& cmd) {
+  ShellResult r;
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -48,7 +48,7 @@ bool HavePython() { return std::system("command -v python3 >/dev/null 2>&1") == 
 
 TEST(BenchGpuE2e, CompareArithmeticAndTargets) {
   if (!HavePython()) GTEST_SKIP() << "no python3";
-  Run r = Shell(fmt::format("python3 '{}/bench/gpu/compare_test.py'", GPUFORGE_SOURCE_DIR));
+  ShellResult r = Shell(fmt::format("python3 '{}/bench/gpu/compare_test.py'", GPUFORGE_SOURCE_DIR));
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("all compare.py checks passed"), std::string::npos) << r.output;
 }
@@ -59,7 +59,7 @@ TEST(BenchGpuE2e, DryRunRunsEveryStepAndMeasuresNothing) {
   char tmpl[] = "/tmp/gpuforge-bench-gpu-test.XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const fs::path out = tmpl;
-  Run r = Shell(fmt::format("bash '{}/bench/gpu/run.sh' --dry-run --gpuforge '{}' --out '{}' --runs 1",
+  ShellResult r = Shell(fmt::format("bash '{}/bench/gpu/run.sh' --dry-run --gpuforge '{}' --out '{}' --runs 1",
                             GPUFORGE_SOURCE_DIR, GPUFORGE_BINARY, out.string()));
   // 77: nothing could be compared. Never 0: a dry run measures nothing.
   EXPECT_EQ(r.rc, 77) << r.output;
@@ -89,7 +89,7 @@ TEST(BenchGpuE2e, DryRunRunsEveryStepAndMeasuresNothing) {
   for (const fs::directory_entry& e : fs::directory_iterator(out)) files += e.is_regular_file() ? 1 : 0;
   EXPECT_LE(files, 8);
   EXPECT_TRUE(fs::exists(out / "node.tar.gz")) << r.output;
-  Run tar = Shell(fmt::format("tar -tzf '{}'", (out / "node.tar.gz").string()));
+  ShellResult tar = Shell(fmt::format("tar -tzf '{}'", (out / "node.tar.gz").string()));
   EXPECT_NE(tar.output.find("node/checks.jsonl"), std::string::npos) << tar.output;
   EXPECT_NE(tar.output.find("node/inventory.yaml"), std::string::npos) << tar.output;
   fs::remove_all(out);

@@ -276,7 +276,7 @@ TEST(RenderMonitoring, RulesReadWhatTheInventoryAndTheExporterSay) {
 
   YAML::Node xid = Rule(alerts, "GpuXidHardware");
   EXPECT_EQ(Str(xid["expr"]),
-            "max_over_time(DCGM_EXP_XID_ERRORS_COUNT{xid=~\"48|54|61|62|63|64|74|79|92|94|95|119|120|121|140\"}[10m]) > 0");
+            "max_over_time(DCGM_EXP_XID_ERRORS_COUNT{xid=~\"48|54|61|62|64|74|79|94|95|119|120|121|140\"}[10m]) > 0");
   EXPECT_EQ(Str(xid["labels"]["severity"]), "critical");
   EXPECT_NE(Str(xid["annotations"]["source"]).find("docs.nvidia.com/deploy/xid-errors"), std::string::npos);
   EXPECT_EQ(Rules(alerts).count("GpuXidError"), 0u) << "the last-Xid gauge is sticky and counts application Xids";

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -75,7 +76,14 @@ TEST_F(ValidateE2e, EveryCheckPassesAgainstMarksThisMachineMeets) {
 
   // While a run uses it, it is root's, in a root-only directory: the guard in front of every
   // exec refuses a copy another user owns, with exit 126, whatever its bytes.
-  Out(0, "mkdir -p /var/lib/gpuforge/agent && cp " + agent + " " + pushed + " && chown gpuforge " + pushed);
+  // The copy travels through /var/tmp: a test host has its own /tmp (tests/testbed/testbed.sh), so
+  // a checkout under /tmp is not visible inside it, while the rest of this machine's root is.
+  const std::filesystem::path via =
+      std::filesystem::path("/var/tmp") / fmt::format("gpuforge-e2e-agent-{}", ::getpid()) / "gpuforge-agent";
+  std::filesystem::create_directories(via.parent_path());
+  std::filesystem::copy_file(agent, via, std::filesystem::copy_options::overwrite_existing);
+  Out(0, "mkdir -p /var/lib/gpuforge/agent && cp " + via.string() + " " + pushed + " && chown gpuforge " + pushed);
+  std::filesystem::remove_all(via.parent_path());
   PlannedRun probe;
   probe.probe = "storage.read";
   testbed::CommandOutput r = Ssh(0, VerifiedAgentCommand({pushed, sum->output.substr(0, 64)}, probe, 30));

@@ -1,6 +1,7 @@
 #include "gpuforge/base/fold.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -137,6 +138,152 @@ std::vector<FoldedReason> FoldReasons(const std::vector<std::pair<std::string, s
     out.push_back(std::move(r));
   }
   return out;
+}
+
+}  // namespace gpuforge::base
+
+namespace gpuforge::base {
+namespace {
+
+struct Word {
+  std::string_view before, core, after;
+};
+
+std::vector<Word> Words(std::string_view s) {
+  std::vector<Word> out;
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    std::size_t j = s.find(' ', i);
+    if (j == std::string_view::npos) j = s.size();
+    std::string_view w = s.substr(i, j - i);
+    std::size_t b = 0;
+    while (b < w.size() && std::string_view("(\"'").find(w[b]) != std::string_view::npos) ++b;
+    std::size_t e = w.size();
+    while (e > b && std::string_view(")\"',:;.").find(w[e - 1]) != std::string_view::npos) --e;
+    out.push_back({w.substr(0, b), w.substr(b, e - b), w.substr(e)});
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FoldedMessage> FoldAlike(const std::vector<std::string>& keys, const std::vector<std::string>& messages,
+                                     const std::function<bool(std::size_t, std::string_view)>& is_name) {
+  struct Group {
+    std::vector<std::size_t> members;
+    std::vector<Word> shape;                        // the first member's words
+    std::vector<std::vector<std::string>> names;    // per word position: names seen (name positions only)
+    std::vector<bool> slot;                         // word position holds a name
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t m = 0; m < messages.size(); ++m) {
+    std::vector<Word> words = Words(messages[m]);
+    std::vector<bool> slot(words.size());
+    // The key: the caller's key, then each word with name cores blanked out.
+    std::string key = m < keys.size() ? keys[m] : std::string();
+    key += '\x1f';
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      slot[w] = !words[w].core.empty() && is_name(m, words[w].core);
+      key.append(words[w].before);
+      key += slot[w] ? std::string_view("\x01") : words[w].core;
+      key.append(words[w].after);
+      key += ' ';
+    }
+    auto [it, added] = index.try_emplace(key, groups.size());
+    if (added) {
+      Group g;
+      g.shape = words;
+      g.slot = slot;
+      g.names.resize(words.size());
+      groups.push_back(std::move(g));
+    }
+    Group& g = groups[it->second];
+    g.members.push_back(m);
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      if (!slot[w]) continue;
+      Result<std::vector<std::string>> names = hostlist::Expand(words[w].core);
+      if (names.ok()) {
+        g.names[w].insert(g.names[w].end(), names->begin(), names->end());
+      } else {
+        g.names[w].emplace_back(words[w].core);
+      }
+    }
+  }
+  std::vector<FoldedMessage> out;
+  out.reserve(groups.size());
+  for (Group& g : groups) {
+    if (g.members.size() == 1) {
+      out.push_back({messages[g.members.front()], g.members});
+      continue;
+    }
+    std::string text;
+    for (std::size_t w = 0; w < g.shape.size(); ++w) {
+      if (w > 0) text += ' ';
+      text.append(g.shape[w].before);
+      text += g.slot[w] ? hostlist::Fold(g.names[w]) : std::string(g.shape[w].core);
+      text.append(g.shape[w].after);
+    }
+    out.push_back({std::move(text), g.members});
+  }
+  return out;
+}
+
+std::string FoldEndpoints(const std::vector<std::string>& ends) {
+  // device -> ports and port -> devices, each in first-seen order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_device, by_port;
+  std::vector<std::string> plain;
+  auto add = [](auto& list, const std::string& key, const std::string& value) {
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == key; });
+    if (it == list.end()) it = list.insert(list.end(), {key, {}});
+    it->second.push_back(value);
+  };
+  for (const std::string& e : ends) {
+    const std::size_t colon = e.rfind(':');
+    if (colon == std::string::npos) {
+      plain.push_back(e);
+      continue;
+    }
+    add(by_device, e.substr(0, colon), e.substr(colon + 1));
+    add(by_port, e.substr(colon + 1), e.substr(0, colon));
+  }
+  // Devices folded per port, then identical device sets with their ports folded.
+  std::vector<std::string> a;
+  {
+    std::vector<std::pair<std::string, std::vector<std::string>>> devices_ports;
+    for (const auto& [port, devices] : by_port) add(devices_ports, hostlist::Fold(devices), port);
+    for (const auto& [devices, ports] : devices_ports) {
+      for (const auto& p : ports) a.push_back(fmt::format("{}:{}", devices, p));
+    }
+  }
+  std::vector<std::string> b;
+  {
+    std::vector<std::pair<std::string, std::vector<std::string>>> ports_devices;
+    for (const auto& [device, ports] : by_device) add(ports_devices, hostlist::Fold(ports), device);
+    for (const auto& [ports, devices] : ports_devices) {
+      // "b200-[01-02]:ens1f0,ens2f0" would read as a second name "ens2f0": a port list with a
+      // comma outside brackets is written one port at a time.
+      int depth = 0;
+      bool comma = false;
+      for (char c : ports) {
+        depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+        comma = comma || (c == ',' && depth == 0);
+      }
+      const std::string folded = hostlist::Fold(devices);
+      if (!comma) {
+        b.push_back(fmt::format("{}:{}", folded, ports));
+        continue;
+      }
+      Result<std::vector<std::string>> each = hostlist::Expand(ports);
+      for (const std::string& p : each.ok() ? *each : std::vector<std::string>{ports}) {
+        b.push_back(fmt::format("{}:{}", folded, p));
+      }
+    }
+  }
+  std::vector<std::string>& best = b.size() < a.size() ? b : a;
+  if (!plain.empty()) best.push_back(hostlist::Fold(plain));
+  return fmt::format("{}", fmt::join(best, ", "));
 }
 
 }  // namespace gpuforge::base

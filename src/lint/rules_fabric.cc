@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "gpuforge/base/fold.h"
 #include "gpuforge/base/quantity.h"
 #include "gpuforge/base/text.h"
 #include "lint/rules.h"
@@ -453,22 +454,28 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
     const SourcePos& where = port_where[key];
     if (sw->ports > 0 && key.second > sw->ports) {
       ctx.Report(fmt::format("link to {} port {} ({}) is past its {}", key.first, key.second,
-                             fmt::join(others, ", "), text::Plural(sw->ports, "port")),
+                             base::FoldEndpoints(others), text::Plural(sw->ports, "port")),
                  {key.first}, where);
     }
     if (others.size() > 1) {
       ctx.Report(fmt::format("port {}:{} is cabled {} times ({})", key.first, key.second,
-                             others.size(), fmt::join(others, ", ")),
+                             others.size(), base::FoldEndpoints(others)),
                  {key.first}, where);
     }
   }
-  // Links slower than an end can run: a NIC faster than the switch port (the port rate caps
-  // it), or a port faster than the cable as written. Grouped per switch and rate pair.
+  // Links slower than an end can run, grouped per switch, rates and cause (#28 item 12: a port
+  // split on purpose was called "reduced width: bandwidth halved"):
+  //  - kCapped: a NIC faster than the switch port; the port rate caps it;
+  //  - kSlowerEnd: a switch port faster than the NIC on it: a split port (2 x 400 on an 800
+  //    port) or a slower NIC; a split made on purpose is declared as its logical ports;
+  //  - kBelowBoth: a link rate written below both ends: a cable or a link up at reduced width.
+  enum Cause { kCapped, kSlowerEnd, kBelowBoth };
   struct Slow {
     std::vector<std::string> ends;
     SourcePos where;
+    double low_end = 0;  // kBelowBoth: the slower of the two ends
   };
-  std::map<std::tuple<std::string, double, double, bool>, Slow> slow;
+  std::map<std::tuple<std::string, double, double, int>, Slow> slow;
   for (const model::Link& l : c.links) {
     if (l.rate_bytes_per_s <= 0) continue;
     const Endpoint* sw_end = l.a.kind == Endpoint::Kind::kSwitchPort ? &l.a : &l.b;
@@ -478,25 +485,38 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
     double other_rate = EndRate(c, *other);
     double faster = std::max(sw_rate, other_rate);
     if (!(l.rate_bytes_per_s < faster * (1 - 1e-9))) continue;
-    bool other_faster = other_rate >= sw_rate;
-    Slow& entry = slow[{sw_end->device, l.rate_bytes_per_s, faster, other_faster}];
+    double slower = std::min(sw_rate, other_rate);
+    Cause cause = slower > 0 && l.rate_bytes_per_s < slower * (1 - 1e-9) ? kBelowBoth
+                  : other_rate >= sw_rate                               ? kCapped
+                                                                        : kSlowerEnd;
+    Slow& entry = slow[{sw_end->device, l.rate_bytes_per_s, faster, cause}];
     if (entry.ends.empty()) entry.where = l.where;
+    entry.low_end = slower;
     entry.ends.push_back(other->ToString());
   }
   for (const auto& [key, entry] : slow) {
-    const auto& [sw, rate, faster, other_faster] = key;
-    const bool one = entry.ends.size() == 1;
-    std::string limit =
-        other_faster
-            ? fmt::format("the {} of {} other end{}", quantity::FormatBandwidthBits(faster),
-                          one ? "its" : "their", one ? "" : "s")
-            : fmt::format("{}'s {} ports", sw, quantity::FormatBandwidthBits(faster));
-    ctx.Report(Severity::kWarning,
-               fmt::format("{}: {} {} at {}, below {} ({})", sw,
-                           text::Plural(entry.ends.size(), "link"),
-                           one ? "runs" : "run", quantity::FormatBandwidthBits(rate), limit,
-                           fmt::join(entry.ends, ", ")),
-               {sw}, entry.where);
+    const auto& [sw, rate, faster, cause] = key;
+    const std::size_t n = entry.ends.size();
+    const bool one = n == 1;
+    const std::string ends = base::FoldEndpoints(entry.ends);
+    const std::string at = quantity::FormatBandwidthBits(rate);
+    std::string message;
+    if (cause == kCapped) {
+      message = fmt::format("{}: {} {} at {}, the switch's port rate, below the {} of {} other end{} ({})", sw,
+                            text::Plural(n, "link"), one ? "runs" : "run", at, quantity::FormatBandwidthBits(faster),
+                            one ? "its" : "their", one ? "" : "s", ends);
+    } else if (cause == kSlowerEnd) {
+      message = fmt::format(
+          "{}: {} {} at {} on {}'s {} ports ({}): a slower NIC, or a port split on purpose; declare a split "
+          "switch by its logical ports (port_rate: {}, ports: the count after the split)",
+          sw, text::Plural(n, "link"), one ? "runs" : "run", at, sw, quantity::FormatBandwidthBits(faster), ends, at);
+    } else {
+      message = fmt::format("{}: {} {} at {} ({}), below both ends (the slower runs {}): a slower cable, or a "
+                            "link up at reduced width, which halves bandwidth",
+                            sw, text::Plural(n, "link"), one ? "is written" : "are written", at, ends,
+                            quantity::FormatBandwidthBits(entry.low_end));
+    }
+    ctx.Report(Severity::kWarning, std::move(message), {sw}, entry.where);
   }
 }
 
@@ -671,7 +691,8 @@ void AddFabricRules(std::vector<Rule>& rules) {
                    "switch with more ports cabled than it has, ports cabled twice or out of "
                    "range; links slower than an end (warning)",
                    "000_bf90931f775ecd9c.txt, Network Topology: How to Wire the Damn Thing and "
-                   "Common Failure Modes I've Seen (link up at reduced width: bandwidth halved)",
+                   "Common Failure Modes I've Seen (link up at reduced width: bandwidth halved, for "
+                   "a link written below both ends)",
                    {},
                    &SwitchCapacity});
   rules.push_back(

@@ -2,6 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "gpuforge/base/fold.h"
+#include "gpuforge/base/hostlist.h"
 #include "gpuforge/base/text.h"
 
 namespace gpuforge::report {
@@ -23,9 +30,37 @@ std::string LintText(const model::Cluster& c, const lint::LintResult& r, const S
   std::string out;
   std::size_t width = 0;
   for (const lint::Finding& f : r.findings) width = std::max(width, f.rule.size());
-  for (const lint::Finding& f : r.findings) {
-    out += fmt::format("{} {:<{}}  {}\n", SeverityLabel(f.severity, style), f.rule, width, f.message);
+  // Findings that say the same of different objects are one line, their objects folded by
+  // hostlist (#28 item 22); a word is an object's name when it is a hostlist of that finding's
+  // objects. JSON keeps every finding.
+  std::vector<std::string> keys, messages;
+  std::vector<std::unordered_set<std::string_view>> objects(r.findings.size());
+  for (std::size_t i = 0; i < r.findings.size(); ++i) {
+    const lint::Finding& f = r.findings[i];
+    keys.push_back(fmt::format("{}\x1f{}\x1f{}", f.rule, lint::ToString(f.severity), f.source));
+    messages.push_back(f.message);
+    objects[i].insert(f.objects.begin(), f.objects.end());
+  }
+  auto is_name = [&](std::size_t i, std::string_view core) {
+    if (objects[i].empty()) return false;
+    Result<std::vector<std::string>> names = hostlist::Expand(core, objects[i].size());
+    if (!names.ok() || names->empty()) return false;
+    for (const std::string& n : *names) {
+      if (!objects[i].count(n)) return false;
+    }
+    return true;
+  };
+  for (const base::FoldedMessage& g : base::FoldAlike(keys, messages, is_name)) {
+    const lint::Finding& f = r.findings[g.members.front()];
+    const std::size_t n = g.members.size();
+    std::string count = n > 1 ? style.Dim(fmt::format(" ({} findings)", n)) : "";
+    out += fmt::format("{} {:<{}}  {}{}\n", SeverityLabel(f.severity, style), f.rule, width, g.text, count);
     std::string where = f.where.line > 0 ? f.where.ToString() : "";
+    if (!where.empty() && n > 1) {
+      std::unordered_set<std::string> places;
+      for (std::size_t m : g.members) places.insert(r.findings[m].where.ToString());
+      if (places.size() > 1) where += fmt::format(" and {} other {}", places.size() - 1, places.size() == 2 ? "place" : "places");
+    }
     std::string tail = where.empty() ? f.source : fmt::format("{} | {}", where, f.source);
     if (!tail.empty()) out += fmt::format("        {:<{}}  {}\n", "", width, style.Dim(tail));
   }

@@ -428,7 +428,7 @@ TEST(LintFabric, SwitchCapacityFiresForPortCabledTwice) {
   LinkOf(c, "gpu002", "mlx5_0")->b.port = 1;
   std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].message, "port leaf1:1 is cabled 2 times (gpu001:mlx5_0, gpu002:mlx5_0)");
+  EXPECT_EQ(f[0].message, "port leaf1:1 is cabled 2 times (gpu[001-002]:mlx5_0)");
   EXPECT_EQ(f[0].where.line, 70);
 }
 
@@ -439,7 +439,31 @@ TEST(LintFabric, SwitchCapacityWarnsForSlowLink) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_EQ(f[0].message,
-            "leaf1: 1 link runs at 200 Gb/s, below the 400 Gb/s of its other end (gpu001:mlx5_0)");
+            "leaf1: 1 link is written at 200 Gb/s (gpu001:mlx5_0), below both ends (the slower runs 400 Gb/s): a "
+            "slower cable, or a link up at reduced width, which halves bandwidth");
+}
+
+// #28 item 12: a switch port faster than the NIC on it is a split port or a slower NIC, never
+// "reduced width: bandwidth halved"; the message says how to declare a split made on purpose.
+TEST(LintFabric, SwitchCapacityCallsAFasterPortASplitOrASlowerNicNotReducedWidth) {
+  model::Cluster c = CleanCluster();
+  c.switches[0].port_rate_bytes_per_s = 800 * kGbps;  // leaf1: its NICs run at 400
+  for (model::Link& l : c.links) {
+    if (l.b.kind == Endpoint::Kind::kSwitchPort && l.b.device == "leaf1" && l.a.kind == Endpoint::Kind::kNic) {
+      l.rate_bytes_per_s = 400 * kGbps;
+    }
+  }
+  std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
+  std::vector<std::string> messages;
+  for (const Finding& x : f) messages.push_back(x.message);
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages.front(),
+            "leaf1: 8 links run at 400 Gb/s on leaf1's 800 Gb/s ports (gpu[001-004]:mlx5_0, spine1:[1-4]): a slower NIC, "
+            "or a port "
+            "split on purpose; declare a split switch by its logical ports (port_rate: 400 Gb/s, ports: the count "
+            "after the split)")
+      << ::testing::PrintToString(messages);
+  for (const std::string& m : messages) EXPECT_EQ(m.find("reduced width"), std::string::npos) << m;
 }
 
 TEST(LintFabric, SwitchCapacityWarnsForNicFasterThanPort) {
@@ -454,9 +478,8 @@ TEST(LintFabric, SwitchCapacityWarnsForNicFasterThanPort) {
   std::vector<Finding> f = LintRule(c, "fabric.switch_capacity");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
-            "leaf2: 8 links run at 200 Gb/s, below the 400 Gb/s of their other ends "
-            "(gpu001:mlx5_1, spine1:5, gpu002:mlx5_1, spine1:6, gpu003:mlx5_1, spine1:7, "
-            "gpu004:mlx5_1, spine1:8)");
+            "leaf2: 8 links run at 200 Gb/s, the switch's port rate, below the 400 Gb/s of their other ends "
+            "(gpu[001-004]:mlx5_1, spine1:[5-8])");
 }
 
 TEST(LintFabric, SwitchCapacityQuietWhenWithinPorts) {

@@ -4,7 +4,9 @@
 // `clush -b` does: "gpu[01-04] (4)" above the text they all printed.
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,5 +35,31 @@ struct FoldedReason {
   std::vector<std::string> details;  // "{address}: 10.0.0.[11-14]"
 };
 std::vector<FoldedReason> FoldReasons(const std::vector<std::pair<std::string, std::string>>& node_text);
+
+}  // namespace gpuforge::base
+
+namespace gpuforge::base {
+
+// Messages that say the same thing of different objects, folded into one (#28 item 22: a
+// 128-node design printed 32 lines "leaf0001: 32 x 400 Gb/s down vs 16 up", one per leaf).
+// Each message is cut into words at spaces; a word's core (without the punctuation
+// `("'` before it and `)"',:;.` after it) is a name when `is_name(message index, core)` says so;
+// the caller decides (lint: a hostlist all of whose names are objects of that finding).
+// Messages whose words agree everywhere except in name cores fold: each name position becomes
+// the folded hostlist of every name there ("leaf[0001-0032]: 32 x 400 Gb/s down ...",
+// "(nodes gpu[0001-0128])"). Words that are not names must be equal, so figures that differ
+// ("32 kW" against "20.8 kW") never fold. `keys` keeps apart what must never fold (the rule and
+// severity); groups come in the order of their first message.
+struct FoldedMessage {
+  std::string text;
+  std::vector<std::size_t> members;  // indexes into the input, in order
+};
+std::vector<FoldedMessage> FoldAlike(const std::vector<std::string>& keys, const std::vector<std::string>& messages,
+                                     const std::function<bool(std::size_t, std::string_view)>& is_name);
+
+// A list of "device:port" ends folded by hostlist, joined by ", ": "b200-[01-02]:ens1f0,
+// b200-[01-02]:ens2f0" or "leaf3:[1-4]", whichever way gives fewer parts (devices folded per
+// port, or ports per device). An end without ':' is folded as a plain name.
+std::string FoldEndpoints(const std::vector<std::string>& ends);
 
 }  // namespace gpuforge::base

@@ -57,15 +57,32 @@ std::string TooBig(const InputFile& in) {
 // Opens IN and checks, by what fstat says, that it is a regular file within the cap; the
 // caller owns the descriptor returned.
 Result<int> OpenRegular(const InputFile& in, struct stat* st) {
+  const bool stdin_path = in.path == "-";
+  if (stdin_path && !in.allow_pipe) {
+    return Refusal(in, "standard input is not read here (this command reads the file more than once); name the file");
+  }
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-  const int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  const int fd = stdin_path ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                            : ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return Refusal(in, std::strerror(errno));
   auto fail = [&](const std::string& why) {
     ::close(fd);
     return Refusal(in, why);
   };
   if (::fstat(fd, st) != 0) return fail(std::strerror(errno));
-  if (!S_ISREG(st->st_mode)) return fail(fmt::format("it is {}, not a regular file", KindOf(st->st_mode)));
+  if (in.allow_pipe && (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode))) {
+    // Read it blocking from here on: a FIFO with no writer gives end-of-file at once (pipe(7)),
+    // one with a writer gives what is written, to the cap.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return fail(std::strerror(errno));
+    st->st_size = 0;
+    return fd;
+  }
+  if (stdin_path && ::isatty(fd)) return fail("standard input is a terminal; pipe the file in or name it");
+  if (!S_ISREG(st->st_mode)) {
+    return fail(fmt::format("it is {}, not a regular file{}", KindOf(st->st_mode),
+                            in.allow_pipe ? " or a pipe" : ""));
+  }
   if (static_cast<std::size_t>(st->st_size) > in.cap) return fail(TooBig(in));
   return fd;
 }

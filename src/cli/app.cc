@@ -109,7 +109,16 @@ std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
   if (!arg.empty() && arg[0] == '-') {
     std::string flag = arg.substr(0, arg.find('='));
     std::string msg = fmt::format("unknown option '{}' for '{}'", flag, at->get_name());
-    if (auto best = names::Closest(flag, OptionNames(at))) msg += fmt::format("; did you mean '{}'?", *best);
+    // A flag cut short ("--sep") names the one flag it begins, before any spelling guess.
+    std::vector<std::string> begun;
+    for (const std::string& o : OptionNames(at)) {
+      if (flag.size() >= 3 && o.starts_with(flag)) begun.push_back(o);
+    }
+    if (begun.size() == 1) {
+      msg += fmt::format("; did you mean '{}'?", begun.front());
+    } else if (auto best = names::Closest(flag, OptionNames(at))) {
+      msg += fmt::format("; did you mean '{}'?", *best);
+    }
     return msg;
   }
   std::vector<std::string> subs = SubcommandNames(at);
@@ -203,14 +212,38 @@ int Dispatch(Context& ctx, int argc, const char* const* argv) {
   if (!FreeArgumentApps().count(sel)) {
     extras = sel->remaining();
     if (extras.empty()) extras = app.remaining();
+  } else {
+    // A command that takes free words (hostlist expressions) still has flags: a word that starts
+    // with '-' is a flag it does not know, never a name (no host name starts with '-'); before,
+    // `hostlist expand --sep x` printed "--sep" as a name (#28 item 24).
+    for (const CLI::App* at = sel; at != nullptr; at = at->get_parent()) {
+      for (const std::string& w : at->remaining()) {
+        if (w.size() > 1 && w[0] == '-') {
+          extras.push_back(w);
+          break;
+        }
+      }
+      if (!extras.empty()) break;
+    }
+  }
+  // The whole command path for the hint: "gpuforge hostlist expand", never "gpuforge expand".
+  std::string path;
+  for (const CLI::App* at = sel; at != nullptr; at = at->get_parent()) {
+    path = at->get_parent() == nullptr ? "gpuforge" + path : " " + at->get_name() + path;
   }
   if (!extras.empty()) {
     ctx.Error(UnknownArgumentMessage(sel, extras.front()));
-    ctx.Err(fmt::format("Run '{} --help' for usage.\n", sel == &app ? "gpuforge" : "gpuforge " + sel->get_name()));
+    ctx.Err(fmt::format("Run '{} --help' for usage.\n", path));
     return kExitUsage;
   }
   if (sel == &app) {
     ctx.Out(app.help());
+    return kExitUsage;
+  }
+  if (!sel->get_subcommands({}).empty()) {
+    // A command made of subcommands (hostlist, inventory) given none.
+    ctx.Error(fmt::format("'{}' needs a command: {}", path, fmt::join(SubcommandNames(sel), ", ")));
+    ctx.Err(fmt::format("Run '{} --help' for usage.\n", path));
     return kExitUsage;
   }
   for (std::size_t i = 0; i < runners.size(); ++i) {

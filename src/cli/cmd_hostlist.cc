@@ -16,7 +16,6 @@ Command HostlistCommand() {
               bool expand = false;
             };
             auto o = std::make_shared<Opts>();
-            app.require_subcommand(1);
             // One string positional and the rest as extras, never a vector option: CLI11 reads a
             // vector argument that starts with '[' and ends with ']' as its own array syntax, so
             // `hostlist expand '[1-3]'` printed "1-3" (#28 item 24).

@@ -45,7 +45,6 @@ Command InventoryCommand() {
               Format format = Format::kYaml;
             };
             auto o = std::make_shared<Opts>();
-            app.require_subcommand(1);
             CLI::App* show = app.add_subcommand(
                 "show", "Print the expanded, resolved model (hostlists expanded, variables merged) as YAML or JSON");
             show->allow_extras();

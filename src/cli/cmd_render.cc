@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/remote_options.h"
+#include "gpuforge/base/hostlist.h"
 #include "gpuforge/render/render.h"
 
 namespace gpuforge::cli {
@@ -37,7 +39,7 @@ Command RenderCommand() {
               opts.templates_dir = o->templates;
               // The file name, not the path as typed: the same inventory rendered from another
               // directory gives the same bytes, and apply compares against exactly these.
-              opts.inventory_label = std::filesystem::path(o->inventory).filename().string();
+              opts.inventory_label = InventoryLabel(o->inventory);
               if (!o->nodes.empty()) {
                 Result<std::vector<std::string>> names = nodeset::Evaluate(o->nodes, NodeGroups(*cluster));
                 if (names.ok() && names->empty()) names = Error{fmt::format("\"{}\" selects no node", o->nodes)};
@@ -68,10 +70,20 @@ Command RenderCommand() {
                 ctx.Error(s.error().message);
                 return static_cast<int>(kExitUsage);
               }
+              // One note per file and reason, its nodes folded (#28 item 22: 128 nodes without
+              // measured facts printed the same note 128 times).
+              std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> notes;
               for (const render::Skip& s : out->skipped) {
-                ctx.Err(fmt::format("gpuforge: {} {}:{} not rendered: {}\n", ctx.err_style.Yellow("note:"),
-                                    s.node.empty() ? "_cluster" : s.node, s.path, s.reason));
+                std::pair<std::string, std::string> key{s.path, s.reason};
+                auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == key; });
+                if (it == notes.end()) it = notes.insert(notes.end(), {key, {}});
+                it->second.push_back(s.node.empty() ? "_cluster" : s.node);
               }
+              for (const auto& [key, nodes] : notes) {
+                ctx.Err(fmt::format("gpuforge: {} {}:{} not rendered: {}\n", ctx.err_style.Yellow("note:"),
+                                    hostlist::Fold(nodes), key.first, key.second));
+              }
+              PrintRenderNotes(ctx, *out);
               if (ctx.verbosity >= 0) {
                 ctx.Out(fmt::format("rendered {} files into {}\n", out->files.size(), o->out));
               }

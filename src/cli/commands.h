@@ -11,6 +11,7 @@
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/target.h"
 #include "gpuforge/render/measured.h"
+#include "gpuforge/render/render.h"
 
 namespace gpuforge::cli {
 
@@ -58,6 +59,11 @@ Result<plan::AgentBinary> LoadAgent();
 // --only: "" is everything; prints the error and returns nullopt for an unknown part.
 std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only);
 std::optional<std::string> FileSha256(Context& ctx, const std::string& path);
+// The inventory as generated files' headers name it: its file name, so that the same inventory
+// renders the same bytes from any working directory (plan compares bytes); "<stdin>" for "-".
+std::string InventoryLabel(const std::string& path);
+// render's notes (what rendered files assume, placeholders to fill) on stderr, unless -q.
+void PrintRenderNotes(Context& ctx, const render::Output& out);
 std::string NowUtc();
 // "user@host" for lock holders: $USER, else the effective user's name.
 std::string LocalUserAtHost();

@@ -59,7 +59,7 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
                                                                         const plan::Parts& parts,
                                                                         const std::string& facts_dir) {
   render::Options ro;
-  ro.inventory_label = std::filesystem::path(inventory).filename().string();
+  ro.inventory_label = InventoryLabel(inventory);
   for (const remote::Target& t : targets) ro.nodes.push_back(t.node);
   std::optional<render::Measured> measured;
   if (!facts_dir.empty()) {
@@ -71,6 +71,7 @@ std::optional<std::map<std::string, plan::DesiredNode>> DesiredNodesFor(Context&
     ctx.Error(out.error().message);
     return std::nullopt;
   }
+  PrintRenderNotes(ctx, *out);
   std::optional<plan::AgentBinary> agent;
   if (parts.count(plan::Part::kAgent)) {
     Result<plan::AgentBinary> a = LoadAgent();
@@ -125,7 +126,24 @@ std::optional<plan::Parts> PartsFrom(Context& ctx, const std::string& only) {
   return *p;
 }
 
+void PrintRenderNotes(Context& ctx, const render::Output& out) {
+  if (ctx.verbosity < 0) return;
+  for (const render::Skip& n : out.notes) {
+    ctx.Err(fmt::format("gpuforge: {} {}{}: {}\n", ctx.err_style.Yellow("note:"), n.node.empty() ? "" : n.node + ":", n.path,
+                        n.reason));
+  }
+}
+
+std::string InventoryLabel(const std::string& path) {
+  return path == "-" ? std::string(base::kStdinLabel) : std::filesystem::path(path).filename().string();
+}
+
 std::optional<std::string> FileSha256(Context& ctx, const std::string& path) {
+  // A saved plan's inventory is read again by apply: standard input or a pipe cannot be.
+  if (Status s = base::CheckInputFile({path, "inventory", 64u << 20, true}); !s.ok()) {
+    ctx.Error(fmt::format("{}; a saved plan names an inventory that apply reads again", s.error().message));
+    return std::nullopt;
+  }
   Result<std::string> sha = base::Sha256FileHex(path);
   if (!sha.ok()) {
     ctx.Error(fmt::format("{}: cannot read it", path));

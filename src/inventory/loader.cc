@@ -261,19 +261,23 @@ LoadOutcome LoadString(std::string_view text, const std::string& path) {
 
 LoadOutcome LoadFile(const std::string& path) {
   namespace fs = std::filesystem;
+  // A pipe is read too (the same cap), and "-" is standard input, named "<stdin>" in messages;
+  // its relative file references resolve against the working directory (#28 item 24).
+  const std::string label = path == "-" ? std::string(base::kStdinLabel) : path;
   auto fail = [&](std::string message) {
     LoadOutcome out;
-    out.source = std::make_shared<SourceFile>(path, "");
-    out.diags.Error(SourcePos{path, 0, 0}, std::move(message));
+    out.source = std::make_shared<SourceFile>(label, "");
+    out.diags.Error(SourcePos{label, 0, 0}, std::move(message));
     return out;
   };
-  // One bounded reader for every user-given file (base/read_file.h): a FIFO or a device is
-  // refused without blocking, and the cap holds whatever stat says (`lint /dev/zero` grew past
-  // 2 GB before).
-  Result<std::string> read = base::ReadInputFile({path, "inventory", 64u << 20, false});
+  // One bounded reader for every user-given file (base/read_file.h): a device is refused
+  // without reading it, and the cap holds whatever stat says (`lint /dev/zero` grew past 2 GB
+  // before); a pipe is read to the same cap.
+  base::InputFile in{path, "inventory", 64u << 20, false};
+  in.allow_pipe = true;
+  Result<std::string> read = base::ReadInputFile(in);
   if (!read.ok()) return fail(read.error().message);
-  const std::string& text = *read;
-  return LoadString(text, path);
+  return LoadString(*read, label);
 }
 
 }  // namespace gpuforge::inventory

@@ -277,6 +277,29 @@ TEST(Cli, HostlistExpandAndFold) {
   EXPECT_EQ(folded.out, "[1-4]\n");
 }
 
+// #28 item 24: the hints point at the command that was typed, and a flag is never a name.
+TEST(Cli, HostlistMistakesNameTheRightCommand) {
+  RunResult typo = RunCli({"hostlist", "expnd", "gpu1"});
+  EXPECT_EQ(typo.code, kExitUsage);
+  EXPECT_EQ(typo.err,
+            "gpuforge: error: unknown command 'expnd'; did you mean 'expand'?\nRun 'gpuforge hostlist --help' for usage.\n");
+  RunResult none = RunCli({"hostlist"});
+  EXPECT_EQ(none.code, kExitUsage);
+  EXPECT_EQ(none.err,
+            "gpuforge: error: 'gpuforge hostlist' needs a command: expand, fold\nRun 'gpuforge hostlist --help' for usage.\n");
+  RunResult flag = RunCli({"hostlist", "expand", "--sep", ",", "gpu[1-2]"});
+  EXPECT_EQ(flag.code, kExitUsage);
+  EXPECT_EQ(flag.out, "");
+  EXPECT_EQ(flag.err,
+            "gpuforge: error: unknown option '--sep' for 'expand'; did you mean '--separator'?\n"
+            "Run 'gpuforge hostlist expand --help' for usage.\n");
+  RunResult show = RunCli({"inventory"});
+  EXPECT_EQ(show.code, kExitUsage);
+  EXPECT_NE(show.err.find("'gpuforge inventory' needs a command: show"), std::string::npos) << show.err;
+  RunResult other = RunCli({"lint", kExample, "--bogus"});
+  EXPECT_NE(other.err.find("Run 'gpuforge lint --help' for usage."), std::string::npos) << other.err;
+}
+
 TEST(Cli, PlanOfflineShowsLintEstimatesAndFoldedDesiredState) {
   RunResult r = RunCli({"plan", "--offline", "--color", "never", kExample});
   EXPECT_EQ(r.code, kExitOk) << r.err;
@@ -581,6 +604,46 @@ TEST(CliBinary, AClosedStdoutIsAnErrorNotSigpipeNorSuccess) {
   std::ifstream in(err_file);
   std::string err((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(err, "gpuforge: error: cannot write the output: Broken pipe\n");
+}
+
+// #28 item 24: an inventory may come through a pipe: `-`, /dev/stdin or a process substitution,
+// to the same 64 MiB cap. A saved plan needs a file apply can read again, so `plan --out` with
+// standard input is refused before anything is read from a node.
+TEST(CliBinary, AnInventoryThroughAPipeIsReadLikeAFile) {
+  const std::string bin = GPUFORGE_BINARY;
+  auto sh = [](const std::string& cmd) -> std::pair<int, std::string> {
+    std::string out;
+    FILE* p = ::popen(("bash -c '" + cmd + "' 2>&1").c_str(), "r");
+    if (p == nullptr) return {-1, ""};
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    int status = ::pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  };
+  const auto file = sh(fmt::format("{} lint --color never {}", bin, kExample));
+  ASSERT_EQ(file.first, 0) << file.second;
+  for (const std::string& how : {fmt::format("cat {} | {} lint --color never -", kExample, bin),
+                                 fmt::format("{} lint --color never /dev/stdin < {}", bin, kExample),
+                                 fmt::format("{} lint --color never <(cat {})", bin, kExample)}) {
+    const auto piped = sh(how);
+    EXPECT_EQ(piped.first, 0) << how << "\n" << piped.second;
+    EXPECT_EQ(piped.second, file.second) << how;
+  }
+  // A loader error names standard input as "<stdin>", with line and column.
+  const auto bad = sh(fmt::format("printf \"version: 1\\nnodes: 3\\n\" | {} lint -", bin));
+  EXPECT_EQ(bad.first, 2) << bad.second;
+  EXPECT_NE(bad.second.find("<stdin>:2:"), std::string::npos) << bad.second;
+  // A device stays refused, and a plan to save needs a file.
+  const auto dev = sh(fmt::format("{} lint - < /dev/null", bin));
+  EXPECT_EQ(dev.first, 2) << dev.second;
+  EXPECT_NE(dev.second.find("character device"), std::string::npos) << dev.second;
+  // Relative file references (the munge key) resolve from the working directory.
+  const auto saved = sh(fmt::format("cd {} && cat {} | {} plan - --out /tmp/gpuforge-never-written.json",
+                                    std::filesystem::path(kExample).parent_path().string(), kExample, bin));
+  EXPECT_EQ(saved.first, 2) << saved.second;
+  // The example's Slurm health check copies the inventory to the nodes, a second read: refused.
+  EXPECT_NE(saved.second.find("cannot read inventory -: standard input is not read here"), std::string::npos)
+      << saved.second;
 }
 
 TEST(CliBinary, ExitCodesFromTheRealProcess) {

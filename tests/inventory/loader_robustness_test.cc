@@ -208,23 +208,25 @@ TEST(LoaderFile, MissingFile) {
 TEST(LoaderFile, Directory) {
   LoadOutcome out = LoadFile(GPUFORGE_TEST_DATA_DIR);
   EXPECT_FALSE(out.ok());
-  EXPECT_EQ(out.FormatDiagnostics(), fmt::format("{0}: error: cannot read inventory: it is a directory, not a regular file\n"
+  EXPECT_EQ(out.FormatDiagnostics(), fmt::format("{0}: error: cannot read inventory: it is a directory, not a regular file or a pipe\n"
                                                  "1 error in {0}\n",
                                                  GPUFORGE_TEST_DATA_DIR));
 }
 
-// `lint /dev/zero` grew past 2 GB and a FIFO hung forever (issue #12, item 9).
-TEST(LoaderFile, ADeviceOrAFifoIsRefusedWithoutReadingIt) {
+// `lint /dev/zero` grew past 2 GB and a FIFO hung forever (issue #12, item 9). A pipe is read
+// since #28 item 24 (`lint -`, `lint <(gen)`), but a FIFO nobody writes to reads as empty at
+// once: never waited on.
+TEST(LoaderFile, ADeviceIsRefusedAndAFifoWithoutAWriterIsNotWaitedOn) {
   LoadOutcome zero = LoadFile("/dev/zero");
   EXPECT_EQ(zero.FormatDiagnostics(),
-            "/dev/zero: error: cannot read inventory: it is a character device, not a regular file\n"
+            "/dev/zero: error: cannot read inventory: it is a character device, not a regular file or a pipe\n"
             "1 error in /dev/zero\n");
   const std::string fifo = ::testing::TempDir() + "/inventory-fifo";
   std::remove(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   LoadOutcome f = LoadFile(fifo);  // returns at once: no writer is waited for
-  EXPECT_EQ(f.FormatDiagnostics(),
-            fmt::format("{0}: error: cannot read inventory: it is a FIFO, not a regular file\n1 error in {0}\n", fifo));
+  EXPECT_FALSE(f.ok());
+  EXPECT_NE(f.FormatDiagnostics().find("error: the inventory is empty"), std::string::npos) << f.FormatDiagnostics();
   std::remove(fifo.c_str());
 }
 

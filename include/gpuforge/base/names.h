@@ -50,14 +50,18 @@ std::optional<std::string> CheckEnvName(std::string_view s);
 // Edit distance, for "did you mean" suggestions.
 std::size_t EditDistance(std::string_view a, std::string_view b);
 
-// The closest candidate within a small edit distance, if any.
+// The closest candidate within a small edit distance, if any. A candidate that shares nothing
+// with the word (as many edits as the longer of the two has characters: "xx" against "*") is
+// no suggestion at all (#28 item 24: `--nodes @xx` was asked "did you mean '@*'?").
 template <class Range>
 std::optional<std::string> Closest(std::string_view word, const Range& candidates) {
   std::optional<std::string> best;
   std::size_t best_d = 0;
   for (const auto& c : candidates) {
-    std::size_t d = EditDistance(word, c);
-    std::size_t limit = std::max<std::size_t>(2, std::string_view(c).size() / 3);
+    const std::string_view cv(c);
+    std::size_t d = EditDistance(word, cv);
+    std::size_t limit = std::max<std::size_t>(2, cv.size() / 3);
+    if (d >= std::max(word.size(), cv.size())) continue;
     if (d <= limit && (!best || d < best_d)) {
       best = std::string(c);
       best_d = d;

@@ -21,7 +21,14 @@ struct InputFile {
   // false: the message leaves the path out, for callers whose diagnostics name it already
   // ("FILE: error: cannot read inventory: No such file or directory").
   bool name_path = true;
+  // true: a pipe or a FIFO is read too (to the same cap), and the path "-" is standard input, so
+  // `lint - < x.yaml`, `lint /dev/stdin` and `lint <(gen)` work (#28 item 24). A FIFO with no
+  // writer reads as empty at once; a terminal on standard input is refused, never waited on.
+  bool allow_pipe = false;
 };
+
+// How a file that allows pipes names standard input in messages: "<stdin>".
+inline constexpr std::string_view kStdinLabel = "<stdin>";
 
 // The whole content, or an error that names the path and says why: not there, a directory,
 // a FIFO, socket or device (opened without blocking, never read), or larger than the cap

@@ -238,6 +238,7 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
     return std::tie(a.node, a.path) < std::tie(b.node, b.path);
   });
   out.skipped = std::move(plan.skipped);
+  out.notes = std::move(plan.notes);
   return out;
 }
 

@@ -50,6 +50,10 @@ struct RenderedFile {
 struct Output {
   std::vector<RenderedFile> files;  // sorted by (node, path)
   std::vector<Skip> skipped;
+  // Files that were rendered but cannot work until the operator does something the inventory
+  // does not say (a placeholder image), and what the files assume but gpuforge does not install
+  // (#28 item 12); `reason` is the note. render, plan and apply print them on stderr.
+  std::vector<Skip> notes;
 };
 
 struct Options {
@@ -62,6 +66,7 @@ struct Options {
 struct Plan {
   std::vector<Job> jobs;
   std::vector<Skip> skipped;
+  std::vector<Skip> notes;
 };
 Plan CollectJobs(const model::Cluster& c, const Options& o);
 

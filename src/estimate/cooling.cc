@@ -9,6 +9,7 @@
 #include "estimate/guide.h"
 #include "estimate/sections.h"
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::estimate::internal {
 
@@ -22,6 +23,14 @@ Section CoolingSection(const model::Cluster& c, const Estimates& so_far) {
   for (const Section& section : so_far.sections) {
     for (const Figure& f : section.figures) {
       if (f.key.starts_with("power.rack_w.")) rack_w.emplace(f.key, &f);
+    }
+  }
+  // The racks that hold H200 nodes: the guide's FAQ example is about them alone.
+  std::unordered_map<std::string_view, bool> h200_rack;
+  for (const model::Node& n : c.nodes) {
+    if (n.rack.empty()) continue;
+    for (const model::GpuSpec& g : c.ProfileOf(n).gpus) {
+      if (g.count > 0 && model::GpuNameKey(g.model).starts_with("H200")) h200_rack[n.rack] = true;
     }
   }
   for (const model::Rack& rack : c.racks) {
@@ -46,8 +55,10 @@ Section CoolingSection(const model::Cluster& c, const Estimates& so_far) {
                 fmt::format("air-cooled, {} {} {} air limit ({}, 'Cooling and Power')",
                             FormatPower(w), fits ? "<=" : ">", FormatPower(limit), guide::k000));
       SetVerdict(f, fits ? "ok" : "liquid cooling needed");
-      if (!fits) {
-        // Why this note: the guide's FAQ is the likeliest source of an over-full air rack.
+      if (!fits && h200_rack.count(rack.name)) {
+        // Why this note: the guide's FAQ is the likeliest source of an over-full air rack of
+        // H200 nodes; for any other GPU it would quote figures that are not the rack's (#28
+        // item 12).
         f.note = fmt::format(
             "{}'s FAQ fits 3 H200 nodes of ~6 kW in an air-cooled rack (18 kW), but at its own "
             "8 kW per node that is 3 x 8 kW = 24 kW, over its 20 kW air limit",

@@ -14,6 +14,7 @@
 #include "estimate/guide.h"
 #include "estimate/sections.h"
 #include "gpuforge/base/quantity.h"
+#include "gpuforge/model/gpu_catalog.h"
 
 namespace gpuforge::estimate::internal {
 
@@ -54,11 +55,21 @@ Draw ProfileDraw(const model::Profile& p) {
   d.w = p.node_power_w();
   d.formula = fmt::format("{} = {}", fmt::join(terms, " + "), FormatPower(*d.w));
   if (p.gpu_count() > 0 && !(p.other_power_w > 0)) {
-    d.note = fmt::format(
-        "{}.power.other is not set, so CPUs, memory, NICs and fans count as 0 W; {} "
-        "('Cooling and Power') adds ~2.4 kW to an 8 x H200 node's 5.6 kW (\"call it 8kW per "
-        "node\")",
-        at, guide::k000);
+    // The guide's one figure is for 8 x H200; a B200 node must not read as if it were its own
+    // (#28 item 12: the note quoted H200 figures under a B200 profile).
+    std::vector<std::string> others;
+    for (const model::GpuSpec& g : p.gpus) {
+      if (g.count > 0 && !model::GpuNameKey(g.model).starts_with("H200")) others.push_back(g.model);
+    }
+    d.note = others.empty()
+                 ? fmt::format("{}.power.other is not set, so CPUs, memory, NICs and fans count as 0 W; {} "
+                               "('Cooling and Power') adds ~2.4 kW to an 8 x H200 node's 5.6 kW (\"call it 8kW per "
+                               "node\")",
+                               at, guide::k000)
+                 : fmt::format("{}.power.other is not set, so CPUs, memory, NICs and fans count as 0 W; {}'s only "
+                               "figure for them ('Cooling and Power': ~2.4 kW beside 8 x H200) is not for {}: take "
+                               "the rest of the node's draw from its vendor's specification",
+                               at, guide::k000, fmt::join(others, " and "));
   }
   return d;
 }

@@ -33,6 +33,19 @@ TEST(EstimateCooling, ThreeGuideNodesNeedLiquid) {
   EXPECT_NE(f.note.find("3 x 8 kW = 24 kW"), std::string::npos) << f.note;
 }
 
+// #28 item 12: the FAQ's H200 figures are no note for a rack of B200 nodes.
+TEST(EstimateCooling, TheH200NoteIsOnlyForRacksOfH200) {
+  model::Cluster c = GuideCluster();
+  c.nodes[2].rack = "r1";
+  c.racks[0].power_limit_w = 30e3;
+  for (model::Profile& p : c.profiles) {
+    for (model::GpuSpec& g : p.gpus) g.model = "B200";
+  }
+  Figure f = EstimateOf(c, "cooling.rack.r1");
+  EXPECT_EQ(f.verdict, "liquid cooling needed");
+  EXPECT_EQ(f.note, "") << "no H200 in the rack";
+}
+
 TEST(EstimateCooling, LiquidRackIsOk) {
   model::Cluster c = GuideCluster();
   c.nodes[2].rack = "r1";

@@ -99,6 +99,14 @@ TEST(EstimatePower, NoOtherPowerCountsGpusOnlyAndSaysSo) {
   EXPECT_DOUBLE_EQ(*f.value, 5600);
   EXPECT_EQ(f.formula, "8 H200 x 700 W + 0 W other = 5.6 kW");
   EXPECT_NE(f.note.find("profiles.hgx-h200.power.other is not set"), std::string::npos) << f.note;
+  EXPECT_NE(f.note.find("an 8 x H200 node's 5.6 kW"), std::string::npos) << f.note;
+  // #28 item 12: a B200 profile is not told the H200 figure as if it were its own.
+  c.profiles[0].gpus[0].model = "B200";
+  Figure b = EstimateOf(c, "power.node_w.hgx-h200");
+  EXPECT_EQ(b.note,
+            "profiles.hgx-h200.power.other is not set, so CPUs, memory, NICs and fans count as 0 W; guide 000's only "
+            "figure for them ('Cooling and Power': ~2.4 kW beside 8 x H200) is not for B200: take the rest of the "
+            "node's draw from its vendor's specification");
 }
 
 TEST(EstimatePower, UnknownTdpIsMissingAllTheWayDown) {

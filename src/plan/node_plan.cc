@@ -20,6 +20,39 @@ bool NvSwitch(const model::Profile& p) {
   return std::any_of(p.gpus.begin(), p.gpus.end(), [](const model::GpuSpec& g) { return g.nvswitch; });
 }
 
+// Fabric Manager's and NSCQ's package names, which NVIDIA changed at R580 (#28 item 12: Rocky
+// was planned Ubuntu's name). NVIDIA's gpu-driver-container, commit 78fa4ac ("add driver
+// 580.65.06"), {ubuntu22.04,rhel9}/install.sh fabricmanager_install and nscq_install: from branch
+// 580 both families name them without the branch (nvidia-fabricmanager, libnvidia-nscq, pinned
+// to the driver version); before it Debian adds -BRANCH to both, and RHEL calls Fabric Manager
+// nvidia-fabric-manager and NSCQ libnvidia-nscq-BRANCH.
+int BranchNumber(std::string_view branch) {
+  int n = 0;
+  for (char ch : branch) {
+    if (ch < '0' || ch > '9' || n > 100000) return 0;
+    n = n * 10 + (ch - '0');
+  }
+  return n;
+}
+
+std::string FabricManagerPackage(const std::string& branch, bool deb) {
+  if (BranchNumber(branch) >= 580) return "nvidia-fabricmanager";
+  return deb ? "nvidia-fabricmanager-" + branch : "nvidia-fabric-manager";
+}
+
+std::string NscqPackage(const std::string& branch) {
+  return BranchNumber(branch) >= 580 ? "libnvidia-nscq" : "libnvidia-nscq-" + branch;
+}
+
+// NVLink 5 (Blackwell HGX and NVL systems): Fabric Manager starts the NVLink subnet manager
+// (nvlsm) beside itself, which needs the package and infiniband-diags (gpu-driver-container
+// rhel9/install.sh nvlink5_pkgs_install; rhel9/nvidia-driver starts both through
+// nvidia-fabricmanager-start.sh). Hopper's NVSwitch (H100, H200) needs neither.
+bool NvLink5(const model::Profile& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(),
+                     [](const model::GpuSpec& g) { return g.nvswitch && g.generation == "blackwell"; });
+}
+
 // "13.0" -> "13-0" (cuda-toolkit-13-0); "13" -> "13-0".
 std::string CudaDashed(std::string_view v) {
   std::string major(v.substr(0, v.find('.'))), minor = "0";
@@ -118,8 +151,13 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
       add((model::OpenKernelModules(sw) ? "nvidia-open-" : "cuda-drivers-") + branch, sw.driver_version, Impact::kReboot,
           "reboot to load the new driver (drain first)", reason);
       if (NvSwitch(p)) {
-        add("nvidia-fabricmanager-" + branch, sw.driver_version, Impact::kReboot,
+        add(FabricManagerPackage(branch, deb), sw.driver_version, Impact::kReboot,
             "must match the driver exactly; restarts with it", "software.driver (NVSwitch systems)");
+      }
+      if (NvLink5(p)) {
+        add("nvlsm", "", Impact::kReboot, "Fabric Manager starts it on NVLink 5 systems",
+            "NVLink 5 (Blackwell NVSwitch): NVIDIA gpu-driver-container nvlink5_pkgs_install");
+        add("infiniband-diags", "", Impact::kLive, "none", "NVLink 5: nvlsm's tools");
       }
     }
     if (!sw.cuda_version.empty()) {
@@ -136,7 +174,7 @@ std::vector<DesiredPackage> DesiredPackages(const model::Cluster& c, const model
       // that must match the driver exactly (DCGM user guide, "Getting Started": HGX systems
       // with NVSwitch need libnvidia-nscq-<branch>); without it the switch fields are blank.
       if (NvSwitch(p)) {
-        add("libnvidia-nscq-" + branch, sw.driver_version, Impact::kRestart, "restarts nvidia-dcgm",
+        add(NscqPackage(branch), sw.driver_version, Impact::kRestart, "restarts nvidia-dcgm",
             "software.driver (NVSwitch monitoring with DCGM)");
       }
       // The exporter as a host service (render/monitoring.cc), pinned: its releases differ

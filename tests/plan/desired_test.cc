@@ -17,6 +17,7 @@
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/plan/desired.h"
 #include "gpuforge/plan/file_plan.h"
+#include "gpuforge/plan/node_plan.h"
 #include "gpuforge/render/render.h"
 #include "remote/fake_session.h"
 
@@ -235,14 +236,51 @@ TEST(DesiredPackages, NvSwitchNodesGetNscqPinnedToTheDriverAlongsideDcgm) {
   Example e = Load("h200-ib-32gpu.yaml");
   const model::Node& n = FirstGpuNode(e.cluster);
   DesiredNode d = DesiredNodeState(e.cluster, n, {}, AllParts());
-  const std::string branch = e.cluster.software.driver_branch;
-  const DesiredPackage* nscq = FindPackage(d, "libnvidia-nscq-");
+  ASSERT_EQ(e.cluster.software.driver_branch, "580");
+  const DesiredPackage* nscq = FindPackage(d, "libnvidia-nscq");
   ASSERT_NE(nscq, nullptr) << n.name;
-  EXPECT_EQ(nscq->name, "libnvidia-nscq-" + branch);
+  EXPECT_EQ(nscq->name, "libnvidia-nscq") << "R580 names it without the branch";
   EXPECT_EQ(nscq->version, e.cluster.software.driver_version);
   EXPECT_NE(FindPackage(d, "datacenter-gpu-manager-4-"), nullptr);
   Example k = Load("a100-roce-k8s.yaml");  // PCIe A100s: no NVSwitch
-  EXPECT_EQ(FindPackage(DesiredNodeState(k.cluster, FirstGpuNode(k.cluster), {}, AllParts()), "libnvidia-nscq-"), nullptr);
+  EXPECT_EQ(FindPackage(DesiredNodeState(k.cluster, FirstGpuNode(k.cluster), {}, AllParts()), "libnvidia-nscq"), nullptr);
+}
+
+// #28 item 12: Fabric Manager's and NSCQ's names by driver branch and OS family, as NVIDIA's
+// gpu-driver-container installs them ({ubuntu22.04,rhel9}/install.sh since 78fa4ac): R580 and
+// later drop the branch on both families; before it RHEL's Fabric Manager is
+// nvidia-fabric-manager. NVLink 5 (Blackwell NVSwitch) adds nvlsm and infiniband-diags.
+TEST(DesiredPackages, FabricManagerNscqAndNvlsmByBranchFamilyAndNvlinkGeneration) {
+  Example e = Load("h200-ib-32gpu.yaml");
+  const model::Node& n = FirstGpuNode(e.cluster);
+  auto names = [&](const model::Cluster& c, OsFamily family) {
+    std::vector<std::string> out;
+    for (const DesiredPackage& p : DesiredPackages(c, n, family)) {
+      if (p.name.find("fabric") != std::string::npos || p.name.find("nscq") != std::string::npos ||
+          p.name == "nvlsm" || p.name == "infiniband-diags") {
+        out.push_back(p.name + "=" + p.version);
+      }
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(e.cluster, OsFamily::kDebian), (V{"nvidia-fabricmanager=580.95.05", "libnvidia-nscq=580.95.05"}));
+  EXPECT_EQ(names(e.cluster, OsFamily::kRhel), (V{"nvidia-fabricmanager=580.95.05", "libnvidia-nscq=580.95.05"}));
+  model::Cluster old = e.cluster;
+  old.software.driver_branch = "570";
+  old.software.driver_version = "570.172.08";
+  EXPECT_EQ(names(old, OsFamily::kDebian),
+            (V{"nvidia-fabricmanager-570=570.172.08", "libnvidia-nscq-570=570.172.08"}));
+  EXPECT_EQ(names(old, OsFamily::kRhel), (V{"nvidia-fabric-manager=570.172.08", "libnvidia-nscq-570=570.172.08"}));
+  // The same node with Blackwell NVSwitch GPUs: NVLSM beside Fabric Manager.
+  model::Cluster b200 = e.cluster;
+  for (model::Profile& p : b200.profiles) {
+    for (model::GpuSpec& g : p.gpus) {
+      if (g.nvswitch) g.generation = "blackwell";
+    }
+  }
+  EXPECT_EQ(names(b200, OsFamily::kRhel), (V{"nvidia-fabricmanager=580.95.05", "nvlsm=", "infiniband-diags=",
+                                             "libnvidia-nscq=580.95.05"}));
 }
 
 // #14 GPUDirect: DMA-BUF (open modules, no peermem) by default where it works; peermem with

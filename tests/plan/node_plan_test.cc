@@ -67,9 +67,9 @@ TEST(PlanDesired, PackagesForTheH200Example) {
   ASSERT_NE(gpu, nullptr);
   std::vector<std::string> names;
   for (const DesiredPackage& p : DesiredPackages(c, *gpu, OsFamily::kDebian)) names.push_back(p.name + "=" + p.version);
-  EXPECT_EQ(names, (std::vector<std::string>{"nvidia-open-580=580.95.05", "nvidia-fabricmanager-580=580.95.05",
+  EXPECT_EQ(names, (std::vector<std::string>{"nvidia-open-580=580.95.05", "nvidia-fabricmanager=580.95.05",
                                              "cuda-toolkit-12-6=", "libnccl2=2.21.5", "libnccl-dev=2.21.5",
-                                             "datacenter-gpu-manager-4-cuda12=", "libnvidia-nscq-580=580.95.05",
+                                             "datacenter-gpu-manager-4-cuda12=", "libnvidia-nscq=580.95.05",
                                              "datacenter-gpu-manager-exporter=4.8.2", "doca-ofed=2.9.1", "munge=", "slurmd=", "slurm-client="}));
   DesiredNode d = DesiredNodeState(c, *gpu, {}, AllParts());
   EXPECT_TRUE(d.modules.empty()) << "DMA-BUF: no nvidia-peermem";

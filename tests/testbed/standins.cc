@@ -18,10 +18,10 @@ const std::string kDebrepo = std::string(GPUFORGE_SOURCE_DIR) + "/tests/testbed/
 const std::vector<std::string> kPackages = {
     // The driver package brings nvidia-persistenced, as NVIDIA's does. Branch 580 gets the open
     // kernel modules by default (#14), so the package is nvidia-open-580; NSCQ is planned with
-    // DCGM on NVSwitch profiles.
+    // DCGM on NVSwitch profiles. From R580 Fabric Manager and NSCQ carry no branch in their names.
     "nvidia-open-580=580.159.04-1,unit=nvidia-persistenced",
-    "libnvidia-nscq-580=580.159.04-1",
-    "nvidia-fabricmanager-580=580.159.04-1,unit=nvidia-fabricmanager",
+    "libnvidia-nscq=580.159.04-1",
+    "nvidia-fabricmanager=580.159.04-1,unit=nvidia-fabricmanager",
     "cuda-toolkit-13-0=13.0.2-1",
     "libnccl2=2.28.9-1+cuda13.0",
     "libnccl2=2.27.7-1+cuda13.0",

@@ -1,6 +1,8 @@
 #include "gpuforge/inventory/loader.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -226,9 +228,72 @@ std::string LoadOutcome::FormatDiagnostics() const {
   return out;
 }
 
+namespace {
+
+// Counts the values of one document and stops, by throwing, past the limit.
+class ValueCounter : public YAML::EventHandler {
+ public:
+  struct Over {
+    YAML::Mark mark;
+  };
+  explicit ValueCounter(std::size_t limit) : limit_(limit) {}
+  std::size_t count() const { return count_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Add(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Add(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { Add(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Add(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { Add(m); }
+  void OnMapEnd() override {}
+
+ private:
+  void Add(const YAML::Mark& m) {
+    if (++count_ > limit_) throw Over{m};
+  }
+  std::size_t limit_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
+ValueCount CountYamlValues(std::string_view text, std::size_t limit) {
+  std::istringstream in{std::string(text)};
+  ValueCounter counter(limit);
+  try {
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(counter);
+  } catch (const ValueCounter::Over& over) {
+    return {counter.count(), over.mark.line + 1, over.mark.column + 1};
+  } catch (const YAML::Exception&) {
+    // A syntax error: YAML::Load reports it with its position.
+  }
+  return {counter.count(), 0, 0};
+}
+
 LoadOutcome LoadString(std::string_view text, const std::string& path) {
   LoadOutcome out;
   out.source = std::make_shared<SourceFile>(path, std::string(text));
+  // yaml-cpp makes at most 1.5 values of a byte (":," in a flow sequence is a map, a null key and
+  // a null value: 3 for 2 bytes), so a text of up to kMaxYamlValues / 1.5 bytes (1.33 MiB) cannot
+  // pass the budget and is not counted; larger files pay for the streaming count, and a file over
+  // budget never becomes a tree (#28 item 21).
+  if (text.size() * 3 / 2 + 16 > kMaxYamlValues) {
+    const ValueCount n = CountYamlValues(text, kMaxYamlValues);
+    if (n.line > 0) {
+      out.diags.Error(SourcePos{path, n.line, n.col},
+                      fmt::format("the inventory holds more than {} YAML values (scalars, lists and maps) by here; "
+                                  "gpuforge stops at that many to keep the parsed file near 1 GB of memory. One line "
+                                  "per node or per cable fits about 16,000 nodes: write nodes and links as hostlist "
+                                  "ranges (gpu[0001-4096], leaf01:[1-32]) instead",
+                                  kMaxYamlValues));
+      return out;
+    }
+  }
   internal::Loader loader(path, &out.diags);
   try {
     // yaml-cpp reports syntax errors by throwing, and its node accessors throw on trees they

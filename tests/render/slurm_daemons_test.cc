@@ -718,6 +718,55 @@ TEST_F(RenderSlurmDaemons, AJobSeesOnlyTheGpusItWasGiven) {
 // order), registers all eight, and fences a job given two GPUs to the first two in bus order:
 // /dev/nvidia7 and /dev/nvidia6 open (ENXIO: no driver behind the stand-in), /dev/nvidia0 is
 // EPERM. With File= assumed from the inventory the same job would have been given nvidia0-1.
+// #28 item 5: a rail-optimized fabric, each node on one leaf per rail. topology.conf used to list
+// every node under every rail leaf, and slurmctld warned "Multiple leaf switches contain nodes"
+// (SchedMD slurm-22-05-8-1 src/plugins/topology/tree/topology_tree.c:468, Debian 12's slurmctld;
+// switch_record.c:572 today) with no locality left; now each scalable
+// unit is one switch, held here against the real slurmctld.
+class RenderSlurmDaemonsRails : public RenderSlurmDaemons {
+ protected:
+  void EditInventory(std::string& yaml) const override {
+    auto replace_all = [&](const std::string& from, const std::string& to) {
+      std::size_t n = 0;
+      for (std::size_t at; (at = yaml.find(from)) != std::string::npos; ++n) yaml.replace(at, from.size(), to);
+      ASSERT_GT(n, 0u) << from;
+    };
+    replace_all("      - {name: mlx5_0, kind: infiniband, rate: 400Gb/s, network: ib}",
+                "      - {name: \"mlx5_[0-1]\", kind: infiniband, rate: 400Gb/s, network: ib, rail: [0, 1]}");
+    replace_all("  - {name: \"leaf[1-2]\", tier: leaf,", "  - {name: \"leaf[1-4]\", tier: leaf,");
+    replace_all("ib: {role: compute, kind: infiniband, rate: 400Gb/s}",
+                "ib: {role: compute, kind: infiniband, rate: 400Gb/s, topology: rail-optimized}");
+    replace_all(fmt::format("  - {{from: \"{0}g01:mlx5_0\", to: \"leaf1:1\"}}\n"
+                            "  - {{from: \"{0}g02:mlx5_0\", to: \"leaf1:2\"}}\n"
+                            "  - {{from: \"{0}g03:mlx5_0\", to: \"leaf2:1\"}}\n"
+                            "  - {{from: \"leaf1:33\", to: \"spine1:1\"}}\n"
+                            "  - {{from: \"leaf2:33\", to: \"spine1:2\"}}\n",
+                            prefix_),
+                // Unit 1: g01-g02, rail 0 on leaf1 and rail 1 on leaf2; unit 2: g03 on leaf3/leaf4.
+                fmt::format("  - {{from: \"{0}g[01-02]:mlx5_0\", to: \"leaf1:[1-2]\"}}\n"
+                            "  - {{from: \"{0}g[01-02]:mlx5_1\", to: \"leaf2:[1-2]\"}}\n"
+                            "  - {{from: \"{0}g03:mlx5_0\", to: \"leaf3:1\"}}\n"
+                            "  - {{from: \"{0}g03:mlx5_1\", to: \"leaf4:1\"}}\n"
+                            "  - {{from: \"leaf[1-4]:33\", to: \"spine1:[1-4]\"}}\n",
+                            prefix_));
+  }
+};
+
+TEST_F(RenderSlurmDaemonsRails, SlurmctldReadsOneSwitchPerScalableUnitWithoutWarning) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  CommandResult topology = Shell(Env() + "scontrol show topology");
+  ASSERT_EQ(topology.status, 0) << topology.output;
+  for (const std::string& want :
+       {fmt::format("SwitchName=su1 Level=0 LinkSpeed=1 Nodes={}g[01-02]", prefix_),
+        fmt::format("SwitchName=su2 Level=0 LinkSpeed=1 Nodes={}g03", prefix_),
+        fmt::format("SwitchName=spine1 Level=1 LinkSpeed=1 Nodes={}g[01-03] Switches=su[1-2]", prefix_)}) {
+    EXPECT_NE(topology.output.find(want), std::string::npos) << "no " << want << " in\n" << topology.output;
+  }
+  EXPECT_EQ(topology.output.find("leaf"), std::string::npos) << topology.output;
+  const std::string log = ReadFile(dir_ / "log" / "slurmctld.log");
+  EXPECT_EQ(log.find("Multiple leaf switches contain nodes"), std::string::npos) << Tail(log, 20);
+}
+
 class RenderSlurmDaemonsMeasured : public RenderSlurmDaemons {
  protected:
   render::Measured Measurements() const override {
@@ -1190,9 +1239,14 @@ TEST_F(RenderSlurmDaemonsAccounting, AJobAndItsGpusReachTheDatabase) {
   // One error is the daemons' own start-up race, not the files': slurmctld registers with
   // slurmdbd before its RPC port listens, and slurmdbd's first push of the cluster's
   // associations to it is refused ("update cluster: Connection refused"); it is sent again.
+  // Another is a client's: sacct's persistent connection closed while slurmdbd still read it
+  // ("_conn_readable: persistent connection ... error[104]: Connection reset by peer"), seen once
+  // in a loaded run of the slow suite (slurm-22-05 src/common/slurm_persist_conn.c _conn_readable).
   std::stringstream lines(dbd_log);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find("error:") == std::string::npos || line.find("error: update cluster: Connection refused") != std::string::npos) {
+    if (line.find("error:") == std::string::npos || line.find("error: update cluster: Connection refused") != std::string::npos ||
+        (line.find("error: _conn_readable: persistent connection for fd") != std::string::npos &&
+         line.find("error[104]: Connection reset by peer") != std::string::npos)) {
       continue;
     }
     ADD_FAILURE() << "slurmdbd: " << line;

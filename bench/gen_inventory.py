@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
 """Writes a synthetic gpuforge inventory: N nodes x 8 H200, rail-optimized InfiniBand fat tree.
 
-The shape is the usual NDR400 scalable-unit design, every switch a 64-port QM9700:
+The shape is the usual NDR scalable-unit design, every switch a QM9700 with P ports (--switch-ports,
+64 or 128); half of each switch's ports go down and half up, so every tier is 1:1:
 
-  * a scalable unit (SU) is 32 nodes; each SU has 8 leaves, one per rail, and NIC mlx5_R of
-    every node in the SU goes to the SU's rail-R leaf (32 ports down);
-  * every leaf sends its other 32 ports up, so leaves are 1:1;
-  * up to 128 nodes (4 SUs, 32 leaves) that is two tiers: leaf uplinks spread evenly over
-    leaves/2 spines;
-  * above that, pods of 4 SUs: 32 leaves and 32 spines per pod, leaf i of a pod to every spine
-    of the pod; each spine sends 32 ports up to its core group (spine j of every pod to core
-    group j), spread evenly over pods/2 cores. Spines are 1:1 too; cores are fully used.
+  * P = 64 (the default): the QM9700's 64 NDR ports at 400 Gb/s, NICs at 400 Gb/s (NDR400);
+  * P = 128: the same QM9700 with its 32 OSFP cages split into 128 NDR200 ports at 200 Gb/s
+    (NVIDIA's "64 x 400 Gb/s or 128 x 200 Gb/s"), NICs at 200 Gb/s (ConnectX-7 at NDR200).
+    Twice the radix, so three tiers reach 8x the nodes (up to 32,768 here), at half the
+    bandwidth per NIC (8 x 200 Gb/s = 1.6 Tb/s per node);
+  * a scalable unit (SU) is P/2 nodes; each SU has 8 leaves, one per rail, and NIC mlx5_R of
+    every node in the SU goes to the SU's rail-R leaf (P/2 ports down);
+  * every leaf sends its other P/2 ports up, so leaves are 1:1;
+  * up to one pod (P/16 SUs: 4 at 64 ports, 8 at 128) that is two tiers: leaf uplinks spread
+    evenly over leaves/2 spines;
+  * above that, pods of P/16 SUs: P/2 leaves and P/2 spines per pod, leaf i of a pod to every
+    spine of the pod; each spine sends P/2 ports up to its core group (spine j of every pod to
+    core group j), spread evenly over pods/2 cores. Spines are 1:1 too; cores are fully used.
 
-So N must be 32, 64 or 128 (two tiers), or 128 x 2^k up to 8192 (three tiers). Racks hold 4
-nodes at 40 kW liquid-cooled; each node also has a 100 GbE storage NIC. Links are written with
-hostlists, as a person would ("gpu[0001-0032]:mlx5_0" to "leaf0001:[1-32]"); --explicit-links
-writes one line per cable instead, as a cabling database export would.
+So with 64 ports N is 32, 64 or 128 (two tiers), or 128 x 2^k up to 8192 (three tiers); with
+128 ports N is 64 to 512 (two tiers) or 512 x 2^k up to 32768 (1024, 4096 and 16384 are all
+three tiers). Racks hold 4 nodes at 40 kW liquid-cooled; each node also has a 100 GbE storage
+NIC. Links are written with hostlists, as a person would ("gpu[0001-0032]:mlx5_0" to
+"leaf0001:[1-32]"); --explicit-links writes one line per cable instead, as a cabling database
+export would. Names have 4 digits, or 5 from 10,000 nodes or switches.
 
 Standard library only; nothing is fetched.
 """
@@ -28,14 +36,11 @@ import sys
 # since the inventory is written elsewhere.
 EXAMPLE_MUNGE_KEY = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inventories", "examples",
                                  "munge.key.example"))
-LEAF_DOWN = 32          # ports per leaf toward nodes; as many go up
-NODES_PER_SU = 32
 RAILS = 8
-SUS_PER_POD = 4
-POD_SWITCHES = SUS_PER_POD * RAILS  # 32 leaves and 32 spines per pod
-SWITCH_PORTS = 64
 NODES_PER_RACK = 4
-WIDTH = 4               # digits in node and switch names
+# Port count -> port (and NIC) rate: the QM9700 as 64 NDR ports, or split into 128 NDR200 ports.
+PORT_RATES = {64: "400Gb/s", 128: "200Gb/s"}
+WIDTH = 4               # digits in node and switch names; 5 from 10,000 (set by Shape)
 
 
 def name(prefix, i):
@@ -54,68 +59,92 @@ def hosts(prefix, lo, hi):
 
 
 def address(k):
-    """Node k (0-based) in 198.18.16.0 and up: 128 hosts per /24, never .0 or .255."""
-    return f"198.18.{16 + k // 128}.{k % 128 + 1}"
+    """Node k (0-based) from 198.18.16.0 up within 198.18.0.0/15: 128 hosts per /24, never .0
+    or .255."""
+    block = 16 + k // 128
+    return f"198.{18 + block // 256}.{block % 256}.{k % 128 + 1}"
 
 
 class Shape:
-    def __init__(self, nodes):
-        if nodes in (32, 64, 128):
+    def __init__(self, nodes, ports=64):
+        global WIDTH
+        if ports not in PORT_RATES:
+            raise ValueError(f"--switch-ports {ports}: use 64 (NDR400) or 128 (NDR200 split ports)")
+        self.ports = ports
+        self.rate = PORT_RATES[ports]
+        self.half = ports // 2                        # ports down per switch; as many go up
+        self.nodes_per_su = self.half                 # one leaf port per node and rail
+        self.sus_per_pod = self.half // RAILS         # 4 at 64 ports, 8 at 128
+        self.pod_switches = self.sus_per_pod * RAILS  # leaves (and spines) per pod: P/2
+        pod_nodes = self.nodes_per_su * self.sus_per_pod
+        two_tier = [self.nodes_per_su << k for k in range(self.sus_per_pod.bit_length())]
+        # 198.18.0.0/15 holds 512 /24s of 128 nodes, 16 of them left to the head node.
+        most = min(pod_nodes * ports, (512 - 16) * 128)
+        most -= most % pod_nodes
+        most = 1 << (most.bit_length() - 1)
+        if nodes in two_tier:
             self.pods = 1
-            self.sus = nodes // NODES_PER_SU
+            self.sus = nodes // self.nodes_per_su
             self.leaves = self.sus * RAILS
             self.spines = self.leaves // 2
             self.cores = 0
         else:
-            pods = nodes // (NODES_PER_SU * SUS_PER_POD)
-            ok = nodes % (NODES_PER_SU * SUS_PER_POD) == 0 and 2 <= pods <= 64 and pods & (pods - 1) == 0
+            pods = nodes // pod_nodes
+            ok = (nodes % pod_nodes == 0 and 2 <= pods <= ports and pods & (pods - 1) == 0
+                  and nodes <= most)
             if not ok:
                 raise ValueError(
-                    f"--nodes {nodes}: use 32, 64, 128, or 128 x a power of two up to 8192 "
-                    "(256, 512, ..., 8192), so every switch stays 1:1 and fully cabled")
+                    f"--nodes {nodes} with --switch-ports {ports}: use "
+                    f"{', '.join(map(str, two_tier))}, or {pod_nodes} x a power of two up to {most} "
+                    f"({2 * pod_nodes}, {4 * pod_nodes}, ..., {most}), so every switch stays 1:1 "
+                    "and fully cabled")
             self.pods = pods
-            self.sus = nodes // NODES_PER_SU
+            self.sus = nodes // self.nodes_per_su
             self.leaves = self.sus * RAILS
-            self.spines = pods * POD_SWITCHES
+            self.spines = pods * self.pod_switches
             self.core_group = pods // 2          # cores per core group
-            self.cores = POD_SWITCHES * self.core_group
+            self.cores = self.pod_switches * self.core_group
         self.nodes = nodes
+        WIDTH = max(4, len(str(max(nodes, self.leaves, self.spines, self.cores))))
 
 
 def links(shape):
     """Yields (from, to) endpoint pairs, compact (hostlist) form."""
+    down = shape.half              # ports toward the tier below; as many go up
+    up = shape.ports - down
+    per_su = shape.nodes_per_su
+    pod_sw = shape.pod_switches
     # Nodes to rail leaves.
     for su in range(shape.sus):
-        first = su * NODES_PER_SU + 1
+        first = su * per_su + 1
         for rail in range(RAILS):
             leaf = su * RAILS + rail + 1
-            yield (f"{hosts('gpu', first, first + NODES_PER_SU - 1)}:mlx5_{rail}",
-                   f"{name('leaf', leaf)}:[1-{LEAF_DOWN}]")
-    up = SWITCH_PORTS - LEAF_DOWN
+            yield (f"{hosts('gpu', first, first + per_su - 1)}:mlx5_{rail}",
+                   f"{name('leaf', leaf)}:[1-{down}]")
     if shape.cores == 0:
-        # Two tiers: leaf i's uplink u goes to spine u % S, at port i * (32 / S) + u // S + 1.
+        # Two tiers: leaf i's uplink u goes to spine u % S, at port i * (P/2 / S) + u // S + 1.
         s = shape.spines
         per = up // s
         for i in range(shape.leaves):
             for r in range(per):
-                yield (f"{name('leaf', i + 1)}:{rng(LEAF_DOWN + 1 + r * s, LEAF_DOWN + r * s + s)}",
+                yield (f"{name('leaf', i + 1)}:{rng(down + 1 + r * s, down + r * s + s)}",
                        f"{hosts('spine', 1, s)}:{i * per + r + 1}")
         return
-    # Leaves to the spines of their pod: leaf l's port 33 + s goes to spine s's port l + 1.
+    # Leaves to the spines of their pod: leaf l's port P/2 + 1 + s goes to spine s's port l + 1.
     for p in range(shape.pods):
-        base = p * POD_SWITCHES
-        for l in range(POD_SWITCHES):
-            yield (f"{name('leaf', base + l + 1)}:[{LEAF_DOWN + 1}-{SWITCH_PORTS}]",
-                   f"{hosts('spine', base + 1, base + POD_SWITCHES)}:{l + 1}")
-    # Spine j of pod p to core group j: uplink u to core u % G, at port p * (32 / G) + u // G + 1.
+        base = p * pod_sw
+        for l in range(pod_sw):
+            yield (f"{name('leaf', base + l + 1)}:[{down + 1}-{shape.ports}]",
+                   f"{hosts('spine', base + 1, base + pod_sw)}:{l + 1}")
+    # Spine j of pod p to core group j: uplink u to core u % G, at port p * (P/2 / G) + u // G + 1.
     g = shape.core_group
     per = up // g
     for p in range(shape.pods):
-        for j in range(POD_SWITCHES):
-            spine = p * POD_SWITCHES + j + 1
+        for j in range(pod_sw):
+            spine = p * pod_sw + j + 1
             cores = (j * g + 1, j * g + g)
             for r in range(per):
-                yield (f"{name('spine', spine)}:{rng(LEAF_DOWN + 1 + r * g, LEAF_DOWN + r * g + g)}",
+                yield (f"{name('spine', spine)}:{rng(down + 1 + r * g, down + r * g + g)}",
                        f"{hosts('core', *cores)}:{p * per + r + 1}")
 
 
@@ -140,9 +169,11 @@ def write(shape, out, explicit):
     gpus = n * RAILS
     racks = (n + NODES_PER_RACK - 1) // NODES_PER_RACK
     w = out.write
+    ndr = "NDR400" if shape.ports == 64 else "NDR200"
+    split = "" if shape.ports == 64 else " (split NDR200)"
     w(f"# Synthetic benchmark inventory from bench/gen_inventory.py: {n} nodes x 8 H200 = {gpus} GPUs,\n"
-      f"# rail-optimized NDR400 fat tree: {shape.leaves} leaves, {shape.spines} spines, {shape.cores} cores\n"
-      "# (QM9700, 64 ports, 1:1 everywhere). Not a real site; addresses are in 198.18.0.0/15.\n")
+      f"# rail-optimized {ndr} fat tree: {shape.leaves} leaves, {shape.spines} spines, {shape.cores} cores\n"
+      f"# (QM9700, {shape.ports} ports{split}, 1:1 everywhere). Not a real site; addresses are in 198.18.0.0/15.\n")
     w("version: 1\n\n")
     w("cluster:\n  name: bench-" + str(n) + "\n"
       "  site: {rack_power_limit: 40kW, cooling: liquid, power_price_per_kwh: 0.12, pue: 1.2}\n"
@@ -169,7 +200,7 @@ def write(shape, out, explicit):
       "    nics:\n"
       "      - name: mlx5_[0-7]\n"
       "        kind: infiniband\n"
-      "        rate: 400Gb/s\n"
+      f"        rate: {shape.rate}\n"
       "        network: ib\n"
       "        rail: [0, 1, 2, 3, 4, 5, 6, 7]\n"
       "        numa: [0, 0, 0, 0, 1, 1, 1, 1]\n"
@@ -191,16 +222,16 @@ def write(shape, out, explicit):
         w(f"  - {{name: \"{hosts('gpu', lo + 1, hi + 1)}\", address: \"{addr}\", "
           f"rack: {name('r', r + 1)}, profile: hgx-h200}}\n")
     w("\nnetworks:\n"
-      "  ib:   {role: compute, kind: infiniband, rate: 400Gb/s, topology: rail-optimized}\n"
+      f"  ib:   {{role: compute, kind: infiniband, rate: {shape.rate}, topology: rail-optimized}}\n"
       "  data: {role: storage, kind: ethernet, rate: 100Gb/s, topology: spine-leaf}\n\n")
     w("switches:\n"
       f"  - {{name: \"{hosts('leaf', 1, shape.leaves)}\", tier: leaf, network: ib, model: QM9700, "
-      "ports: 64, port_rate: 400Gb/s}\n"
+      f"ports: {shape.ports}, port_rate: {shape.rate}}}\n"
       f"  - {{name: \"{hosts('spine', 1, shape.spines)}\", tier: spine, network: ib, model: QM9700, "
-      "ports: 64, port_rate: 400Gb/s}\n")
+      f"ports: {shape.ports}, port_rate: {shape.rate}}}\n")
     if shape.cores:
         w(f"  - {{name: \"{hosts('core', 1, shape.cores)}\", tier: core, network: ib, model: QM9700, "
-          "ports: 64, port_rate: 400Gb/s}\n")
+          f"ports: {shape.ports}, port_rate: {shape.rate}}}\n")
     w("\nlinks:\n")
     for a, b in links(shape):
         if explicit:
@@ -254,9 +285,12 @@ def main(argv):
     ap.add_argument("--out", required=True, help="output file, or - for stdout")
     ap.add_argument("--explicit-links", action="store_true",
                     help="one line per cable instead of hostlist ranges")
+    ap.add_argument("--switch-ports", type=int, choices=sorted(PORT_RATES), default=64,
+                    help="64: QM9700 NDR400 ports (up to 8192 nodes); 128: the same switch "
+                         "with split NDR200 ports and NICs at 200 Gb/s (up to 32768 nodes)")
     args = ap.parse_args(argv)
     try:
-        shape = Shape(args.nodes)
+        shape = Shape(args.nodes, args.switch_ports)
     except ValueError as e:
         ap.error(str(e))
     if args.out == "-":

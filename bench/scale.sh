@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Times `gpuforge lint` and `gpuforge estimate` on synthetic inventories of 512 to 4096 nodes
-# (4096 to 32768 GPUs) and prints the median per size, its ratio to the 512-node case, and a
-# peer for context: PyYAML parsing the same file (parsing only; gpuforge also resolves the
-# model and analyses every link). See bench/README.md.
+# Times gpuforge commands (`lint` and `estimate` by default; `render` and `plan --offline` on
+# request) on synthetic inventories of 512 to 4096 nodes (4096 to 32768 GPUs) and prints, per
+# size and command, the median wall time, the CPU time, the ratio to the smallest size and per
+# 4x nodes, the peak RSS, and a peer for context: PyYAML parsing the same file (parsing only;
+# gpuforge also resolves the model and analyses every link). See bench/README.md.
 #
 # Usage: bench/scale.sh [GPUFORGE_BINARY]      (default: build/gpuforge under the repo root)
-# Environment: SIZES="512 1024 2048 4096"  RUNS=5  WARMUP=1  KEEP=dir (keep inventories and
-# hyperfine JSON there instead of a temporary directory). Nothing here uses the network.
+# Environment: SIZES="512 1024 2048 4096"  RUNS=5  WARMUP=1  COMMANDS="lint estimate"
+# (any of lint, estimate, render, plan)  GEN_ARGS="" (extra gen_inventory.py arguments, e.g.
+# "--switch-ports 128" for 16384 nodes)  KEEP=dir (keep inventories, outputs and hyperfine
+# JSON there instead of a temporary directory). Nothing here uses the network.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,6 +18,8 @@ bin="${1:-$root/build/gpuforge}"
 sizes="${SIZES:-512 1024 2048 4096}"
 runs="${RUNS:-5}"
 warmup="${WARMUP:-1}"
+commands="${COMMANDS:-lint estimate}"
+read -r -a gen_args <<<"${GEN_ARGS:-}"
 
 die() { echo "scale.sh: $*" >&2; exit 2; }
 
@@ -22,6 +27,10 @@ die() { echo "scale.sh: $*" >&2; exit 2; }
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 command -v hyperfine >/dev/null || die "hyperfine is not installed (Debian package 'hyperfine')"
 command -v python3 >/dev/null || die "python3 is not installed"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (Debian package 'time')"
+for c in $commands; do
+  case "$c" in lint | estimate | render | plan) ;; *) die "COMMANDS: unknown command '$c'" ;; esac
+done
 
 if [[ -n "${KEEP:-}" ]]; then
   work="$KEEP"
@@ -36,43 +45,57 @@ if python3 -c 'import yaml' 2>/dev/null; then
   peer_cmd="python3 -c 'import yaml,sys; yaml.safe_load(open(sys.argv[1]))'"
 fi
 
-# One hyperfine run of one command; the JSON lands in $work/<tag>.json.
-# gpuforge lint exits non-zero when it has findings to report; that is not a failure of the
-# run, so each command is run once first: exit statuses 0 and 1 are accepted (then hyperfine
-# is told to ignore the status), anything else (a usage error, a crash, a sanitizer report)
-# stops the benchmark with the command's output.
+# One hyperfine run of one command; the JSON lands in $work/<tag>.json, the peak RSS (KiB, GNU
+# time's %M, "Maximum resident set size" of -v) of a first, untimed run in $work/<tag>.rss.
+# gpuforge lint (and plan --offline) exit 1 when the design has findings to report; that is not
+# a failure of the run, so each command is run once first: exit statuses 0 and 1 are accepted
+# (then hyperfine is told to ignore the status), anything else (a usage error, a crash, a
+# sanitizer report) stops the benchmark with the command's output. PREPARE, when set, runs
+# before each run (hyperfine --prepare) and before the first one.
 time_one() {
   local tag="$1" cmd="$2" rc=0
-  bash -c "$cmd" >"$work/$tag.out" 2>&1 || rc=$?
+  [[ -z "${PREPARE:-}" ]] || bash -c "$PREPARE"
+  /usr/bin/time -f '%M' -o "$work/$tag.rss" bash -c "$cmd" >"$work/$tag.out" 2>&1 || rc=$?
   if (( rc > 1 )); then
     echo "scale.sh: '$cmd' exited with $rc:" >&2
     head -n 20 "$work/$tag.out" >&2
     exit 1
   fi
-  local ignore=()
-  (( rc == 0 )) || ignore=(--ignore-failure)
-  hyperfine --style none --warmup "$warmup" --runs "$runs" "${ignore[@]}" \
+  local extra=()
+  (( rc == 0 )) || extra+=(--ignore-failure)
+  [[ -z "${PREPARE:-}" ]] || extra+=(--prepare "$PREPARE")
+  hyperfine --style none --warmup "$warmup" --runs "$runs" "${extra[@]}" \
     --export-json "$work/$tag.json" "$cmd" >/dev/null
 }
 
-echo "gpuforge: $bin"
+echo "gpuforge: $("$bin" --version 2>/dev/null | head -1) ($bin)"
 echo "work dir: $work"
 for n in $sizes; do
   inv="$work/inv-$n.yaml"
-  python3 "$here/gen_inventory.py" --nodes "$n" --out "$inv"
+  python3 "$here/gen_inventory.py" --nodes "$n" "${gen_args[@]}" --out "$inv"
   echo "timing $n nodes ($(( n * 8 )) GPUs, $(wc -c <"$inv") bytes)..." >&2
-  time_one "lint-$n" "'$bin' lint '$inv'"
-  time_one "estimate-$n" "'$bin' estimate '$inv'"
+  for c in $commands; do
+    case "$c" in
+      lint) time_one "lint-$n" "'$bin' lint '$inv'" ;;
+      estimate) time_one "estimate-$n" "'$bin' estimate '$inv'" ;;
+      render) PREPARE="rm -rf '$work/out-$n'" time_one "render-$n" "'$bin' render '$inv' --out '$work/out-$n'"
+        find "$work/out-$n" -type f | wc -l >"$work/render-$n.files"
+        rm -rf "$work/out-$n" ;;
+      plan) time_one "plan-$n" "'$bin' plan '$inv' --offline" ;;
+    esac
+  done
   if [[ -n "$peer_cmd" ]]; then
     time_one "peer-$n" "$peer_cmd '$inv'"
   fi
+  wc -c <"$inv" >"$work/inv-$n.bytes"
 done
 
 # The table: medians from hyperfine's JSON.
-python3 - "$work" "$sizes" "${peer_cmd:+yes}" <<'EOF'
-import json, os, sys
+python3 - "$work" "$sizes" "$commands" "${peer_cmd:+yes}" <<'EOF'
+import json, math, os, sys
 
-work, sizes, peer = sys.argv[1], [int(s) for s in sys.argv[2].split()], sys.argv[3] == "yes"
+work, sizes, commands = sys.argv[1], [int(s) for s in sys.argv[2].split()], sys.argv[3].split()
+peer = sys.argv[4] == "yes"
 
 def result(tag):
     with open(os.path.join(work, tag + ".json")) as f:
@@ -86,33 +109,50 @@ def cpu(tag):
     r = result(tag)
     return r["user"] + r["system"]
 
+def rss_mib(tag):
+    with open(os.path.join(work, tag + ".rss")) as f:
+        return int(f.read().split()[-1]) / 1024
+
+def per4x(now, before, n, m):
+    # The growth for 4x the nodes: (now / before) ^ (log 4 / log(n / m)); 4.0 is linear.
+    return (now / before) ** (math.log(4) / math.log(n / m))
+
 base = sizes[0]
 rows = []
-for n in sizes:
-    lint, est = median(f"lint-{n}"), median(f"estimate-{n}")
-    row = [str(n), str(n * 8), f"{lint:.3f}", f"{cpu(f'lint-{n}'):.3f}",
-           f"{lint / median(f'lint-{base}'):.2f}", f"{est:.3f}", f"{cpu(f'estimate-{n}'):.3f}",
-           f"{est / median(f'estimate-{base}'):.2f}", f"{n / base:.0f}"]
-    if peer:
-        p = median(f"peer-{n}")
-        row += [f"{p:.3f}", f"{lint / p:.2f}"]
-    rows.append(row)
+for c in commands + (["peer"] if peer else []):
+    for i, n in enumerate(sizes):
+        tag = f"{c}-{n}"
+        t, ct = median(tag), cpu(tag)
+        row = [str(n), str(n * 8), f"{int(open(os.path.join(work, f'inv-{n}.bytes')).read()) / 1e6:.2f}", c,
+               f"{t:.3f}", f"{ct:.3f}", f"{t / median(f'{c}-{base}'):.2f}",
+               "-" if i == 0 else f"{per4x(t, median(f'{c}-{sizes[i - 1]}'), n, sizes[i - 1]):.2f}",
+               "-" if i == 0 else f"{per4x(ct, cpu(f'{c}-{sizes[i - 1]}'), n, sizes[i - 1]):.2f}",
+               f"{rss_mib(tag):.0f}"]
+        if peer:
+            row += ["-" if c == "peer" else f"{t / median(f'peer-{n}'):.2f}"]
+        rows.append(row)
 
-head = ["nodes", "GPUs", "lint s", "lint cpu", "lint x", "estimate s", "est cpu", "estimate x",
-        "size x"]
+head = ["nodes", "GPUs", "MB", "cmd", "wall s", "cpu s", "x", "per 4x", "cpu 4x", "peak MiB"]
 if peer:
-    head += ["peer s", "lint/peer"]
+    head += ["/peer"]
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+fmt = lambda cells: "  ".join(c.rjust(w) if i != 3 else c.ljust(w)
+                              for i, (c, w) in enumerate(zip(cells, widths)))
 print()
 print(fmt(head))
 for r in rows:
     print(fmt(r))
 print()
-print(f"'s' columns: median wall seconds; 'cpu': mean user+system seconds; 'x' columns: wall "
-      f"median over the {base}-node one (linear growth keeps them near 'size x').")
+print(f"'wall s': hyperfine median; 'cpu s': mean user+system seconds; 'x': wall median over the "
+      f"{base}-node one; 'per 4x', 'cpu 4x': growth of wall and CPU per 4x nodes from the size "
+      "above (4.0 = linear); 'peak MiB': GNU time's maximum RSS of one run; 'MB': inventory size.")
+files = [f"{n}: {open(os.path.join(work, f'render-{n}.files')).read().strip()}" for n in sizes
+         if os.path.exists(os.path.join(work, f"render-{n}.files"))]
+if files:
+    print("render: files written per size: " + ", ".join(files))
 if peer:
-    print("peer: python3 yaml.safe_load on the same file (PyYAML, parsing only)")
+    print("peer: python3 yaml.safe_load on the same file (PyYAML, parsing only); '/peer': wall "
+          "over the peer's wall")
 else:
     print("peer: not installed (Debian python3-yaml)")
 EOF

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <csignal>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -231,6 +233,53 @@ TEST(RenderEngine, WriteTreeRefusesSymlinksBelowOutAndWritesNothing) {
   EXPECT_TRUE(WriteTree(*out, dir.string()).ok());
   EXPECT_TRUE(std::filesystem::exists(elsewhere / "gpu001/etc/nccl.conf"));
   std::filesystem::remove(dir);
+}
+
+// A file that cannot be written part-way through the tree left the earlier files replaced when
+// render wrote file by file; the tree is one batch now (#28 item 19), so every earlier file
+// keeps its old content and no temporary is left. The failure is a file-size limit
+// (RLIMIT_FSIZE, which binds root too) just under the first file larger than all before it.
+TEST(RenderEngine, ATreeThatCannotBeWrittenWholeChangesNoFile) {
+  model::Cluster c = LoadExample("h200-ib-32gpu.yaml");
+  Result<Output> out = Render(c, Opts());
+  ASSERT_TRUE(out.ok());
+  std::size_t largest = 0, fails_at = 0;
+  for (std::size_t i = 0; i < out->files.size(); ++i) {
+    if (i > 0 && out->files[i].content.size() > largest) {
+      fails_at = i;
+      break;
+    }
+    largest = std::max(largest, out->files[i].content.size());
+  }
+  ASSERT_GT(fails_at, 1u) << "no file after the first is larger than all before it";
+  auto dir = TempDir("blocked-tree");
+  std::filesystem::remove_all(dir);
+  const RenderedFile& first = out->files[0];
+  std::filesystem::path kept = dir / (first.node.empty() ? "_cluster" : first.node) /
+                               std::filesystem::path(first.path).relative_path();
+  std::filesystem::create_directories(kept.parent_path());
+  std::ofstream(kept) << "old\n";
+  struct rlimit was {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  struct rlimit small = was;
+  small.rlim_cur = largest;
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status s = WriteTree(*out, dir.string());
+  ::setrlimit(RLIMIT_FSIZE, &was);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(s.ok()) << "file " << fails_at << " of " << out->files.size() << " was written past the limit";
+  EXPECT_NE(s.error().message.find("Nothing was written"), std::string::npos) << s.error().message;
+  std::ifstream in(kept);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "old") << kept;
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".gpuforge-"), std::string::npos) << "temporary left behind: " << e.path();
+    if (e.is_regular_file()) ++files;
+  }
+  EXPECT_EQ(files, 1u) << "files before the failing one were written";
 }
 
 TEST(RenderEngine, FailedWriteLeavesTheOldFileIntact) {

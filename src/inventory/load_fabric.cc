@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -206,6 +209,7 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
       silent_failure = true;
       continue;
     }
+    out.ends.reserve(out.ends.size() + ports->size());
     for (const std::string& p : *ports) {
       model::Endpoint ep;
       ep.device = d;
@@ -250,7 +254,33 @@ Loader::EndpointList Loader::ExpandEndpoint(const YAML::Node& n, std::string_vie
 
 void Loader::LoadLinks(const YAML::Node& n) {
   if (!r_.CheckSeq(n, "links")) return;
-  std::map<std::string, SourcePos> used;  // "leaf1:3" / "gpu001:mlx5_0" -> first use
+  // A switch port or NIC -> where it was first used, an index into `sides` (one position per
+  // entry side, not a copy of the file name per cable). Keyed by the switch or node in the
+  // model and the port number or the profile's NIC, not by a name built per end: 16,384 nodes
+  // have 393,000 links (#28 item 19).
+  struct EndKey {
+    const void* device;
+    std::uintptr_t at;  // the port number, or the address of the profile's NicSpec
+    bool operator==(const EndKey&) const = default;
+  };
+  struct EndHash {
+    std::size_t operator()(const EndKey& k) const {
+      return std::hash<const void*>{}(k.device) ^ (std::hash<std::uintptr_t>{}(k.at) * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  auto key_of = [&](const model::Endpoint& ep) -> EndKey {
+    if (ep.kind == model::Endpoint::Kind::kSwitchPort) {
+      return {FindSwitch(ep.device), static_cast<std::uintptr_t>(ep.port)};
+    }
+    const model::Node* node = FindNode(ep.device);
+    const model::Profile* prof = FindProfile(node->profile);
+    for (const model::NicSpec& nic : prof->nics) {
+      if (nic.name == ep.nic) return {node, reinterpret_cast<std::uintptr_t>(&nic)};
+    }
+    return {node, 0};  // not reached: ExpandEndpoint kept only the profile's NICs
+  };
+  std::unordered_map<EndKey, std::size_t, EndHash> used;
+  std::vector<SourcePos> sides;
   for (const YAML::Node& e : n) {
     if (!r_.CheckMap(e, "a link entry", schema::kLink)) continue;
     std::optional<double> rate = r_.Qty(e, "rate", "a link entry", Dimension::kBandwidth);
@@ -281,8 +311,12 @@ void Loader::LoadLinks(const YAML::Node& n) {
     auto note = [](Problem* p, std::string msg) {
       if (p->count++ == 0) p->first = std::move(msg);
     };
+    const SourcePos entry_pos = r_.Pos(e);
+    const std::size_t from_side = sides.size();
+    sides.push_back(r_.Pos(from));
+    sides.push_back(r_.Pos(to));
     for (std::size_t i = 0; i < a.ends.size(); ++i) {
-      model::Link l{a.ends[i], b.ends[i], 0, r_.Pos(e)};
+      model::Link l{std::move(a.ends[i]), std::move(b.ends[i]), 0, entry_pos};
       if (l.a.kind == model::Endpoint::Kind::kNic && l.b.kind == model::Endpoint::Kind::kNic) {
         note(&nic_to_nic, fmt::format("link {} -> {} joins two NICs; gpuforge models NICs cabled to switch ports",
                                       l.a.ToString(), l.b.ToString()));
@@ -293,12 +327,11 @@ void Loader::LoadLinks(const YAML::Node& n) {
         continue;
       }
       bool dup = false;
-      for (auto [ep, side, problem] : {std::tuple{&l.a, &from, &twice_from}, std::tuple{&l.b, &to, &twice_to}}) {
-        std::string key = ep->ToString();
-        auto [it, inserted] = used.emplace(key, r_.Pos(*side));
+      for (auto [ep, side, problem] : {std::tuple{&l.a, from_side, &twice_from}, std::tuple{&l.b, from_side + 1, &twice_to}}) {
+        auto [it, inserted] = used.emplace(key_of(*ep), side);
         if (!inserted) {
           const char* thing = ep->kind == model::Endpoint::Kind::kNic ? "NIC" : "switch port";
-          note(problem, fmt::format("{} {} is cabled twice, first at {}", thing, key, it->second.ToString()));
+          note(problem, fmt::format("{} {} is cabled twice, first at {}", thing, ep->ToString(), sides[it->second].ToString()));
           dup = true;
         }
       }

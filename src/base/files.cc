@@ -12,6 +12,24 @@
 
 namespace gpuforge::base {
 
+namespace {
+
+// Writes all of `content` to `fd`, retrying short writes and EINTR.
+bool WriteAll(int fd, const std::string& content) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode) {
   std::error_code ec;
   // A bare name ("out.xml") has no parent: it goes in the working directory. create_directories
@@ -29,15 +47,7 @@ Status WriteFileAtomically(const std::filesystem::path& target, const std::strin
     ::unlink(tmpl.c_str());
     return Status(Error{fmt::format("{}: {}: {}", target.string(), what, std::strerror(e))});
   };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  if (!WriteAll(fd, content)) return fail("write failed");
   if (::fchmod(fd, mode) != 0) return fail("chmod failed");
   if (::fsync(fd) != 0) return fail("fsync failed");
   if (::close(fd) != 0) {
@@ -53,20 +63,6 @@ Status WriteFileAtomically(const std::filesystem::path& target, const std::strin
 }
 
 namespace {
-
-// Writes all of `content` to `fd`, retrying short writes and EINTR.
-bool WriteAll(int fd, const std::string& content) {
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // syncfs(2) on the file system holding `dir`.
 Status SyncFileSystemOf(const std::filesystem::path& dir) {

@@ -492,16 +492,22 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
       }
     }
   }
-  std::vector<std::pair<PortKey, const PortUse*>> trouble;
+  struct Trouble {
+    PortKey key;
+    const PortUse* use;
+    const model::Switch* sw;
+  };
+  std::vector<Trouble> trouble;
   for (const auto& [key, use] : port_use) {
     const model::Switch* sw = c.FindSwitch(key.device);
     if (sw == nullptr) continue;
-    if ((sw->ports > 0 && key.port > sw->ports) || !use.more.empty()) trouble.emplace_back(key, &use);
+    if ((sw->ports > 0 && key.port > sw->ports) || !use.more.empty()) trouble.push_back({key, &use, sw});
   }
-  std::sort(trouble.begin(), trouble.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (const auto& [port_key, use] : trouble) {
-    const std::pair<std::string, int> key{std::string(port_key.device), port_key.port};
-    const model::Switch* sw = c.FindSwitch(key.first);
+  std::sort(trouble.begin(), trouble.end(), [](const Trouble& x, const Trouble& y) { return x.key < y.key; });
+  for (const Trouble& t : trouble) {
+    const std::pair<std::string, int> key{std::string(t.key.device), t.key.port};
+    const model::Switch* sw = t.sw;
+    const PortUse* use = t.use;
     const SourcePos& where = *use->where;
     std::vector<std::string> others{use->first->ToString()};
     for (const Endpoint* e : use->more) others.push_back(e->ToString());

@@ -6,6 +6,7 @@
 #include "apply/internal.h"
 #include "gpuforge/apply/apply.h"
 #include "gpuforge/base/names.h"
+#include "gpuforge/base/schemas.h"
 #include "remote/command.h"
 
 namespace gpuforge::apply {
@@ -36,6 +37,11 @@ Result<JournalRun> ParseJournal(std::string_view node, std::string_view output, 
     };
     nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return bad("not JSON");
+    // Lines written before the journal named its schema have none; a line of another major
+    // version is not read as this one.
+    if (j.contains("schema") && j["schema"] != schemas::kJournal) {
+      return bad(fmt::format("schema is not {}", schemas::kJournal));
+    }
     if (j.contains("rollback_of") && j["rollback_of"] == run_id) {
       // A rollback of this run; when it finished, the run is undone here already.
       if (j.contains("result") && j["result"] == "applied" && j.contains("run") && j["run"].is_string()) {
@@ -230,7 +236,7 @@ NodeApply RollbackNode(remote::Session& s, const RollbackOptions& o) {
       out.step = before.step;
       out.detail = before.detail;
     }
-    nlohmann::ordered_json j = {{"run", o.apply.run_id}, {"time", o.apply.time_utc}, {"node", node},
+    nlohmann::ordered_json j = {{"schema", schemas::kJournal}, {"run", o.apply.run_id}, {"time", o.apply.time_utc}, {"node", node},
                                 {"rollback_of", o.target_run}, {"result", ToString(out.state)},
                                 {"restored", out.written}, {"removed", out.removed}, {"handlers", out.handlers}};
     if (out.state == NodeApply::State::kFailed) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apply/internal.h"
+#include "gpuforge/base/schemas.h"
 #include "remote/command.h"
 
 namespace gpuforge::apply::internal {
@@ -112,7 +113,7 @@ std::string NodeRun::IntentLine() const {
     if (f.action != Action::kRemove && i < desired.files.size()) e["sha256"] = desired.files[i].Sha256();
     files.push_back(std::move(e));
   }
-  nlohmann::ordered_json j = {{"run", o.run_id}, {"time", o.time_utc}, {"node", node},
+  nlohmann::ordered_json j = {{"schema", schemas::kJournal}, {"run", o.run_id}, {"time", o.time_utc}, {"node", node},
                               {"result", std::string(kIntentResult)}, {"files", files}};
   return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
 }
@@ -243,7 +244,7 @@ void NodeRun::WriteJournal() {
     if (it.action == Action::kNone) continue;
     items.push_back({{"kind", plan::ToString(it.kind)}, {"id", it.id}, {"from", it.from}, {"to", it.to}});
   }
-  nlohmann::ordered_json j = {{"run", o.run_id},   {"time", o.time_utc}, {"node", node},
+  nlohmann::ordered_json j = {{"schema", schemas::kJournal}, {"run", o.run_id}, {"time", o.time_utc}, {"node", node},
                               {"result", ToString(out.state)}, {"files", files}, {"items", items},
                               {"done", out.items}, {"handlers", out.handlers}};
   if (out.state == NodeApply::State::kFailed) {

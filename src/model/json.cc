@@ -1,5 +1,7 @@
 #include "gpuforge/model/json.h"
 
+#include "gpuforge/base/schemas.h"
+
 namespace gpuforge::model {
 
 namespace {
@@ -65,7 +67,7 @@ J ProfileJson(const Profile& p) {
 
 nlohmann::ordered_json ToJson(const Cluster& c) {
   J j;
-  j["schema"] = "gpuforge.inventory/v1";
+  j["schema"] = schemas::kInventory;
   j["name"] = c.name;
   j["source_file"] = c.source_file;
   j["site"] = {{"rack_power_limit_w", Opt(c.site.rack_power_limit_w)},

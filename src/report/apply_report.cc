@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "gpuforge/base/hostlist.h"
 #include "gpuforge/base/fold.h"
+#include "gpuforge/base/hostlist.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/report/plan_report.h"
 
 namespace gpuforge::report {
@@ -91,7 +92,7 @@ std::string ApplyText(const apply::RolloutResult& r, std::string_view inventory,
 nlohmann::ordered_json ApplyJson(const apply::RolloutResult& r) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const apply::NodeOutcome& n : r.nodes) nodes.push_back(NodeJson(n));
-  return {{"schema", "gpuforge.apply/v1"}, {"run", r.run_id},
+  return {{"schema", schemas::kApply}, {"run", r.run_id},
           {"applied", r.applied},          {"unchanged", r.unchanged},
           {"failed", r.failed},            {"not_started", r.not_started},
           {"cluster_handlers", r.handler_lines}, {"reboot_needed", r.reboot_needed},

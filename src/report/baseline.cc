@@ -7,10 +7,11 @@
 #include <map>
 
 #include "gpuforge/base/build_info.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/base/text.h"
-#include "report/format.h"
 #include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
+#include "report/format.h"
 
 namespace gpuforge::report {
 namespace {
@@ -70,13 +71,13 @@ Result<Baseline> ParseBaseline(std::string_view text, const std::string& file, s
       return Error{fmt::format("{}: {} without its \"validate\" report", file, schema)};
     }
     report = j["validate"];
-  } else if (schema == "gpuforge.validate/v1") {
+  } else if (schema == schemas::kValidate) {
     report = j;
   } else {
     return Error{fmt::format("{}: schema {} is not one this gpuforge compares with ({} or gpuforge.validate/v1)", file,
                              schema.empty() ? "(none)" : text::Quote(schema), kResultsSchema)};
   }
-  if (str(report, "schema") != "gpuforge.validate/v1") {
+  if (str(report, "schema") != schemas::kValidate) {
     return Error{fmt::format("{}: the saved report's schema {} is not gpuforge.validate/v1", file,
                              text::Quote(str(report, "schema")))};
   }

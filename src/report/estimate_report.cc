@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/base/schemas.h"
+
 namespace gpuforge::report {
 
 std::string EstimateText(const model::Cluster& c, const estimate::Estimates& e, const Style& style) {
@@ -28,7 +30,7 @@ std::string EstimateText(const model::Cluster& c, const estimate::Estimates& e, 
 
 nlohmann::ordered_json EstimateJson(const model::Cluster& c, const estimate::Estimates& e) {
   nlohmann::ordered_json j;
-  j["schema"] = "gpuforge.estimate/v1";
+  j["schema"] = schemas::kEstimate;
   j["cluster"] = c.name;
   j["inventory"] = c.source_file;
   j["sections"] = nlohmann::ordered_json::array();

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "gpuforge/facts/json.h"
 #include "gpuforge/base/fold.h"
+#include "gpuforge/base/schemas.h"
+#include "gpuforge/facts/json.h"
 
 namespace gpuforge::report {
 using base::Folded;
@@ -54,7 +55,7 @@ std::string FactsText(const facts::Collected& c, const Style& s) {
 }
 
 nlohmann::ordered_json FactsJson(const facts::Collected& c) {
-  nlohmann::ordered_json j = {{"schema", "gpuforge.facts/v1"}};
+  nlohmann::ordered_json j = {{"schema", schemas::kFacts}};
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const facts::Gathered& g : c.gathered) {
     if (g.facts.ok()) {

@@ -9,6 +9,7 @@
 
 #include "gpuforge/base/fold.h"
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/base/text.h"
 
 namespace gpuforge::report {
@@ -76,7 +77,7 @@ std::string LintText(const model::Cluster& c, const lint::LintResult& r, const S
 
 nlohmann::ordered_json LintJson(const model::Cluster& c, const lint::LintResult& r) {
   nlohmann::ordered_json j;
-  j["schema"] = "gpuforge.lint/v1";
+  j["schema"] = schemas::kLint;
   j["cluster"] = c.name;
   j["inventory"] = c.source_file;
   j["summary"] = {{"errors", r.errors}, {"warnings", r.warnings}, {"infos", r.infos},

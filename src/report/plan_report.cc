@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "gpuforge/report/estimate_report.h"
 #include "gpuforge/base/fold.h"
+#include "gpuforge/base/schemas.h"
+#include "gpuforge/report/estimate_report.h"
 #include "gpuforge/report/lint_report.h"
 
 namespace gpuforge::report {
@@ -173,7 +174,7 @@ nlohmann::ordered_json PlanOnlineJson(std::string_view cluster, std::span<const 
     else nodes.push_back({{"node", r.node}, {"state", "error"}, {"error", r.error}});
   }
   const apply::PlanCounts c = apply::CountPlans(reads);
-  return {{"schema", "gpuforge.plan/v1"}, {"mode", "online"}, {"cluster", std::string(cluster)}, {"nodes", nodes},
+  return {{"schema", schemas::kPlan}, {"mode", "online"}, {"cluster", std::string(cluster)}, {"nodes", nodes},
           {"summary", {{"add", c.add}, {"change", c.change}, {"destroy", c.destroy}, {"failed", c.failed}}}};
 }
 
@@ -207,7 +208,7 @@ std::string PlanOfflineText(const model::Cluster& c, const lint::LintResult& lin
 nlohmann::ordered_json PlanOfflineJson(const model::Cluster& c, const lint::LintResult& lint,
                                        const estimate::Estimates& est, std::span<const plan::NodeClass> classes) {
   nlohmann::ordered_json j;
-  j["schema"] = "gpuforge.plan/v1";
+  j["schema"] = schemas::kPlan;
   j["mode"] = "offline";
   j["lint"] = LintJson(c, lint);
   j["estimates"] = EstimateJson(c, est);

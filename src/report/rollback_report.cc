@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpuforge/base/fold.h"
+#include "gpuforge/base/schemas.h"
 
 namespace gpuforge::report {
 using base::Folded;
@@ -54,7 +55,7 @@ std::string RollbackText(const apply::RollbackRun& r, const Style& s) {
 nlohmann::ordered_json RollbackJson(const apply::RollbackRun& r) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const apply::NodeOutcome& n : r.nodes) nodes.push_back(NodeJson(n));
-  return {{"schema", "gpuforge.rollback/v1"}, {"run", r.run_id},           {"rollback_of", r.rollback_of},
+  return {{"schema", schemas::kRollback}, {"run", r.run_id},           {"rollback_of", r.rollback_of},
           {"rolled_back", r.rolled_back},     {"untouched", r.untouched},  {"failed", r.failed},
           {"cluster_handlers", r.handler_lines}, {"nodes", nodes}};
 }

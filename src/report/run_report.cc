@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpuforge/base/fold.h"
+#include "gpuforge/base/schemas.h"
 
 namespace gpuforge::report {
 using base::Folded;
@@ -69,7 +70,7 @@ nlohmann::ordered_json RunJson(const remote::CommandRun& run) {
     }
     nodes.push_back(std::move(n));
   }
-  return {{"schema", "gpuforge.run/v1"}, {"command", run.command},         {"ok", run.ok},
+  return {{"schema", schemas::kRun}, {"command", run.command},         {"ok", run.ok},
           {"failed", run.failed},        {"unreachable", run.unreachable}, {"nodes", std::move(nodes)}};
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/base/schemas.h"
+
 namespace gpuforge::report {
 namespace {
 
@@ -61,7 +63,7 @@ nlohmann::ordered_json UnlockJson(const apply::UnlockRun& r) {
     if (!n.detail.empty()) j["error"] = n.detail;
     nodes.push_back(std::move(j));
   }
-  return {{"schema", "gpuforge.unlock/v1"}, {"run", r.run_id}, {"ok", r.ok()}, {"nodes", nodes}};
+  return {{"schema", schemas::kUnlock}, {"run", r.run_id}, {"ok", r.ok()}, {"nodes", nodes}};
 }
 
 }  // namespace gpuforge::report

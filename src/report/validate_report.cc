@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuforge/base/hostlist.h"
+#include "gpuforge/base/schemas.h"
 #include "report/format.h"
 
 namespace gpuforge::report {
@@ -174,7 +175,7 @@ nlohmann::ordered_json ValidateJson(std::string_view cluster, std::span<const va
     reasons.push_back({{"code", g.code}, {"reason", g.reason}, {"count", g.count}, {"checks", g.checks},
                        {"nodes", g.nodes}});
   }
-  return {{"schema", "gpuforge.validate/v1"},
+  return {{"schema", schemas::kValidate},
           {"cluster", cluster},
           {"strict", strict},
           {"verdict", ValidateSummary(verdicts, strict)},

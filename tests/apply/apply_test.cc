@@ -161,7 +161,8 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   // The backups, then in the same command, before the first write, the intent record: what the
   // run is about to change, so a run killed from here on can still be rolled back.
   const std::string intent =
-      "{\"run\":\"20261130T064252Z-0000abcd\",\"time\":\"t\",\"node\":\"gpu01\",\"result\":\"started\",\"files\":["
+      "{\"schema\":\"gpuforge.journal/v1\",\"run\":\"20261130T064252Z-0000abcd\",\"time\":\"t\",\"node\":\"gpu01\","
+      "\"result\":\"started\",\"files\":["
       "{\"path\":\"/etc/gpuforge/x.conf\",\"action\":\"create\",\"backup\":\"\",\"sha256\":\"" + base::Sha256Hex("X\n") +
       "\"},{\"path\":\"/etc/nccl.conf\",\"action\":\"change\",\"backup\":\"/var/lib/gpuforge/backups/"
       "20261130T064252Z-0000abcd/etc/nccl.conf\",\"sha256\":\"" + base::Sha256Hex("N\n") + "\"}]}";
@@ -172,7 +173,7 @@ TEST(PlanApply, CreatesWithLockBackupJournalInOrder) {
   EXPECT_EQ(log[5], "upload: /var/lib/gpuforge/managed-files (644)");
   EXPECT_EQ(c.nodes["gpu01"].files["/var/lib/gpuforge/managed-files"],
             "/etc/gpuforge/x.conf\n/etc/nccl.conf\n/etc/sysctl.d/90.conf\n");
-  EXPECT_TRUE(log[6].starts_with("exec: umask 077\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"run\":\"20261130T064252Z-0000abcd\""))
+  EXPECT_TRUE(log[6].starts_with("exec: umask 077\nmkdir -p '/var/lib/gpuforge' && printf '%s\\n' '{\"schema\":\"gpuforge.journal/v1\",\"run\":\"20261130T064252Z-0000abcd\""))
       << log[6];
   EXPECT_NE(log[6].find("\"result\":\"applied\""), std::string::npos);
   EXPECT_NE(log[6].find("\"backup\":\"/var/lib/gpuforge/backups/20261130T064252Z-0000abcd/etc/nccl.conf\""),
@@ -250,6 +251,16 @@ TEST(PlanApply, FailedUploadLeavesEachFileOldOrNewAndIsJournalled) {
   ASSERT_GE(log.size(), 2u);
   EXPECT_NE(log[log.size() - 2].find("\"result\":\"failed\""), std::string::npos) << log[log.size() - 2];
   EXPECT_NE(log[log.size() - 2].find("\"failed_step\":\"upload /etc/b\""), std::string::npos);
+  // Each journal line names its schema (base/schemas.h), the intent line too.
+  EXPECT_NE(log[log.size() - 2].find("{\"schema\":\"gpuforge.journal/v1\",\"run\":"), std::string::npos)
+      << log[log.size() - 2];
+  std::size_t journal_lines = 0;
+  for (const std::string& l : log) {
+    if (l.find("journal.jsonl") == std::string::npos || l.find("\"run\":") == std::string::npos) continue;
+    ++journal_lines;
+    EXPECT_NE(l.find("\"schema\":\"gpuforge.journal/v1\""), std::string::npos) << l;
+  }
+  EXPECT_GE(journal_lines, 2u);
   EXPECT_EQ(log.back(), "exec: " + UnlockScript(kOpts.holder));
 }
 

@@ -279,6 +279,23 @@ TEST(ApplyJournal, ParseTakesOnlyThisRunsFilesAndRefusesForeignPaths) {
   EXPECT_TRUE(none->files.empty());
 }
 
+// The journal names its schema (base/schemas.h); a line of another major version is not read
+// as this one, and a line from before the schema was written (no field) still is.
+TEST(ApplyJournal, ALineOfAnotherSchemaIsRefusedAndOneWithoutIsRead) {
+  const std::string run = "20261130T064252Z-0000abcd";
+  const std::string body = fmt::format(R"("run":"{}","node":"n","files":[{{"path":"/etc/b","action":"create","backup":"","sha256":"{}"}}]}})",
+                                       run, std::string(64, 'b'));
+  Result<JournalRun> v1 = ParseJournal("n", R"({"schema":"gpuforge.journal/v1",)" + body + "\n", run);
+  ASSERT_TRUE(v1.ok()) << v1.error().message;
+  EXPECT_EQ(v1->files.size(), 1u);
+  Result<JournalRun> old = ParseJournal("n", "{" + body + "\n", run);
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old->files.size(), 1u);
+  Result<JournalRun> v2 = ParseJournal("n", R"({"schema":"gpuforge.journal/v2",)" + body + "\n", run);
+  ASSERT_FALSE(v2.ok());
+  EXPECT_NE(v2.error().message.find("schema is not gpuforge.journal/v1"), std::string::npos) << v2.error().message;
+}
+
 using remote::testing::FakeConnector;
 
 // A file edited after the run is someone's work: rollback refuses the node, touching nothing.

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/plan/node_plan.h"
 
 namespace gpuforge::plan {
 
-inline constexpr std::string_view kSavedPlanSchema = "gpuforge.saved-plan/v1";
+inline constexpr std::string_view kSavedPlanSchema = schemas::kSavedPlan;
 
 struct SavedNode {
   std::string node;

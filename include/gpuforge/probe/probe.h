@@ -20,11 +20,12 @@
 #include <vector>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/probe/params.h"
 
 namespace gpuforge::probe {
 
-inline constexpr std::string_view kSchema = "gpuforge.probe/v1";
+inline constexpr std::string_view kSchema = schemas::kProbe;
 
 // One measured quantity for one entity.
 struct Measurement {
@@ -67,7 +68,7 @@ using Param = ParamSpec;
 // On the wire (agent stdout -> controller -> agent stdin), one JSON line each way:
 //   {"schema":"gpuforge.exchange/v1","offer":"PART"}
 //   {"schema":"gpuforge.exchange/v1","parts":["PART0","PART1",...]}
-inline constexpr std::string_view kExchangeSchema = "gpuforge.exchange/v1";
+inline constexpr std::string_view kExchangeSchema = schemas::kExchange;
 inline constexpr std::size_t kExchangePartMax = 4096;
 using Exchange = std::function<gpuforge::Result<std::vector<std::string>>(const std::string& mine)>;
 

@@ -15,13 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuforge/base/result.h"
+#include "gpuforge/base/schemas.h"
 #include "gpuforge/report/run_info.h"
 #include "gpuforge/report/style.h"
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::report {
 
-inline constexpr std::string_view kResultsSchema = "gpuforge.results/v1";
+inline constexpr std::string_view kResultsSchema = schemas::kResults;
 
 // The saved run: {"schema": "gpuforge.results/v1", cluster, inventory, gpuforge version,
 // started, seconds, "validate": the gpuforge.validate/v1 report}.

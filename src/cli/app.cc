@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "gpuforge/base/build_info.h"
+#include "cli/completion.h"
+#include "gpuforge/base/files.h"
 #include "gpuforge/base/names.h"
 
 namespace gpuforge::cli {
@@ -46,7 +48,7 @@ std::string Context::ReadLine() const {
 
 std::span<const Command> Commands() {
   static const std::array kCommands = {
-      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), UnlockCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(),
+      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), ApplyCommand(), RollbackCommand(), UnlockCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(), ThresholdsCommand(), VersionCommand(), CompletionCommand(),
   };
   return kCommands;
 }
@@ -57,6 +59,9 @@ void AddFormatOption(CLI::App& app, Format* format, bool allow_yaml) {
   app.add_option("--format", *format, allow_yaml ? "Output format: text, json or yaml" : "Output format: text or json")
       ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
       ->option_text("FORMAT");
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) names.push_back(name);
+  CompleteAs(app.get_option("--format"), Values::kChoices, std::move(names));
 }
 
 namespace {
@@ -69,14 +74,6 @@ bool UseColor(const std::string& mode, std::FILE* f) {
   const char* term = std::getenv("TERM");
   if (term != nullptr && std::string_view(term) == "dumb") return false;
   return isatty(fileno(f)) == 1;
-}
-
-std::string VersionText() {
-  const BuildInfo& b = GetBuildInfo();
-  auto yn = [](bool v) { return v ? "yes" : "no"; };
-  return fmt::format(
-      "gpuforge {} ({})\nbuilt with headers: CUDA {}, NCCL {}, ibverbs {}; those libraries load at run time\n",
-      b.version, b.git_describe, yn(b.with_cuda_headers), yn(b.with_nccl_headers), yn(b.with_ibverbs_headers));
 }
 
 std::vector<std::string> OptionNames(const CLI::App* app) {
@@ -136,9 +133,27 @@ std::string UnknownArgumentMessage(CLI::App* at, const std::string& arg) {
 void TakesFreeArguments(const CLI::App* app) { FreeArgumentApps().insert(app); }
 
 namespace {
+std::map<const CLI::Option*, ValueCompletion>& CompletionRegistry() {
+  static std::map<const CLI::Option*, ValueCompletion> registry;
+  return registry;
+}
+}  // namespace
+
+CLI::Option* CompleteAs(CLI::Option* opt, Values kind, std::vector<std::string> choices) {
+  CompletionRegistry()[opt] = ValueCompletion{kind, std::move(choices)};
+  return opt;
+}
+
+ValueCompletion CompletionOf(const CLI::Option* opt) {
+  auto it = CompletionRegistry().find(opt);
+  return it == CompletionRegistry().end() ? ValueCompletion{} : it->second;
+}
+
+namespace {
 
 int Dispatch(Context& ctx, int argc, const char* const* argv) {
   const Io& io = ctx.io;
+  const int full_argc = argc;
   // Everything after the first `--` is a command for the nodes, never gpuforge's flags; CLI11
   // would otherwise see it through the fallthrough of the subcommands.
   int head = argc;
@@ -151,6 +166,10 @@ int Dispatch(Context& ctx, int argc, const char* const* argv) {
   }
   const bool had_separator = head != argc;
   argc = head;
+  // The apps and options of an earlier Run (tests call it in one process) are gone; their
+  // addresses may be reused by this one's.
+  FreeArgumentApps().clear();
+  CompletionRegistry().clear();
   CLI::App app{"gpuforge: check, configure and validate GPU training clusters from one inventory", "gpuforge"};
   app.set_help_all_flag("--help-all", "Show help for every command");
   app.footer(
@@ -161,21 +180,44 @@ int Dispatch(Context& ctx, int argc, const char* const* argv) {
   app.add_flag("--version", version, "Print the version and build options, then exit");
   app.add_flag("-v,--verbose", verbose, "More diagnostics on stderr");
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
-  app.add_option("--color", color, "Colour output: auto, always or never (NO_COLOR is honoured)")
+  CompleteAs(app.add_option("--color", color, "Colour output: auto, always or never (NO_COLOR is honoured)"),
+             Values::kChoices, {"auto", "always", "never"})
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->option_text("WHEN");
   app.allow_extras();
   app.fallthrough();
 
-  // The apps of an earlier Run (tests call it in one process) are gone; their addresses may be
-  // reused by this one's.
-  FreeArgumentApps().clear();
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& c : Commands()) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.help));
     sub->allow_extras();
     sub->fallthrough();
     runners.emplace_back(sub, c.setup(*sub));
+  }
+
+  // The helpers the completion scripts and the build call (cli/completion.h) read the tree and
+  // never parse it; they are not commands a person types, so --help does not list them.
+  if (full_argc >= 2 && std::string_view(argv[1]) == "__complete") {
+    std::vector<std::string> words(argv + 2, argv + full_argc);
+    if (words.empty()) words.emplace_back();
+    for (const std::string& c : CompleteWords(app, words)) ctx.OutRaw(c + "\n");
+    return kExitOk;
+  }
+  if (full_argc >= 2 && std::string_view(argv[1]) == "__man") {
+    if (full_argc != 4) {
+      ctx.Error("usage: gpuforge __man DIR DATE (the build writes the manual pages with it)");
+      return kExitUsage;
+    }
+    const std::vector<std::pair<std::string, std::string>> pages = ManPages(app, argv[3]);
+    std::vector<base::FileToWrite> files;
+    for (const auto& [name, text] : pages) files.push_back({std::filesystem::path(argv[2]) / name, &text, 0644});
+    std::error_code ec;
+    std::filesystem::create_directories(argv[2], ec);
+    if (Status s = base::WriteFilesAtomically(files); !s.ok() || ec) {
+      ctx.Error(fmt::format("__man: {}", ec ? ec.message() : s.error().message));
+      return kExitUsage;
+    }
+    return kExitOk;
   }
 
   try {

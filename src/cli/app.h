@@ -83,6 +83,20 @@ std::span<const Command> Commands();
 // array syntax). Dispatch then does not call them unexpected.
 void TakesFreeArguments(const CLI::App* app);
 
+// What a shell completes for an option's value or a positional word (cli/completion.h): a
+// fixed list of choices, files, or names read from the inventory on the command line.
+enum class Values {
+  kNone, kChoices, kFile, kDir, kInventory, kNodes, kChecks, kParts, kProbes, kCheckParams, kProfiles, kThresholdKeys
+};
+struct ValueCompletion {
+  Values kind = Values::kNone;
+  std::vector<std::string> choices;  // kChoices
+};
+// Registers what `opt` completes to and returns it, for chaining; `choices` for kChoices.
+CLI::Option* CompleteAs(CLI::Option* opt, Values kind, std::vector<std::string> choices = {});
+// What was registered for `opt`; kNone when nothing was.
+ValueCompletion CompletionOf(const CLI::Option* opt);
+
 // Runs the program as `argv` asks; returns the exit code. Never calls exit().
 int Run(int argc, const char* const* argv, Io io = {});
 

@@ -119,8 +119,8 @@ Command AgentCommand() {
               Format format = Format::kJson;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("ACTION", o->action, "list | run")->required()->check(CLI::IsMember({"list", "run"}));
-            app.add_option("PROBE", o->key, "The probe to run (see `gpuforge agent list`)");
+            CompleteAs(app.add_option("ACTION", o->action, "list | run"), Values::kChoices, {"list", "run"})->required()->check(CLI::IsMember({"list", "run"}));
+            CompleteAs(app.add_option("PROBE", o->key, "The probe to run (see `gpuforge agent list`)"), Values::kProbes);
             app.add_option("--param", o->params, "NAME=VALUE, repeatable")->option_text("NAME=VALUE");
             app.add_option("--timeout", o->timeout_s, "Seconds the probe may run (default 600)")
                 ->check(CLI::Range(1.0, 86400.0))

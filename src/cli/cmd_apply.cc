@@ -207,12 +207,12 @@ Command ApplyCommand() {
           "Converge nodes over SSH: packages, files, modules, sysctl, services; locked, backed up, atomic, journalled",
           [](CLI::App& app) -> Runner {
             auto f = std::make_shared<ApplyFlags>();
-            app.add_option("INVENTORY|PLANFILE", f->input, "Inventory YAML file, or a plan saved by `plan --out`")
+            CompleteAs(app.add_option("INVENTORY|PLANFILE", f->input, "Inventory YAML file, or a plan saved by `plan --out`"), Values::kInventory)
                 ->required();
             AddRemoteOptions(app, &f->remote);
             app.add_flag("-y,--yes", f->yes, "Apply without asking (required when stdin is not a terminal)");
-            app.add_option("--only", f->only, "Manage only these parts: files,packages,modules,sysctl,services,agent");
-            app.add_option("--facts", f->facts, kFactsDirHelp)->option_text("DIR");
+            CompleteAs(app.add_option("--only", f->only, "Manage only these parts: files,packages,modules,sysctl,services,agent"), Values::kParts);
+            CompleteAs(app.add_option("--facts", f->facts, kFactsDirHelp), Values::kDir)->option_text("DIR");
             app.add_option("--batch", f->batch, "Rolling batches of N nodes or P% of them (default: all at once)");
             app.add_option("--max-fail", f->max_fail,
                            "Start no new nodes once this many have failed (default 0: never stop)")

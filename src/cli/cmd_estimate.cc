@@ -14,7 +14,7 @@ Command EstimateCommand() {
               Format format = Format::kText;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddFormatOption(app, &o->format);
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);

@@ -27,15 +27,15 @@ Command FactsCommand() {
               OutputFlags outputs;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddRemoteOptions(app, &o->remote);
             app.add_option("--timeout", o->timeout_s, "Seconds the gather script may run on each node (default 180)")
                 ->check(CLI::Range(1.0, 3600.0))
                 ->option_text("SECONDS");
             app.add_flag("--check", o->check,
                          "Compare the facts with the inventory and between nodes of one profile; exit 1 on drift");
-            app.add_option("--save", o->save,
-                           "Keep each node's facts as DIR/NODE.facts, for `render`, `plan` and `apply --facts DIR`")
+            CompleteAs(app.add_option("--save", o->save,
+                           "Keep each node's facts as DIR/NODE.facts, for `render`, `plan` and `apply --facts DIR`"), Values::kDir)
                 ->option_text("DIR");
             AddFormatWithJunit(app, &o->format);
             AddJunitOption(app, &o->outputs);

@@ -48,7 +48,7 @@ Command InventoryCommand() {
             CLI::App* show = app.add_subcommand(
                 "show", "Print the expanded, resolved model (hostlists expanded, variables merged) as YAML or JSON");
             show->allow_extras();
-            show->add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(show->add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddFormatOption(*show, &o->format, /*allow_yaml=*/true);
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);

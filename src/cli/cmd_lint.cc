@@ -17,7 +17,7 @@ Command LintCommand() {
               OutputFlags outputs;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddFormatWithJunit(app, &o->format);
             AddJunitOption(app, &o->outputs);
             app.footer("Exit codes: 0 no error findings, 1 error findings, 2 invalid inventory or usage.");

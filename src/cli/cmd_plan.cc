@@ -96,16 +96,16 @@ Command PlanCommand() {
               PlanFlags flags;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             app.add_flag("--offline", o->offline,
                          "Do not connect to nodes: lint, estimates and the desired state only");
             app.add_flag("--detailed-exitcode", o->flags.detailed,
                          "Online: exit 0 no changes, 1 error, 2 changes to make");
             app.add_flag("--diff", o->flags.diff, "Online: unified diffs of changed files (secrets masked)");
-            app.add_option("--out", o->flags.out,
-                           "Online: save the plan with the state it was made from; `apply FILE` carries it out");
-            app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services,agent");
-            app.add_option("--facts", o->flags.facts, kFactsDirHelp)->option_text("DIR");
+            CompleteAs(app.add_option("--out", o->flags.out,
+                           "Online: save the plan with the state it was made from; `apply FILE` carries it out"), Values::kFile);
+            CompleteAs(app.add_option("--only", o->flags.only, "Online: manage only these parts: files,packages,modules,sysctl,services,agent"), Values::kParts);
+            CompleteAs(app.add_option("--facts", o->flags.facts, kFactsDirHelp), Values::kDir)->option_text("DIR");
             AddRemoteOptions(app, &o->flags.remote);
             AddFormatOption(app, &o->flags.format);
             app.footer(

@@ -22,15 +22,15 @@ Command RenderCommand() {
               std::string facts;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
-            app.add_option("--out", o->out, "Directory to write DIR/<node>/<path> and DIR/_cluster/<path> into")
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
+            CompleteAs(app.add_option("--out", o->out, "Directory to write DIR/<node>/<path> and DIR/_cluster/<path> into"), Values::kDir)
                 ->required()
                 ->option_text("DIR");
-            app.add_option("--nodes", o->nodes, kNodesHelp)
+            CompleteAs(app.add_option("--nodes", o->nodes, kNodesHelp), Values::kNodes)
                 ->option_text("EXPR");
-            app.add_option("--templates", o->templates, "Use templates from this directory instead of the bundled ones")
+            CompleteAs(app.add_option("--templates", o->templates, "Use templates from this directory instead of the bundled ones"), Values::kDir)
                 ->option_text("DIR");
-            app.add_option("--facts", o->facts, kFactsDirHelp)->option_text("DIR");
+            CompleteAs(app.add_option("--facts", o->facts, kFactsDirHelp), Values::kDir)->option_text("DIR");
             app.footer("Exit codes: 0 written, 2 invalid inventory, unknown node, bad template or write error.");
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);

@@ -26,7 +26,7 @@ Command RollbackCommand() {
               Format format = Format::kText;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             app.add_option("--run", o->run, "The apply run to undo (its id is printed by apply and in the journal)")
                 ->required();
             AddRemoteOptions(app, &o->remote);

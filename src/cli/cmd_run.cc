@@ -23,7 +23,7 @@ Command RunCommand() {
               Format format = Format::kText;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddRemoteOptions(app, &o->remote);
             app.add_option("--timeout", o->timeout_s, "Seconds the command may run on each node (default 60)")
                 ->check(CLI::Range(0.1, 86400.0))

@@ -34,7 +34,7 @@ Command UnlockCommand() {
               Format format = Format::kText;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             app.add_option("--run", o->run, "The run whose lock to remove (apply and the refusal print its id)")
                 ->required();
             AddRemoteOptions(app, &o->remote);

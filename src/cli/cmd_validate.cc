@@ -55,11 +55,12 @@ Command ValidateCommand() {
               bool resume_passed = false;
             };
             auto o = std::make_shared<Opts>();
-            app.add_option("INVENTORY", o->inventory, "Inventory YAML file")->required();
+            CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddRemoteOptions(app, &o->remote);
-            app.add_option("--checks", o->checks, "Only these checks: keys or prefixes, comma-separated (gpu,storage.read)");
-            app.add_option("--param", o->params,
-                           "CHECK.NAME=VALUE: a probe parameter for one check, repeatable (storage.read.size=8GiB)")
+            CompleteAs(app.add_option("--checks", o->checks, "Only these checks: keys or prefixes, comma-separated (gpu,storage.read)"), Values::kChecks);
+            CompleteAs(app.add_option("--param", o->params,
+                           "CHECK.NAME=VALUE, repeatable: a probe parameter (storage.read.size=8GiB) or a pass mark "
+                           "for this run (storage.read.min_gbs_per_gpu=2GB/s; see `thresholds show`)"), Values::kCheckParams)
                 ->option_text("CHECK.NAME=VALUE");
             app.add_flag("--strict", o->strict, "Warnings fail the run too");
             app.add_flag("--health", o->health,
@@ -99,14 +100,14 @@ Command ValidateCommand() {
                                       o->inventory, model::ToString(cluster->software.scheduler.kind)));
                 return static_cast<int>(kExitUsage);
               }
-              Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {o->checks, o->health, ""});
+              Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {o->checks, o->health, "", o->params});
               if (!setup.ok()) {
                 ctx.Error(setup.error().message);
                 return static_cast<int>(kExitUsage);
               }
               auto targets = SelectTargets(ctx, *cluster, o->remote);
               if (!targets) return static_cast<int>(kExitUsage);
-              Result<validate::ValidatePlan> vplan = validate::PlanRun(*cluster, *targets, setup->checks, o->params);
+              Result<validate::ValidatePlan> vplan = validate::PlanRun(*cluster, *targets, setup->checks, setup->probe_params);
               if (!vplan.ok()) {
                 ctx.Error(vplan.error().message);
                 return static_cast<int>(kExitUsage);

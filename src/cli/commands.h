@@ -29,6 +29,12 @@ Command RollbackCommand();
 Command UnlockCommand();
 Command AgentCommand();
 Command ValidateCommand();
+Command ThresholdsCommand();
+Command VersionCommand();
+Command CompletionCommand();
+// `version` (cmd_version.cc), also printed by `gpuforge --version`.
+std::string VersionText();
+nlohmann::ordered_json VersionJson();
 
 // Shared by `plan`, `apply` and `rollback` (local_inputs.cc): each target's desired state, files
 // rendered with the inventory's file name as the header label so that the content does not

@@ -73,27 +73,28 @@ bool CheckOutputFile(Context& ctx, std::string_view flag, const std::string& pat
 void AddFormatWithJunit(CLI::App& app, Format* format) {
   const std::map<std::string, Format> choices = {
       {"text", Format::kText}, {"json", Format::kJson}, {"junit", Format::kJunit}};
-  app.add_option("--format", *format, "Output format: text, json or junit (JUnit XML for CI)")
+  CompleteAs(app.add_option("--format", *format, "Output format: text, json or junit (JUnit XML for CI)"),
+             Values::kChoices, {"text", "json", "junit"})
       ->transform(CLI::CheckedTransformer(choices, CLI::ignore_case))
       ->option_text("FORMAT");
 }
 
 void AddJunitOption(CLI::App& app, OutputFlags* f) {
-  app.add_option("--junit", f->junit, "Also write the results as JUnit XML to FILE (for CI test reports)")
+  CompleteAs(app.add_option("--junit", f->junit, "Also write the results as JUnit XML to FILE (for CI test reports)"), Values::kFile)
       ->option_text("FILE");
 }
 
 void AddResultOptions(CLI::App& app, OutputFlags* f) {
-  app.add_option("--prometheus", f->prometheus,
-                 "Also write the results for node_exporter's textfile collector to FILE (NAME.prom)")
+  CompleteAs(app.add_option("--prometheus", f->prometheus,
+                 "Also write the results for node_exporter's textfile collector to FILE (NAME.prom)"), Values::kFile)
       ->option_text("FILE");
-  app.add_option("--report", f->report,
-                 "Also write a self-contained HTML acceptance report to FILE (verdict, plots, every node's checks)")
+  CompleteAs(app.add_option("--report", f->report,
+                 "Also write a self-contained HTML acceptance report to FILE (verdict, plots, every node's checks)"), Values::kFile)
       ->option_text("FILE");
-  app.add_option("--save-results", f->save_results, "Keep this run's results in DIR/CLUSTER-TIME.json (a baseline)")
+  CompleteAs(app.add_option("--save-results", f->save_results, "Keep this run's results in DIR/CLUSTER-TIME.json (a baseline)"), Values::kDir)
       ->option_text("DIR");
-  app.add_option("--baseline", f->baseline,
-                 "Compare with a saved run: a value worse by more than the tolerance is a regression (exit 1)")
+  CompleteAs(app.add_option("--baseline", f->baseline,
+                 "Compare with a saved run: a value worse by more than the tolerance is a regression (exit 1)"), Values::kFile)
       ->option_text("FILE");
   app.add_option("--baseline-tolerance", f->tolerance_pct, "Percent a value may be worse than the baseline (default 10)")
       ->check(CLI::Range(0.0, 1000.0))

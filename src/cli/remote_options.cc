@@ -31,7 +31,7 @@ extern "C" void OnInterrupt(int) {
 }  // namespace
 
 void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
-  app.add_option("--nodes", f->nodes, kNodesHelp)
+  CompleteAs(app.add_option("--nodes", f->nodes, kNodesHelp), Values::kNodes)
       ->option_text("EXPR");
   app.add_option("--fanout", f->fanout, "Nodes worked on at once (default 64)")
       ->check(CLI::Range(1, 4096))
@@ -39,9 +39,9 @@ void AddRemoteOptions(CLI::App& app, RemoteFlags* f) {
   app.add_option("--connect-timeout", f->connect_timeout_s, "Seconds to connect and authenticate (default 10)")
       ->check(CLI::Range(1.0, 600.0))
       ->option_text("SECONDS");
-  app.add_option("--known-hosts", f->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)")
+  CompleteAs(app.add_option("--known-hosts", f->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)"), Values::kFile)
       ->option_text("FILE");
-  app.add_option("--ssh-config", f->ssh_config, "ssh config file (default ~/.ssh/config; 'none' for none)")
+  CompleteAs(app.add_option("--ssh-config", f->ssh_config, "ssh config file (default ~/.ssh/config; 'none' for none)"), Values::kFile)
       ->option_text("FILE");
   app.add_flag("--accept-new-host-keys", f->accept_new_host_keys,
                "Add unknown host keys to known_hosts (a changed key is always an error)");

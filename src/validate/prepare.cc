@@ -65,7 +65,23 @@ Result<RunSetup> SetUpRun(const model::Cluster& c, const RunRequest& r) {
   if (!table.ok()) return table.error();
   Result<Thresholds> thresholds = Thresholds::For(c, std::move(*table));
   if (!thresholds.ok()) return thresholds.error();
-  return RunSetup{std::move(*checks), std::move(*thresholds)};
+  Result<std::vector<std::string>> rest = ApplyThresholdParams(*thresholds, r.params);
+  if (!rest.ok()) return rest.error();
+  return RunSetup{std::move(*checks), std::move(*thresholds), std::move(*rest)};
+}
+
+Result<std::vector<std::string>> ApplyThresholdParams(Thresholds& t, std::span<const std::string> params) {
+  std::vector<std::string> rest;
+  for (const std::string& p : params) {
+    const std::size_t eq = p.find('=');
+    const std::string key = p.substr(0, eq);
+    if (eq == std::string::npos || !Thresholds::IsKey(key)) {
+      rest.push_back(p);
+      continue;
+    }
+    if (Status s = t.Override(key, std::string_view(p).substr(eq + 1)); !s.ok()) return s.error();
+  }
+  return rest;
 }
 
 Result<ValidatePlan> PlanRun(const model::Cluster& c, std::span<const remote::Target> targets,

@@ -88,7 +88,41 @@ std::span<const std::string_view> ModelFigureNames() {
   return kNames;
 }
 
+std::span<const ModelMark> ModelMarks() {
+  static constexpr std::array kMarks = {
+      ModelMark{"gpu.copy", "bandwidth", "hbm_copy_gbs", "gpu.copy.reference_fraction", "GB/s"},
+      ModelMark{"gpu.h2d", "bandwidth", "h2d_gbs", "gpu.h2d.reference_fraction", "GB/s"},
+      ModelMark{"gpu.d2h", "bandwidth", "d2h_gbs", "gpu.d2h.reference_fraction", "GB/s"},
+      ModelMark{"gpu.compute", "fp32_tflops", "fp32_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
+      ModelMark{"gpu.gemm", "bf16_tflops", "bf16_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
+      ModelMark{"nccl.allreduce", "busbw", "allreduce_busbw_gbs", "nccl.allreduce.min_fraction", "GB/s"},
+  };
+  return kMarks;
+}
+
+const char* ToString(Origin o) {
+  switch (o) {
+    case Origin::kDefault: return "default";
+    case Origin::kInventory: return "inventory";
+    case Origin::kParam: return "--param";
+  }
+  return "?";
+}
+
 namespace {
+
+const ThresholdDefault* FindDefault(std::string_view key) {
+  for (const ThresholdDefault& row : DefaultThresholds()) {
+    if (row.key == key) return &row;
+  }
+  return nullptr;
+}
+
+std::string KnownKeys() {
+  std::string known;
+  for (const ThresholdDefault& d : DefaultThresholds()) known += (known.empty() ? "" : ", ") + std::string(d.key);
+  return known;
+}
 
 using inventory::YamlReader;
 
@@ -200,18 +234,13 @@ Result<Thresholds> Thresholds::For(const model::Cluster& c, ModelTable table) {
     auto where = c.validation.thresholds.where.find(key);
     const std::string pos = where != c.validation.thresholds.where.end() ? where->second.ToString() : "inventory";
     if (!t.values_.count(key)) {
-      std::string known;
-      for (const ThresholdDefault& d : DefaultThresholds()) known += (known.empty() ? "" : ", ") + std::string(d.key);
-      return Error{fmt::format("{}: validation.thresholds: '{}' is not a validate threshold (known: {})", pos, key, known)};
+      return Error{fmt::format("{}: validation.thresholds: '{}' is not a validate threshold (known: {})", pos, key, KnownKeys())};
     }
     double v = value;
     // In the threshold's own unit: "2GB/s" for a GB/s mark is 2, "10ms" for an ms mark 10, and
     // a quantity of another kind is refused (#28 item 1).
     if (auto text = c.validation.thresholds.text.find(key); text != c.validation.thresholds.text.end()) {
-      const ThresholdDefault* d = nullptr;
-      for (const ThresholdDefault& row : DefaultThresholds()) {
-        if (row.key == key) d = &row;
-      }
+      const ThresholdDefault* d = FindDefault(key);
       Result<double> in_unit = quantity::ParseInUnit(text->second, d != nullptr ? d->unit : std::string_view());
       if (!in_unit.ok()) {
         return Error{fmt::format("{}: validation.thresholds: '{}': {}", pos, key, in_unit.error().message)};
@@ -223,9 +252,31 @@ Result<Thresholds> Thresholds::For(const model::Cluster& c, ModelTable table) {
     }
     t.values_[key] = v;
     t.sources_[key] = fmt::format("inventory validation.thresholds.{} ({})", key, pos);
+    t.origins_[key] = Origin::kInventory;
   }
   t.table_ = std::move(table);
   return t;
+}
+
+bool Thresholds::IsKey(std::string_view key) { return FindDefault(key) != nullptr; }
+
+Status Thresholds::Override(std::string_view key, std::string_view value) {
+  const ThresholdDefault* d = FindDefault(key);
+  if (d == nullptr) return Error{fmt::format("--param {}: not a validate threshold (known: {})", key, KnownKeys())};
+  Result<double> v = quantity::ParseInUnit(value, d->unit);
+  if (!v.ok()) return Error{fmt::format("--param {}={}: {}", key, value, v.error().message)};
+  if (!std::isfinite(*v) || *v < 0) {
+    return Error{fmt::format("--param {}={}: thresholds must be zero or more", key, value)};
+  }
+  values_[std::string(key)] = *v;
+  sources_[std::string(key)] = fmt::format("--param {}={}", key, value);
+  origins_[std::string(key)] = Origin::kParam;
+  return {};
+}
+
+Origin Thresholds::OriginOf(std::string_view key) const {
+  auto it = origins_.find(key);
+  return it == origins_.end() ? Origin::kDefault : it->second;
 }
 
 double Thresholds::Get(std::string_view key) const {

@@ -218,18 +218,9 @@ std::vector<Verdict> JudgeGpuHealth(const model::Cluster& c, const Thresholds& t
 // Per-GPU rates against the model's figure in the data file.
 std::vector<Verdict> JudgeGpuRate(const Thresholds& t, const PlannedRun& run, const probe::ProbeResult& r,
                                   const model::Profile* prof) {
-  struct Rule {
-    std::string_view check, metric, figure, fraction_key, unit;
-  };
-  static constexpr std::array kRules = {
-      Rule{"gpu.copy", "bandwidth", "hbm_copy_gbs", "gpu.copy.reference_fraction", "GB/s"},
-      Rule{"gpu.h2d", "bandwidth", "h2d_gbs", "gpu.h2d.reference_fraction", "GB/s"},
-      Rule{"gpu.d2h", "bandwidth", "d2h_gbs", "gpu.d2h.reference_fraction", "GB/s"},
-      Rule{"gpu.compute", "fp32_tflops", "fp32_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
-      Rule{"gpu.gemm", "bf16_tflops", "bf16_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
-  };
-  const Rule* rule = nullptr;
-  for (const Rule& x : kRules) {
+  // The rows `thresholds show` lists too (thresholds.cc ModelMarks).
+  const ModelMark* rule = nullptr;
+  for (const ModelMark& x : ModelMarks()) {
     if (x.check == run.check) rule = &x;
   }
   std::vector<Verdict> out;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "cli/run_cli.h"
 
 namespace gpuforge::cli {
 namespace {
@@ -23,42 +24,8 @@ namespace {
 const std::string kExample = std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/h200-ib-32gpu.yaml";
 const std::string kExampleKey = std::string(GPUFORGE_SOURCE_DIR) + "/inventories/examples/munge.key.example";
 
-struct RunResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-// Runs the CLI in-process with stdout and stderr captured in memory; `input` (when given) is
-// what a person at a terminal types.
-RunResult RunCli(std::vector<std::string> args, std::optional<std::string> input = std::nullopt) {
-  args.insert(args.begin(), "gpuforge");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  char* out_buf = nullptr;
-  char* err_buf = nullptr;
-  std::size_t out_len = 0, err_len = 0;
-  std::FILE* out = open_memstream(&out_buf, &out_len);
-  std::FILE* err = open_memstream(&err_buf, &err_len);
-  RunResult r;
-  Io io;
-  io.out = out;
-  io.err = err;
-  std::string in_text = input.value_or("");
-  if (input) {
-    io.in = in_text.empty() ? std::fopen("/dev/null", "r") : fmemopen(in_text.data(), in_text.size(), "r");
-    io.interactive = true;
-  }
-  r.code = Run(static_cast<int>(argv.size()), argv.data(), io);
-  if (input) std::fclose(io.in);
-  std::fclose(out);
-  std::fclose(err);
-  r.out.assign(out_buf, out_len);
-  r.err.assign(err_buf, err_len);
-  std::free(out_buf);
-  std::free(err_buf);
-  return r;
-}
+using test_support::RunCli;
+using test_support::RunResult;
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   auto dir = std::filesystem::temp_directory_path() / "gpuforge-cli-test";

@@ -36,19 +36,19 @@ TEST(PrepareRun, CheckWordsSplitEveryCommaAndDropEmptyPieces) {
 
 TEST(PrepareRun, SetUpChoosesTheChecksAndRefusesAnUnknownOne) {
   const model::Cluster c = Example();
-  Result<RunSetup> s = SetUpRun(c, {{"gpu.health,storage.read"}, false, ""});
+  Result<RunSetup> s = SetUpRun(c, {{"gpu.health,storage.read"}, false, "", {}});
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_THAT(s->checks, ElementsAre("gpu.health", "storage.read"));
   EXPECT_GT(s->thresholds.Get("storage.read.min_gbs_per_gpu"), 0);
   // --health keeps the table's fast rows only.
-  s = SetUpRun(c, {{}, true, ""});
+  s = SetUpRun(c, {{}, true, "", {}});
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->checks, HealthChecks({}));
 
-  Result<RunSetup> bad = SetUpRun(c, {{"storage,nope"}, false, ""});
+  Result<RunSetup> bad = SetUpRun(c, {{"storage,nope"}, false, "", {}});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("--checks: 'nope' names no check"));
-  bad = SetUpRun(c, {{}, false, "/nonexistent/gpu-models.yaml"});
+  bad = SetUpRun(c, {{}, false, "/nonexistent/gpu-models.yaml", {}});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("/nonexistent/gpu-models.yaml"));
 }
@@ -57,16 +57,16 @@ TEST(PrepareRun, SetUpChoosesTheChecksAndRefusesAnUnknownOne) {
 // none of them, or an unknown word, is refused, never widened to every check.
 TEST(PrepareRun, HealthNarrowsTheSelectionAndNeverWidensIt) {
   const model::Cluster c = Example();
-  Result<RunSetup> s = SetUpRun(c, {{"gpu"}, true, ""});
+  Result<RunSetup> s = SetUpRun(c, {{"gpu"}, true, "", {}});
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_THAT(s->checks, ElementsAre("gpu.health"));
-  s = SetUpRun(c, {{"facts,ib"}, true, ""});
+  s = SetUpRun(c, {{"facts,ib"}, true, "", {}});
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_THAT(s->checks, ElementsAre("facts", "ib.counters"));
-  Result<RunSetup> none = SetUpRun(c, {{"storage"}, true, ""});
+  Result<RunSetup> none = SetUpRun(c, {{"storage"}, true, "", {}});
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().message, "--health: --checks names none of the health checks (facts, gpu.health, ib.counters)");
-  Result<RunSetup> unknown = SetUpRun(c, {{"nosuch"}, true, ""});
+  Result<RunSetup> unknown = SetUpRun(c, {{"nosuch"}, true, "", {}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, HasSubstr("--checks: 'nosuch' names no check"));
 }
@@ -143,6 +143,44 @@ TEST(PrepareRun, FactsAloneNeedNoAgent) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_FALSE(plan->runs.empty());
   EXPECT_FALSE(NeedsAgent(*plan));
+}
+
+}  // namespace
+}  // namespace gpuforge::validate
+
+namespace gpuforge::validate {
+namespace {
+
+// --param words naming a threshold set it for the run (validate and `thresholds show` alike);
+// the others stay probe parameters, in order.
+TEST(PrepareRun, ThresholdParamsSetThePassMarkAndLeaveProbeParams) {
+  const model::Cluster c = Example();
+  Result<RunSetup> s = SetUpRun(c, {{}, false, "", {"storage.read.size=8GiB", "storage.read.min_gbs_per_gpu=2.5GB/s",
+                                                    "gpu.copy.reference_fraction=0.9", "storage.read.threads=2"}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_DOUBLE_EQ(s->thresholds.Get("storage.read.min_gbs_per_gpu"), 2.5);
+  EXPECT_EQ(s->thresholds.OriginOf("storage.read.min_gbs_per_gpu"), Origin::kParam);
+  EXPECT_EQ(s->thresholds.SourceOf("storage.read.min_gbs_per_gpu"), "--param storage.read.min_gbs_per_gpu=2.5GB/s");
+  EXPECT_DOUBLE_EQ(s->thresholds.Get("gpu.copy.reference_fraction"), 0.9);
+  EXPECT_EQ(s->thresholds.OriginOf("nccl.quick.max_ms"), Origin::kDefault);
+  EXPECT_THAT(s->probe_params, ElementsAre("storage.read.size=8GiB", "storage.read.threads=2"));
+  // A later one wins, as for probe parameters.
+  s = SetUpRun(c, {{}, false, "", {"nccl.quick.max_ms=40", "nccl.quick.max_ms=25ms"}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_DOUBLE_EQ(s->thresholds.Get("nccl.quick.max_ms"), 25);
+}
+
+TEST(PrepareRun, AThresholdParamOfTheWrongKindIsRefusedWithItsName) {
+  const model::Cluster c = Example();
+  Result<RunSetup> s = SetUpRun(c, {{}, false, "", {"storage.read.min_gbs_per_gpu=10ms"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("--param storage.read.min_gbs_per_gpu=10ms"));
+  s = SetUpRun(c, {{}, false, "", {"nccl.quick.max_ms=-1"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("zero or more"));
+  s = SetUpRun(c, {{}, false, "", {"nccl.quick.max_ms="}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("--param nccl.quick.max_ms="));
 }
 
 }  // namespace

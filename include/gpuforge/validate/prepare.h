@@ -22,12 +22,19 @@ struct RunRequest {
   std::vector<std::string> checks;  // --checks as given, each comma-separated; empty: every check
   bool health = false;              // --health: only the table's fast rows (HealthChecks)
   std::string model_table;          // the GPU model table; "" = DefaultModelTablePath()
+  // --param as given: CHECK.NAME=VALUE words that name a threshold (storage.read.min_gbs_per_gpu)
+  // set it for this run; the others are probe parameters for PlanRun.
+  std::vector<std::string> params;
 };
 
 struct RunSetup {
   std::vector<std::string> checks;  // the check keys that run, in table order
   Thresholds thresholds;
+  std::vector<std::string> probe_params;  // the --param words that are not thresholds, in order
 };
+
+// Sets each --param word that names a threshold on `t` (a later one wins) and returns the rest.
+Result<std::vector<std::string>> ApplyThresholdParams(Thresholds& t, std::span<const std::string> params);
 
 // The checks and this cluster's thresholds (defaults, the model table, the inventory's own).
 Result<RunSetup> SetUpRun(const model::Cluster& c, const RunRequest& r);

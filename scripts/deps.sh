@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpuforge builds, tests and benchmarks with. Idempotent;
-# run as root (CI and a fresh machine) or through sudo.
+# Installs the Debian 12 packages gpuforge needs. Idempotent; run as root (CI and a fresh
+# machine) or through sudo.
+#   scripts/deps.sh          what building and running gpuforge needs (scripts/setup.sh)
+#   scripts/deps.sh --package  that, and what makes and judges the .deb (scripts/package.sh)
+#   scripts/deps.sh --test   that, and every real peer the tests drive (scripts/test.sh)
+#   scripts/deps.sh --bench  that, the test packages, and Ansible for bench/
 set -euo pipefail
 
-packages=(
+build=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssh-dev libssl-dev nlohmann-json3-dev
-  libkainjow-mustache-dev libgtest-dev libgmock-dev libibverbs-dev librdmacm-dev
-  libpugixml-dev
+  libkainjow-mustache-dev libibverbs-dev librdmacm-dev libpugixml-dev
+  # The build strips the pushed agent with objcopy (binutils).
+  binutils
+)
+# dpkg-shlibdeps (dpkg-dev) gives the .deb its dependencies; lintian judges it.
+package=(dpkg-dev lintian)
+test=(
+  libgtest-dev libgmock-dev
   # Real peers the tests compare against or drive: Slurm's hostlist tools and daemons,
   # ClusterShell's nodeset, OpenSSH for the remote layer, hyperfine for bench/.
   openssh-server openssh-client slurm-wlm slurm-client munge pdsh clustershell hyperfine
@@ -18,8 +28,8 @@ packages=(
   # promtool checks the rendered Prometheus rules.
   util-linux iproute2 sudo procps prometheus
   # apply's package tests build stand-in .debs (dpkg-deb) and index them (dpkg-scanpackages);
-  # the build strips the pushed agent with objcopy (binutils).
-  dpkg-dev binutils
+  # scripts/package.sh's .deb takes its dependencies from dpkg-shlibdeps (dpkg-dev too).
+  dpkg-dev
   # Real consumers of what gpuforge writes: the Volcano CRD schemas are checked with
   # python3-jsonschema, JUnit XML with python3-junitparser and xmllint, the HTML acceptance
   # report in headless Chromium.
@@ -28,11 +38,19 @@ packages=(
   # refuses the C++20 lambdas that capture structured bindings, and the fuzzer runtime is in
   # the -rt- package.
   clang-16 libclang-rt-16-dev
+  # The package test installs the .deb into a clean Debian 12 that debootstrap makes; bash,
+  # zsh and fish run the completion scripts, groff and man-db read the manual pages.
+  debootstrap zsh fish groff-base man-db
 )
-# bench/ compares against Ansible too; it is large, so only `deps.sh --bench` installs it.
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(ansible)
-fi
+packages=("${build[@]}")
+case "${1:-}" in
+  --package) packages+=("${package[@]}") ;;
+  --test) packages+=("${package[@]}" "${test[@]}") ;;
+  # bench/ compares against Ansible too; it is large, so only `deps.sh --bench` installs it.
+  --bench) packages+=("${package[@]}" "${test[@]}" ansible) ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--package|--test|--bench]" >&2; exit 2 ;;
+esac
 wanted=()
 for p in "${packages[@]}"; do
   [[ "$p" == \#* ]] && continue

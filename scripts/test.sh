@@ -6,7 +6,7 @@
 # fuzz targets out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --test
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFORGE_SANITIZE=ON -DGPUFORGE_WERROR=ON
 cmake --build build-test
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

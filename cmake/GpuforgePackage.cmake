@@ -59,13 +59,14 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "gpuforge")
 set(CPACK_PACKAGE_CONTACT "${GPUFORGE_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "check, configure and validate GPU training clusters")
+# The synopsis is CPACK_PACKAGE_DESCRIPTION_SUMMARY; this is the extended description under it
+# (lintian: description-synopsis-is-duplicated when it repeats the synopsis).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-  "check, configure and validate GPU training clusters
- gpuforge reads a YAML inventory of nodes, GPUs, NICs, switches, networks,
- storage and scheduler; lints the design against two public guides; renders
- and applies the nodes' OS, driver, NCCL, storage and Slurm or Kubernetes
- configuration over SSH; and validates the nodes with built-in CUDA, NCCL,
- RDMA and storage probes, judged against documented thresholds.")
+  "gpuforge reads a YAML inventory of nodes, GPUs, NICs, switches, networks,
+storage and scheduler; lints the design against two public guides; renders
+and applies the nodes' OS, driver, NCCL, storage and Slurm or Kubernetes
+configuration over SSH; and validates the nodes with built-in CUDA, NCCL,
+RDMA and storage probes, judged against documented thresholds.")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)

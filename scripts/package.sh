@@ -18,5 +18,5 @@ cpack -G DEB --config "$build/CPackConfig.cmake" -B "$out"
 deb=$(ls "$out"/gpuforge_*.deb)
 # Errors and warnings fail; the overrides the package installs are honoured (lintian reads them
 # from the package itself), and each one says why it stays.
-lintian --fail-on error,warning --no-tag-display-limit "$deb"
+lintian --fail-on error,warning --tag-display-limit 0 "$deb"
 echo "package: $deb ($(du -k "$deb" | cut -f1) KiB)"

@@ -79,7 +79,9 @@ Command RenderCommand() {
                 if (it == notes.end()) it = notes.insert(notes.end(), {key, {}});
                 it->second.push_back(s.node.empty() ? "_cluster" : s.node);
               }
+              // -q: only errors on stderr (docs/cli.md); these are notes.
               for (const auto& [key, nodes] : notes) {
+                if (ctx.verbosity < 0) break;
                 ctx.Err(fmt::format("gpuforge: {} {}:{} not rendered: {}\n", ctx.err_style.Yellow("note:"),
                                     hostlist::Fold(nodes), key.first, key.second));
               }

@@ -627,3 +627,25 @@ TEST(CliBinary, ExitCodesFromTheRealProcess) {
 
 }  // namespace
 }  // namespace gpuforge::cli
+
+namespace gpuforge::cli {
+namespace {
+
+// -q is "only errors on stderr": render's notes about files it did not write are not errors.
+TEST(Cli, QuietRenderPrintsNothingButErrors) {
+  const std::string out = (std::filesystem::temp_directory_path() / "gpuforge-cli-quiet-render").string();
+  std::filesystem::remove_all(out);
+  test_support::RunResult loud = test_support::RunCli({"render", kExample, "--out", out});
+  ASSERT_EQ(loud.code, kExitOk) << loud.err;
+  EXPECT_NE(loud.err.find("not rendered"), std::string::npos) << loud.err;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"-q", "render", kExample, "--out", out},
+                                               std::vector<std::string>{"render", kExample, "--out", out, "-q"}}) {
+    test_support::RunResult quiet = test_support::RunCli(args);
+    EXPECT_EQ(quiet.code, kExitOk) << quiet.err;
+    EXPECT_EQ(quiet.err, "");
+    EXPECT_EQ(quiet.out, "");
+  }
+}
+
+}  // namespace
+}  // namespace gpuforge::cli

@@ -35,31 +35,23 @@ Command ThresholdsCommand() {
             return [o](Context& ctx) {
               auto cluster = LoadInventory(ctx, o->inventory);
               if (!cluster) return static_cast<int>(kExitUsage);
+              // The same set-up validate does (checks aside): the model table, the inventory's
+              // thresholds, then the --param words that name one.
               const std::string table_path = validate::DefaultModelTablePath();
-              Result<validate::ModelTable> table = validate::LoadModelTable(table_path);
-              if (!table.ok()) {
-                ctx.Error(table.error().message);
+              Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {{}, false, table_path, o->params});
+              if (!setup.ok()) {
+                ctx.Error(setup.error().message);
                 return static_cast<int>(kExitUsage);
               }
-              Result<validate::Thresholds> t = validate::Thresholds::For(*cluster, std::move(*table));
-              if (!t.ok()) {
-                ctx.Error(t.error().message);
-                return static_cast<int>(kExitUsage);
-              }
-              Result<std::vector<std::string>> rest = validate::ApplyThresholdParams(*t, o->params);
-              if (!rest.ok()) {
-                ctx.Error(rest.error().message);
-                return static_cast<int>(kExitUsage);
-              }
-              if (!rest->empty()) {
+              if (!setup->probe_params.empty()) {
                 // A probe parameter sets how a check measures, not what it must reach.
                 ctx.Error(fmt::format("--param {}: not a threshold (probe parameters such as storage.read.size change "
                                       "how a check measures, not its pass mark); the thresholds are listed by "
                                       "`gpuforge thresholds show`",
-                                      rest->front()));
+                                      setup->probe_params.front()));
                 return static_cast<int>(kExitUsage);
               }
-              Result<validate::PassMarks> marks = validate::ListPassMarks(*cluster, *t, table_path, o->profile);
+              Result<validate::PassMarks> marks = validate::ListPassMarks(*cluster, setup->thresholds, table_path, o->profile);
               if (!marks.ok()) {
                 ctx.Error(marks.error().message);
                 return static_cast<int>(kExitUsage);

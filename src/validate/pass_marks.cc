@@ -20,22 +20,9 @@ std::string Describe(const Thresholds& t, std::string_view key) {
   return fmt::format("{} ({}, {})", Fixed(t.Get(key)), key, ToString(t.OriginOf(key)));
 }
 
-std::string WhatOf(std::string_view check) {
-  static const std::map<std::string_view, std::string_view> kWhat = {
-      {"gpu.copy", "device-to-device copy bandwidth, per GPU"},
-      {"gpu.h2d", "pinned host-to-device copy bandwidth, per GPU"},
-      {"gpu.d2h", "pinned device-to-host copy bandwidth, per GPU"},
-      {"gpu.compute", "fp32 FMA TFLOP/s, per GPU"},
-      {"gpu.gemm", "bf16 matmul TFLOP/s, per GPU"},
-      {"nccl.allreduce", "NCCL all-reduce bus bandwidth inside the node at the sweep's largest size"},
-  };
-  auto it = kWhat.find(check);
-  return it == kWhat.end() ? std::string(check) : std::string(it->second);
-}
-
 void AddModelMarks(const Thresholds& t, ProfileMarks* p) {
   for (const ModelMark& m : ModelMarks()) {
-    DerivedMark d{std::string(m.check), WhatOf(m.check), ">=", std::nullopt, std::string(m.unit), "", "none"};
+    DerivedMark d{std::string(m.check), std::string(m.what), ">=", std::nullopt, std::string(m.unit), "", "none"};
     const double fraction = t.Get(m.fraction_key);
     const std::optional<ModelFigure> figure = t.ForModel(p->gpu_model, m.figure);
     if (m.check == "gpu.compute") {

@@ -90,12 +90,18 @@ std::span<const std::string_view> ModelFigureNames() {
 
 std::span<const ModelMark> ModelMarks() {
   static constexpr std::array kMarks = {
-      ModelMark{"gpu.copy", "bandwidth", "hbm_copy_gbs", "gpu.copy.reference_fraction", "GB/s"},
-      ModelMark{"gpu.h2d", "bandwidth", "h2d_gbs", "gpu.h2d.reference_fraction", "GB/s"},
-      ModelMark{"gpu.d2h", "bandwidth", "d2h_gbs", "gpu.d2h.reference_fraction", "GB/s"},
-      ModelMark{"gpu.compute", "fp32_tflops", "fp32_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
-      ModelMark{"gpu.gemm", "bf16_tflops", "bf16_tflops", "gpu.compute.reference_fraction", "TFLOP/s"},
-      ModelMark{"nccl.allreduce", "busbw", "allreduce_busbw_gbs", "nccl.allreduce.min_fraction", "GB/s"},
+      ModelMark{"gpu.copy", "bandwidth", "hbm_copy_gbs", "gpu.copy.reference_fraction", "GB/s",
+                "device-to-device copy bandwidth, per GPU"},
+      ModelMark{"gpu.h2d", "bandwidth", "h2d_gbs", "gpu.h2d.reference_fraction", "GB/s",
+                "pinned host-to-device copy bandwidth, per GPU"},
+      ModelMark{"gpu.d2h", "bandwidth", "d2h_gbs", "gpu.d2h.reference_fraction", "GB/s",
+                "pinned device-to-host copy bandwidth, per GPU"},
+      ModelMark{"gpu.compute", "fp32_tflops", "fp32_tflops", "gpu.compute.reference_fraction", "TFLOP/s",
+                "fp32 FMA TFLOP/s, per GPU"},
+      ModelMark{"gpu.gemm", "bf16_tflops", "bf16_tflops", "gpu.compute.reference_fraction", "TFLOP/s",
+                "bf16 matmul TFLOP/s, per GPU"},
+      ModelMark{"nccl.allreduce", "busbw", "allreduce_busbw_gbs", "nccl.allreduce.min_fraction", "GB/s",
+                "NCCL all-reduce bus bandwidth inside the node at the sweep's largest size"},
   };
   return kMarks;
 }

@@ -50,6 +50,7 @@ struct ModelMark {
   std::string_view figure;        // the model table's figure
   std::string_view fraction_key;  // the threshold row holding the fraction
   std::string_view unit;
+  std::string_view what;          // what the check measures, for `thresholds show`
 };
 std::span<const ModelMark> ModelMarks();
 

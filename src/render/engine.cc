@@ -203,6 +203,11 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
   Plan plan = CollectJobs(c, o, measured);
   std::string dir = o.templates_dir.empty() ? DefaultTemplatesDir() : o.templates_dir;
   std::map<std::string, std::unique_ptr<mustache::mustache>> cache;
+  struct Rendered {
+    const nlohmann::json* values;  // owned by plan.jobs, which outlives the loop
+    std::string body;
+  };
+  std::map<std::pair<std::string, std::size_t>, std::vector<Rendered>> rendered;
   Output out;
   for (const Job& job : plan.jobs) {
     auto it = cache.find(job.template_name);
@@ -227,12 +232,24 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
       tmpl->set_custom_escape([](const std::string& s) { return s; });
       it = cache.emplace(job.template_name, std::move(tmpl)).first;
     }
-    std::string body = DropStandaloneLines(it->second->render(ToData(job.context)));
-    if (!it->second->is_valid()) {
-      return Error{fmt::format("template {}/{}: {}", dir, job.template_name, it->second->error_message())};
+    // A template renders the same bytes from equal values, and a cluster's nodes mostly see
+    // equal values: each distinct (template, context) is rendered once (#28 item 19: 196,622
+    // files at 16,384 nodes, 21 distinct contents).
+    const nlohmann::json& values = job.context.json();
+    std::vector<Rendered>& seen = rendered[{job.template_name, std::hash<nlohmann::json>{}(values)}];
+    auto same = std::find_if(seen.begin(), seen.end(),
+                             [&](const Rendered& r) { return r.values == &values || *r.values == values; });
+    if (same == seen.end()) {
+      std::string body = DropStandaloneLines(it->second->render(ToData(values)));
+      if (!it->second->is_valid()) {
+        return Error{fmt::format("template {}/{}: {}", dir, job.template_name, it->second->error_message())};
+      }
+      seen.push_back({&values, std::move(body)});
+      same = seen.end() - 1;
     }
-    out.files.push_back({job.node, job.path, WithHeader(Header(job.comment, o.inventory_label, job.template_name), body),
-                         job.mode, job.template_name, job.owner});
+    out.files.push_back({job.node, job.path,
+                         WithHeader(Header(job.comment, o.inventory_label, job.template_name), same->body), job.mode,
+                         job.template_name, job.owner});
   }
   std::sort(out.files.begin(), out.files.end(), [](const RenderedFile& a, const RenderedFile& b) {
     return std::tie(a.node, a.path) < std::tie(b.node, b.path);

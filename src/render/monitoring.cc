@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -468,19 +469,27 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
                                    {"job_map_dir", std::string(kDcgmJobMapDir)},
                                    {"slurm", slurm},
                                    {"kubernetes", c.software.scheduler.kind == model::SchedulerKind::kKubernetes}};
+  // The contexts depend on the node only through host_service: built once each and shared.
+  auto counters_ctx = [&](bool host_service) {
+    nlohmann::json ctx = exporter;
+    ctx["fields"] = fields;
+    ctx["host_service"] = host_service;
+    ctx["dropin"] = std::string(kDcgmExporterDropIn);
+    return Context(std::move(ctx));
+  };
+  const Context counters[2] = {counters_ctx(false), counters_ctx(true)};
+  nlohmann::json unit_json = exporter;
+  unit_json["host_engine"] = std::string(kDcgmHostEngine);
+  const Context unit(std::move(unit_json));
+  const Context job_map(exporter);
   const std::vector<const model::Node*> slurmd = model::SlurmdNodes(c);
+  const std::set<const model::Node*> slurmd_set(slurmd.begin(), slurmd.end());
   for (const model::Node* n : SelectedNodes(c, o)) {
     if (model::HasNvidiaGpus(c.ProfileOf(*n))) {
       const bool host_service = model::HostDcgmExporter(c, c.ProfileOf(*n));
-      nlohmann::json ctx = exporter;
-      ctx["fields"] = fields;
-      ctx["host_service"] = host_service;
-      ctx["dropin"] = std::string(kDcgmExporterDropIn);
-      plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache", ctx,
-                            CommentStyle::kHash, "0644"});
+      plan->jobs.push_back({n->name, std::string(kDcgmCountersPath), "prometheus-dcgm-counters.csv.mustache",
+                            counters[host_service ? 1 : 0], CommentStyle::kHash, "0644"});
       if (host_service) {
-        nlohmann::json unit = exporter;
-        unit["host_engine"] = std::string(kDcgmHostEngine);
         plan->jobs.push_back({n->name, std::string(kDcgmExporterDropIn), "dcgm-exporter.conf.mustache", unit,
                               CommentStyle::kHash, "0644"});
       }
@@ -489,10 +498,10 @@ void AddMonitoringJobs(const model::Cluster& c, const Options& o, Plan* plan) {
     // where it matches nothing (slurmd 22.05: "prep_script_slurmd: cannot read dir
     // /etc/slurm/prolog.d/*", seen by RenderSlurmDaemons): every slurmd node gets the pair, and
     // on one without GPUs it has nothing to map (SLURM_JOB_GPUS unset) and exits 0.
-    if (!slurm || std::find(slurmd.begin(), slurmd.end(), n) == slurmd.end()) continue;
-    plan->jobs.push_back({n->name, std::string(kDcgmJobMapProlog), "dcgm-job-map-prolog.sh.mustache", exporter,
+    if (!slurm || slurmd_set.count(n) == 0) continue;
+    plan->jobs.push_back({n->name, std::string(kDcgmJobMapProlog), "dcgm-job-map-prolog.sh.mustache", job_map,
                           CommentStyle::kHash, "0755"});
-    plan->jobs.push_back({n->name, std::string(kDcgmJobMapEpilog), "dcgm-job-map-epilog.sh.mustache", exporter,
+    plan->jobs.push_back({n->name, std::string(kDcgmJobMapEpilog), "dcgm-job-map-epilog.sh.mustache", job_map,
                           CommentStyle::kHash, "0755"});
   }
 }

@@ -704,10 +704,15 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
 
   // Slurm wants the same files on every node (slurm.conf(5)); the cluster-wide copy is the one
   // to review, the per-node copies are what gets pushed.
-  for (const File& f : files) plan->jobs.push_back({"", f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
-  nlohmann::json dropin_ctx = {{"server", fmt::format("{}:6817", AddressOf(*controller))},
-                                {"nodes", std::to_string(v.nodes.size())},
-                                {"configless_why", configless_why}};
+  // One context per file, shared by the cluster-wide copy and every node's copy.
+  std::vector<Context> contexts;
+  for (const File& f : files) contexts.emplace_back(f.context);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    plan->jobs.push_back({"", files[i].path, files[i].template_name, contexts[i], CommentStyle::kHash, "0644"});
+  }
+  Context dropin_ctx = nlohmann::json{{"server", fmt::format("{}:6817", AddressOf(*controller))},
+                                      {"nodes", std::to_string(v.nodes.size())},
+                                      {"configless_why", configless_why}};
   for (const model::Node* n : SelectedNodes(c, o)) {
     bool slurmd = v.node_names.count(n->name) > 0;
     bool is_controller = n->name == controller->name;
@@ -721,10 +726,11 @@ void AddSlurmJobs(const model::Cluster& c, const Options& o, Plan* plan, const M
                             CommentStyle::kHash, "0644"});
       continue;
     }
-    for (const File& f : files) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const File& f = files[i];
       // In configless mode the controller serves the slurmd files, so it holds them too.
       if (f.slurmd_only && !slurmd && !(configless && is_controller)) continue;
-      plan->jobs.push_back({n->name, f.path, f.template_name, f.context, CommentStyle::kHash, "0644"});
+      plan->jobs.push_back({n->name, f.path, f.template_name, contexts[i], CommentStyle::kHash, "0644"});
     }
     // slurmd runs the health check program, so only slurmd nodes get it, each with its own
     // inventory name (a host name can differ from it).

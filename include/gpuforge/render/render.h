@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,28 @@ namespace gpuforge::render {
 
 enum class CommentStyle { kHash, kXml, kNone };  // "# ...", "<!-- ... -->", no header (JSON)
 
+// The values a template sees, held once however many jobs see them: the slurm.conf context
+// pushed to 16,384 nodes is one object, not 16,384 deep copies (#28 item 19). Built from a
+// json implicitly; copies share it.
+class Context {
+ public:
+  Context() : json_(std::make_shared<const nlohmann::json>(nlohmann::json::object())) {}
+  Context(nlohmann::json j)  // NOLINT(google-explicit-constructor): jobs are written {.., ctx, ..}
+      : json_(std::make_shared<const nlohmann::json>(std::move(j))) {}
+  Context(nlohmann::json::initializer_list_t init)  // NOLINT(google-explicit-constructor): {{"key", v}}
+      : Context(nlohmann::json(init)) {}
+  const nlohmann::json& json() const { return *json_; }
+
+ private:
+  std::shared_ptr<const nlohmann::json> json_;
+};
+
 // One file to produce. `node` is empty for cluster-wide files (written under _cluster/).
 struct Job {
   std::string node;
   std::string path;           // absolute target path on the node: "/etc/nccl.conf"
   std::string template_name;  // file name under the templates dir: "nccl.conf.mustache"
-  nlohmann::json context;     // values the template sees; strings already safe for the target
+  Context context;            // values the template sees; strings already safe for the target
   CommentStyle comment = CommentStyle::kHash;
   std::string mode = "0644";
   // "user:group" apply gives the file on the node (slurmdbd.conf: slurm:slurm, which slurmdbd

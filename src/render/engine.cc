@@ -306,7 +306,9 @@ Status WriteTree(const Output& out, const std::string& dir) {
   }
   // One batch: a file that cannot be written leaves every target as it was, and the tree is
   // made durable with one syncfs instead of an fsync per file (#28 item 19).
-  if (Status s = base::WriteFilesAtomically(batch); !s.ok()) return Error{"render --out: " + s.error().message};
+  // A node's directory that does not exist yet is built whole beside it and renamed into place;
+  // nodes are written by several threads (base/files.h).
+  if (Status s = base::WriteTreeAtomically(dir, batch); !s.ok()) return Error{"render --out: " + s.error().message};
   return Status::Ok();
 }
 

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace gpuforge::base {
 namespace {
@@ -31,6 +33,7 @@ std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
+// Per-file temporaries and staged trees (DIR/.gpu01.gpuforge-XXXXXX) alike.
 int Temporaries(const fs::path& dir) {
   int n = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
@@ -92,6 +95,111 @@ TEST(WriteFilesAtomically, ARenameThatFailsSaysHowManyWereReplacedAndLeavesNoTem
   EXPECT_EQ(Slurp(d / "1-first"), "new\n");
   EXPECT_EQ(Slurp(d / "3-after"), "old\n");
   EXPECT_EQ(Temporaries(d), 0);
+}
+
+mode_t ModeOf(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+// A first render: each node's directory is new, built whole beside its name and renamed in.
+TEST(WriteTreeAtomically, NewEntriesAreWrittenWholeWithTheirModes) {
+  fs::path d = FreshDir("tree-new");
+  std::string a = "a\n", b = "b\n", c = "c\n";
+  Status s = WriteTreeAtomically(d / "out", {{d / "out/gpu01/etc/nccl.conf", &a, 0644},
+                                             {d / "out/gpu01/etc/slurm/prolog.d/map.sh", &b, 0755},
+                                             {d / "out/gpu02/etc/secret", &c, 0600},
+                                             {d / "out/top-level", &a, 0644}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(Slurp(d / "out/gpu01/etc/nccl.conf"), "a\n");
+  EXPECT_EQ(Slurp(d / "out/gpu01/etc/slurm/prolog.d/map.sh"), "b\n");
+  EXPECT_EQ(Slurp(d / "out/gpu02/etc/secret"), "c\n");
+  EXPECT_EQ(Slurp(d / "out/top-level"), "a\n");
+  EXPECT_EQ(ModeOf(d / "out/gpu01/etc/slurm/prolog.d/map.sh"), 0755u);
+  EXPECT_EQ(ModeOf(d / "out/gpu02/etc/secret"), 0600u);
+  // The staged directory was made 0700 by mkdtemp; in place it is what mkdir would have made.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(ModeOf(d / "out/gpu01"), 0777u & ~mask);
+  EXPECT_EQ(Temporaries(d), 0);
+}
+
+// A render run again: a file already right is not touched (same inode, so rsync and make see
+// no change), a changed one is replaced, a new one is added, and a file gpuforge does not
+// write stays.
+TEST(WriteTreeAtomically, AnExistingEntryKeepsFilesThatAreAlreadyRight) {
+  fs::path d = FreshDir("tree-again");
+  fs::create_directories(d / "gpu01/etc");
+  std::ofstream(d / "gpu01/etc/same.conf") << "same\n";
+  std::ofstream(d / "gpu01/etc/changed.conf") << "old\n";
+  std::ofstream(d / "gpu01/etc/mine.conf") << "the operator's\n";
+  ::chmod((d / "gpu01/etc/same.conf").c_str(), 0644);
+  struct stat before {};
+  ASSERT_EQ(::stat((d / "gpu01/etc/same.conf").c_str(), &before), 0);
+  std::string same = "same\n", changed = "new\n", added = "added\n";
+  Status s = WriteTreeAtomically(d, {{d / "gpu01/etc/same.conf", &same, 0644},
+                                     {d / "gpu01/etc/changed.conf", &changed, 0644},
+                                     {d / "gpu01/etc/sub/added.conf", &added, 0640}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  struct stat after {};
+  ASSERT_EQ(::stat((d / "gpu01/etc/same.conf").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(Slurp(d / "gpu01/etc/changed.conf"), "new\n");
+  EXPECT_EQ(Slurp(d / "gpu01/etc/sub/added.conf"), "added\n");
+  EXPECT_EQ(ModeOf(d / "gpu01/etc/sub/added.conf"), 0640u);
+  EXPECT_EQ(Slurp(d / "gpu01/etc/mine.conf"), "the operator's\n");
+  // Same bytes, other mode: rewritten with the mode asked for.
+  ::chmod((d / "gpu01/etc/same.conf").c_str(), 0600);
+  ASSERT_TRUE(WriteTreeAtomically(d, {{d / "gpu01/etc/same.conf", &same, 0644}}).ok());
+  EXPECT_EQ(ModeOf(d / "gpu01/etc/same.conf"), 0644u);
+  EXPECT_EQ(Temporaries(d), 0);
+}
+
+// One file of a new entry cannot be written (its directory would be a file of the same
+// batch), among 40 entries written by four threads: no entry appears, the existing one is
+// unchanged, and no staged tree or temporary is left.
+TEST(WriteTreeAtomically, AFailureAnywhereLeavesNoEntryAndNoStagedTree) {
+  fs::path d = FreshDir("tree-fail");
+  fs::create_directories(d / "old/etc");
+  std::ofstream(d / "old/etc/kept") << "old\n";
+  std::string x = "new\n";
+  std::vector<FileToWrite> files{{d / "old/etc/kept", &x, 0644}};
+  for (int i = 0; i < 40; ++i) files.push_back({d / ("n" + std::to_string(i)) / "etc/x.conf", &x, 0644});
+  files.push_back({d / "n17/etc/x.conf/under-a-file", &x, 0644});
+  Status s = WriteTreeAtomically(d, files, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find((d / "n17/etc/x.conf").string()), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("Nothing was written"), std::string::npos) << s.error().message;
+  EXPECT_EQ(Slurp(d / "old/etc/kept"), "old\n");
+  for (int i = 0; i < 40; ++i) EXPECT_FALSE(fs::exists(d / ("n" + std::to_string(i)))) << i;
+  EXPECT_EQ(Temporaries(d), 0);
+}
+
+TEST(WriteTreeAtomically, ManyEntriesOnSeveralThreadsAreAllWritten) {
+  fs::path d = FreshDir("tree-threads");
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 300; ++i) bodies.push_back("node " + std::to_string(i) + "\n");
+  std::vector<FileToWrite> files;
+  for (int i = 0; i < 300; ++i) {
+    files.push_back({d / ("n" + std::to_string(i)) / "etc/a.conf", &bodies[i], 0644});
+    files.push_back({d / ("n" + std::to_string(i)) / "etc/b/c.conf", &bodies[i], 0600});
+  }
+  ASSERT_TRUE(WriteTreeAtomically(d, files, 8).ok());
+  for (int i = 0; i < 300; ++i) {
+    EXPECT_EQ(Slurp(d / ("n" + std::to_string(i)) / "etc/a.conf"), bodies[i]);
+    EXPECT_EQ(Slurp(d / ("n" + std::to_string(i)) / "etc/b/c.conf"), bodies[i]);
+  }
+  EXPECT_EQ(Temporaries(d), 0);
+}
+
+TEST(WriteTreeAtomically, ATargetOutsideTheRootIsRefused) {
+  fs::path d = FreshDir("tree-outside");
+  std::string x = "x\n";
+  Status s = WriteTreeAtomically(d / "out", {{d / "elsewhere/file", &x, 0644}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("not below"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(fs::exists(d / "elsewhere"));
 }
 
 TEST(WriteFileAtomically, ABareNameGoesInTheWorkingDirectory) {

@@ -477,9 +477,13 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
     const Endpoint* first = nullptr;  // the other end of the first link; `more` only when cabled twice
     std::vector<const Endpoint*> more;
     const SourcePos* where = nullptr;
+    const model::Switch* sw = nullptr;
   };
   std::unordered_map<PortKey, PortUse, PortHash> port_use;
   port_use.reserve(2 * c.links.size());
+  // Links come switch by switch in an inventory: the last switch looked up is usually the one.
+  std::string_view last_name;
+  const model::Switch* last_sw = nullptr;
   for (const model::Link& l : c.links) {
     for (const auto& [self, other] : {std::pair{&l.a, &l.b}, std::pair{&l.b, &l.a}}) {
       if (self->kind != Endpoint::Kind::kSwitchPort || self->port <= 0) continue;
@@ -487,6 +491,11 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
       if (use.first == nullptr) {
         use.first = other;
         use.where = &l.where;
+        if (last_sw == nullptr || self->device != last_name) {
+          last_name = self->device;
+          last_sw = c.FindSwitch(last_name);
+        }
+        use.sw = last_sw;
       } else {
         use.more.push_back(other);
       }
@@ -499,7 +508,7 @@ void SwitchCapacity(const model::Cluster& c, const model::Fabric& f, RuleContext
   };
   std::vector<Trouble> trouble;
   for (const auto& [key, use] : port_use) {
-    const model::Switch* sw = c.FindSwitch(key.device);
+    const model::Switch* sw = use.sw;
     if (sw == nullptr) continue;
     if ((sw->ports > 0 && key.port > sw->ports) || !use.more.empty()) trouble.push_back({key, &use, sw});
   }

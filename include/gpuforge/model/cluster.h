@@ -403,7 +403,7 @@ struct Cluster {
   const Network* ComputeNetwork() const;  // the first network with role compute
 
  private:
-  std::unordered_map<std::string, std::size_t> node_index_, profile_index_, switch_index_;
+  std::unordered_map<std::string, std::size_t> node_index_, profile_index_, switch_index_, rack_index_;
 };
 
 }  // namespace gpuforge::model

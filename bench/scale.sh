@@ -7,7 +7,8 @@
 #
 # Usage: bench/scale.sh [GPUFORGE_BINARY]      (default: build/gpuforge under the repo root)
 # Environment: SIZES="512 1024 2048 4096"  RUNS=5  WARMUP=1  COMMANDS="lint estimate"
-# (any of lint, estimate, render, plan)  GEN_ARGS="" (extra gen_inventory.py arguments, e.g.
+# (any of lint, estimate, render, plan; render adds rows for a second render onto the same tree
+# and for `cp -a` of the tree, its peer)  GEN_ARGS="" (extra gen_inventory.py arguments, e.g.
 # "--switch-ports 128" for 16384 nodes)  KEEP=dir (keep inventories, outputs and hyperfine
 # JSON there instead of a temporary directory). Nothing here uses the network.
 set -euo pipefail
@@ -80,7 +81,11 @@ for n in $sizes; do
       estimate) time_one "estimate-$n" "'$bin' estimate '$inv'" ;;
       render) PREPARE="rm -rf '$work/out-$n'" time_one "render-$n" "'$bin' render '$inv' --out '$work/out-$n'"
         find "$work/out-$n" -type f | wc -l >"$work/render-$n.files"
-        rm -rf "$work/out-$n" ;;
+        # Again onto the tree it just wrote (an unchanged inventory: nothing to rewrite), and the
+        # peer: cp -a of that tree, the same directories and files made with no rendering.
+        time_one "rerender-$n" "'$bin' render '$inv' --out '$work/out-$n'"
+        PREPARE="rm -rf '$work/copy-$n'" time_one "cp-$n" "cp -a '$work/out-$n' '$work/copy-$n'"
+        rm -rf "$work/out-$n" "$work/copy-$n" ;;
       plan) time_one "plan-$n" "'$bin' plan '$inv' --offline" ;;
     esac
   done
@@ -91,7 +96,8 @@ for n in $sizes; do
 done
 
 # The table: medians from hyperfine's JSON.
-python3 - "$work" "$sizes" "$commands" "${peer_cmd:+yes}" <<'EOF'
+table_commands="${commands/render/render rerender cp}"
+python3 - "$work" "$sizes" "$table_commands" "${peer_cmd:+yes}" <<'EOF'
 import json, math, os, sys
 
 work, sizes, commands = sys.argv[1], [int(s) for s in sys.argv[2].split()], sys.argv[3].split()
@@ -150,6 +156,9 @@ files = [f"{n}: {open(os.path.join(work, f'render-{n}.files')).read().strip()}" 
          if os.path.exists(os.path.join(work, f"render-{n}.files"))]
 if files:
     print("render: files written per size: " + ", ".join(files))
+    print("rerender: render again onto the tree it wrote (unchanged inventory); cp: cp -a of that "
+          "tree into a new directory, the same directories and files with no rendering (the peer "
+          "for render's file system work)")
 if peer:
     print("peer: python3 yaml.safe_load on the same file (PyYAML, parsing only); '/peer': wall "
           "over the peer's wall")

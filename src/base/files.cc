@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -51,6 +50,35 @@ std::string FillAndClose(int fd, const FileToWrite& f, bool chmod) {
     e = errno;
   }
   return what == nullptr ? "" : fmt::format("{}: {}: {}", f.target.string(), what, std::strerror(e));
+}
+
+// The directories a batch has made so far, and one directory on each file system they are on:
+// one syncfs per file system is enough.
+struct MadeDirs {
+  std::unordered_set<std::string> made;
+  std::map<dev_t, std::filesystem::path> devices;
+};
+
+// mkdir -p `dir` the first time the batch needs it, noting its file system. "" or what failed.
+std::string MakeDirOnce(const std::filesystem::path& dir, MadeDirs& dirs) {
+  if (!dirs.made.insert(dir.string()).second) return "";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fmt::format("{}: cannot create directory: {}", dir.string(), ec.message());
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return fmt::format("{}: cannot stat: {}", dir.string(), std::strerror(errno));
+  dirs.devices.emplace(st.st_dev, dir);
+  return "";
+}
+
+// f's bytes and mode in a new temporary beside its target in `dir`; its name goes to `temp`
+// (also when filling it failed, so that it is removed). "" or what failed.
+std::string WriteTemporary(const FileToWrite& f, const std::filesystem::path& dir, std::string* temp) {
+  std::string tmpl = (dir / ("." + f.target.filename().string() + ".gpuforge-XXXXXX")).string();
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) return fmt::format("{}: cannot create a temporary file: {}", f.target.string(), std::strerror(errno));
+  *temp = std::move(tmpl);
+  return FillAndClose(fd, f, true);
 }
 
 }  // namespace
@@ -108,44 +136,24 @@ Status WriteFilesAtomically(const std::vector<FileToWrite>& files) {
   auto remove_temps = [&] {
     for (const std::string& t : temps) ::unlink(t.c_str());
   };
-  // One directory per file system is enough for syncfs; directories already made are not
-  // asked again (a tree of 16,384 nodes has ~100,000 files in ~50,000 directories).
-  std::set<dev_t> devices;
-  std::vector<std::filesystem::path> sync_dirs;
-  std::set<std::filesystem::path> made;
+  // Directories already made are not asked again (a tree of 16,384 nodes has ~100,000 files in
+  // ~50,000 directories).
+  MadeDirs dirs;
   for (const FileToWrite& f : files) {
     const std::filesystem::path dir = f.target.has_parent_path() ? f.target.parent_path() : std::filesystem::path(".");
-    if (made.insert(dir).second) {
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) {
-        remove_temps();
-        return Error{fmt::format("{}: cannot create directory: {}. Nothing was written", dir.string(), ec.message())};
-      }
-      struct stat st {};
-      if (::stat(dir.c_str(), &st) != 0) {
-        int e = errno;
-        remove_temps();
-        return Error{fmt::format("{}: cannot stat: {}. Nothing was written", dir.string(), std::strerror(e))};
-      }
-      if (devices.insert(st.st_dev).second) sync_dirs.push_back(dir);
+    std::string failed = MakeDirOnce(dir, dirs);
+    if (failed.empty()) {
+      std::string temp;
+      failed = WriteTemporary(f, dir, &temp);
+      if (!temp.empty()) temps.push_back(std::move(temp));
     }
-    std::string tmpl = (dir / ("." + f.target.filename().string() + ".gpuforge-XXXXXX")).string();
-    int fd = mkstemp(tmpl.data());
-    if (fd < 0) {
-      int e = errno;
-      remove_temps();
-      return Error{fmt::format("{}: cannot create a temporary file: {}. Nothing was written", f.target.string(),
-                               std::strerror(e))};
-    }
-    temps.push_back(tmpl);
-    if (std::string failed = FillAndClose(fd, f, true); !failed.empty()) {
+    if (!failed.empty()) {
       remove_temps();
       return Error{failed + ". Nothing was written"};
     }
   }
   // Every temporary is whole before any target changes.
-  for (const std::filesystem::path& d : sync_dirs) {
+  for (const auto& [dev, d] : dirs.devices) {
     if (Status s = SyncFileSystemOf(d); !s.ok()) {
       remove_temps();
       return Error{s.error().message + ". Nothing was written"};
@@ -160,7 +168,7 @@ Status WriteFilesAtomically(const std::vector<FileToWrite>& files) {
                                files[i].target.string(), std::strerror(e), i, files.size())};
     }
   }
-  for (const std::filesystem::path& d : sync_dirs) {
+  for (const auto& [dev, d] : dirs.devices) {
     if (Status s = SyncFileSystemOf(d); !s.ok()) return s;
   }
   return Status::Ok();
@@ -177,7 +185,7 @@ struct Entry {
   bool fresh = false;              // did not exist: built whole in `staged`
   fs::path staged;                 // the temporary sibling, once made
   std::vector<std::string> temps;  // per-file temporaries (entries that exist), parallel to files
-  std::map<dev_t, fs::path> devices;  // a directory on each file system its files went to
+  MadeDirs dirs;                   // entries that exist: directories made, their file systems
   std::string error;               // the first failure, or ""
 };
 
@@ -253,39 +261,13 @@ bool AlreadyThere(const FileToWrite& f) {
 
 // An entry that exists: each file to a temporary sibling of its target, renamed at commit.
 void WriteBesideTargets(const std::vector<FileToWrite>& files, Entry& e) {
-  std::unordered_set<std::string> made;
   for (std::size_t i : e.files) {
     const FileToWrite& f = files[i];
-    const fs::path dir = f.target.parent_path();
-    if (made.insert(dir.string()).second) {
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) {
-        e.error = fmt::format("{}: cannot create directory: {}", dir.string(), ec.message());
-        return;
-      }
-      struct stat st {};
-      if (::stat(dir.c_str(), &st) != 0) {
-        e.error = fmt::format("{}: cannot stat: {}", dir.string(), std::strerror(errno));
-        return;
-      }
-      e.devices.emplace(st.st_dev, dir);
-    }
-    if (AlreadyThere(f)) {
-      e.temps.emplace_back();  // nothing to rename
-      continue;
-    }
-    std::string tmpl = (dir / ("." + f.target.filename().string() + ".gpuforge-XXXXXX")).string();
-    int fd = mkstemp(tmpl.data());
-    if (fd < 0) {
-      e.error = fmt::format("{}: cannot create a temporary file: {}", f.target.string(), std::strerror(errno));
-      return;
-    }
-    e.temps.push_back(tmpl);
-    if (std::string failed = FillAndClose(fd, f, true); !failed.empty()) {
-      e.error = std::move(failed);
-      return;
-    }
+    if (e.error = MakeDirOnce(f.target.parent_path(), e.dirs); !e.error.empty()) return;
+    std::string temp;  // stays "" for a file that is AlreadyThere: nothing to rename
+    if (!AlreadyThere(f)) e.error = WriteTemporary(f, f.target.parent_path(), &temp);
+    e.temps.push_back(std::move(temp));
+    if (!e.error.empty()) return;
   }
 }
 
@@ -382,7 +364,7 @@ Status WriteTreeAtomically(const fs::path& root, const std::vector<FileToWrite>&
     return Error{fmt::format("{}: cannot stat: {}. Nothing was written", root.string(), std::strerror(e))};
   }
   devices.emplace(root_st.st_dev, root);
-  for (const Entry& e : entries) devices.insert(e.devices.begin(), e.devices.end());
+  for (const Entry& e : entries) devices.insert(e.dirs.devices.begin(), e.dirs.devices.end());
   for (const auto& [dev, dir] : devices) {
     if (Status s = SyncFileSystemOf(dir); !s.ok()) {
       discard_from(0);

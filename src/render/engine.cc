@@ -207,7 +207,8 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
     const nlohmann::json* values;  // owned by plan.jobs, which outlives the loop
     std::string body;
   };
-  std::map<std::pair<std::string, std::size_t>, std::vector<Rendered>> rendered;
+  // Keyed by the parsed template (one per name in `cache`) and the values' hash.
+  std::map<std::pair<const mustache::mustache*, std::size_t>, std::vector<Rendered>> rendered;
   Output out;
   for (const Job& job : plan.jobs) {
     auto it = cache.find(job.template_name);
@@ -236,7 +237,7 @@ Result<Output> Render(const model::Cluster& c, const Options& o, const Measured&
     // equal values: each distinct (template, context) is rendered once (#28 item 19: 196,622
     // files at 16,384 nodes, 21 distinct contents).
     const nlohmann::json& values = job.context.json();
-    std::vector<Rendered>& seen = rendered[{job.template_name, std::hash<nlohmann::json>{}(values)}];
+    std::vector<Rendered>& seen = rendered[{it->second.get(), std::hash<nlohmann::json>{}(values)}];
     auto same = std::find_if(seen.begin(), seen.end(),
                              [&](const Rendered& r) { return r.values == &values || *r.values == values; });
     if (same == seen.end()) {

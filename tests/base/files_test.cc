@@ -156,6 +156,22 @@ TEST(WriteTreeAtomically, AnExistingEntryKeepsFilesThatAreAlreadyRight) {
   EXPECT_EQ(Temporaries(d), 0);
 }
 
+// A symbolic link at a target is never "already right", even to a file with the same bytes:
+// it is replaced by a regular file and the file it pointed at is untouched.
+TEST(WriteTreeAtomically, ALinkAtATargetIsReplacedNotFollowed) {
+  fs::path d = FreshDir("tree-link");
+  fs::create_directories(d / "gpu01/etc");
+  std::ofstream(d / "elsewhere") << "same\n";
+  ::chmod((d / "elsewhere").c_str(), 0644);
+  fs::create_symlink(d / "elsewhere", d / "gpu01/etc/a.conf");
+  std::string same = "same\n";
+  ASSERT_TRUE(WriteTreeAtomically(d, {{d / "gpu01/etc/a.conf", &same, 0644}}).ok());
+  EXPECT_FALSE(fs::is_symlink(d / "gpu01/etc/a.conf"));
+  EXPECT_EQ(Slurp(d / "gpu01/etc/a.conf"), "same\n");
+  EXPECT_EQ(Slurp(d / "elsewhere"), "same\n");
+  EXPECT_EQ(Temporaries(d), 0);
+}
+
 // One file of a new entry cannot be written (its directory would be a file of the same
 // batch), among 40 entries written by four threads: no entry appears, the existing one is
 // unchanged, and no staged tree or temporary is left.

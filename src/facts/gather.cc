@@ -39,6 +39,10 @@ constexpr std::array kSections = {
     SectionSpec{"modules", "cat /proc/modules", false, 1 * MiB},
     SectionSpec{"services", "systemctl", false, 16 * KiB},
     SectionSpec{"memlock", "ulimit -l", false, 4 * KiB},
+    // #31: LLDP neighbours (lldpd's control socket is group _lldpd: root or that group) and
+    // each interface's speed. 1 MiB of json0 is ~600 neighbours.
+    SectionSpec{"lldp", "lldpctl -f json0", false, 1 * MiB},
+    SectionSpec{"net-speed", "/sys/class/net/*/speed", false, 64 * KiB},
 };
 
 // Markers, the banner before the begin marker and what a section prints for toolarge.
@@ -156,20 +160,30 @@ gf_pci() {
   done
   return 0
 }
+gf_speeds() {
+  for d in /sys/class/net/*; do
+    [ -r "$d/speed" ] || continue
+    v=$(cat "$d/speed" 2>/dev/null) || continue
+    printf '%s %s\n' "${d##*/}" "$v"
+  done
+  return 0
+}
 gf_ib() {
   for d in /sys/class/infiniband/*; do
     [ -d "$d" ] || continue
     n=${d##*/}
     gf_attr "$n - fw_ver" "$d/fw_ver"
     gf_attr "$n - board_id" "$d/board_id"
+    gf_attr "$n - node_guid" "$d/node_guid"
     for e in "$d"/device/net/*; do
       [ -e "$e" ] && printf '%s - net %s\n' "$n" "${e##*/}"
     done
     for p in "$d"/ports/*; do
       [ -d "$p" ] || continue
-      for a in state phys_state rate link_layer; do
+      for a in state phys_state rate link_layer lid; do
         gf_attr "$n ${p##*/} $a" "$p/$a"
       done
+      gf_attr "$n ${p##*/} gid0" "$p/gids/0"
     done
   done
   return 0
@@ -269,6 +283,8 @@ fi
 gf_o=$(ulimit -l 2>/dev/null)
 gf_rc=$?
 gf_emit memlock "$gf_rc" "$gf_o"
+gf_run lldp lldpctl -f json0
+gf_dir net-speed /sys/class/net gf_speeds
 printf '%s end@@\n' "$gf_m"
 )SH";
 
@@ -327,6 +343,11 @@ Status ParseSection(std::string_view name, std::string_view body, NodeFacts& f, 
   if (name == "services")
     return Apply(ParseServices(body), [&](std::vector<Service> v) { f.services = std::move(v); });
   if (name == "memlock") return Apply(ParseMemlock(body), [&](Memlock v) { f.memlock = v; });
+  if (name == "lldp")
+    return Apply(ParseLldpctlJson(body, fmt::format("lldpctl on {}", f.node)),
+                 [&](LldpSeen v) { f.lldp = std::move(v); });
+  if (name == "net-speed")
+    return Apply(ParseNetSpeeds(body), [&](std::map<std::string, long long> v) { f.net_speed_mbps = std::move(v); });
   return Status::Ok();
 }
 

@@ -150,15 +150,36 @@ J ToJson(const NodeFacts& f) {
                        {"rate", p.rate},
                        {"rate_gbps", Opt(p.rate_gbps)},
                        {"width", Opt(p.width)},
-                       {"link_layer", p.link_layer}});
+                       {"link_layer", p.link_layer},
+                       {"lid", Opt(p.lid)},
+                       {"port_guid", p.port_guid.empty() ? J(nullptr) : J(p.port_guid)}});
     }
     ib.push_back({{"name", d.name},
                   {"fw_version", d.fw_version},
                   {"board_id", d.board_id},
+                  {"node_guid", d.node_guid.empty() ? J(nullptr) : J(d.node_guid)},
                   {"netdevs", d.netdevs},
                   {"ports", std::move(ports)}});
   }
   j["infiniband"] = std::move(ib);
+  if (f.lldp) {
+    J nb = J::array();
+    for (const LldpNeighbor& n : f.lldp->neighbors) {
+      nb.push_back({{"interface", n.local_if},
+                    {"chassis_name", n.chassis_name},
+                    {"chassis_id", n.chassis_id},
+                    {"chassis_id_type", n.chassis_id_type},
+                    {"port_id", n.port_id},
+                    {"port_id_type", n.port_id_type},
+                    {"port_descr", n.port_descr}});
+    }
+    j["lldp"] = std::move(nb);
+  } else {
+    j["lldp"] = nullptr;
+  }
+  J speeds = J::object();
+  for (const auto& [n, v] : f.net_speed_mbps) speeds[n] = v;
+  j["net_speed_mbps"] = std::move(speeds);
   j["versions"] = {{"cuda", Opt(f.versions.cuda)},
                    {"nccl", Opt(f.versions.nccl)},
                    {"rdma_core", Opt(f.versions.rdma_core)},

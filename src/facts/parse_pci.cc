@@ -151,6 +151,18 @@ Result<std::vector<IbDevice>> ParseInfinibandSysfs(std::string_view input) {
     if (*port == 0) {
       if (attr == "fw_ver") d.fw_version = std::string(value.substr(0, 64));
       if (attr == "board_id") d.board_id = std::string(value.substr(0, 64));
+      if (attr == "node_guid") {
+        // sysfs prints the GUID as four colon-separated groups: "0002:c903:0029:3e1e"
+        // (drivers/infiniband/core/sysfs.c, node_guid_show); subnet tools print 0x + 16 hex.
+        std::string hex;
+        for (char ch : value) {
+          if (ch == ':') continue;
+          hex += static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+        }
+        if (hex.size() != 16 || !text::ToHex(hex))
+          return LineError(i, fmt::format("{} node_guid: expected 'xxxx:xxxx:xxxx:xxxx', got {}", dev, Quote(value)));
+        d.node_guid = "0x" + hex;
+      }
       if (attr == "net") {
         if (!IsName(value))
           return LineError(
@@ -165,6 +177,26 @@ Result<std::vector<IbDevice>> ParseInfinibandSysfs(std::string_view input) {
     if (attr == "state") p.state = std::string(StateName(shown));
     if (attr == "phys_state") p.phys_state = std::string(StateName(shown));
     if (attr == "link_layer") p.link_layer = std::string(shown);
+    if (attr == "gid0") {
+      // "fe80:0000:0000:0000:0002:c903:0029:3e1f": eight groups; the low four are the port GUID.
+      std::string hex;
+      int groups = 0;
+      for (std::string_view g : text::Split(text::Trim(value), ':')) {
+        ++groups;
+        if (groups > 4) hex += std::string(g);
+      }
+      for (char& ch : hex) ch = static_cast<char>(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+      if (groups != 8 || hex.size() != 16 || !text::ToHex(hex))
+        return LineError(i, fmt::format("{} port {} gid0: expected eight groups of four hex digits, got {}", dev, *port,
+                                        Quote(value)));
+      p.port_guid = "0x" + hex;
+    }
+    if (attr == "lid") {
+      std::optional<std::uint64_t> lid = text::ToHex(value);
+      if (!lid || *lid > 0xffff)
+        return LineError(i, fmt::format("{} port {} lid: expected a hex LID, got {}", dev, *port, Quote(value)));
+      p.lid = static_cast<int>(*lid);
+    }
     if (attr == "rate") {
       p.rate = std::string(shown);
       if (Status st = ReadRate(value, p); !st) {

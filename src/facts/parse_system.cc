@@ -248,6 +248,23 @@ Result<Memlock> ParseMemlock(std::string_view input) {
   return Memlock{false, *kib * kKiB};
 }
 
+Result<std::map<std::string, long long>> ParseNetSpeeds(std::string_view input) {
+  if (Status s = text::CheckInput(input, kMaxSectionBytes); !s) return s.error();
+  std::map<std::string, long long> out;
+  std::vector<std::string_view> lines = text::Lines(input);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (text::Trim(lines[i]).empty()) continue;
+    auto [name, value] = text::HeadTail(lines[i]);
+    std::optional<std::int64_t> mbps = text::ToInt(text::Trim(value));
+    // 1.6 Tb/s is 1,600,000 Mb/s; ten times that is no NIC of this decade.
+    if (!text::IsToken(name) || !mbps || *mbps < -1 || *mbps > 16'000'000) {
+      return text::LineError(i, fmt::format("expected '<interface> <Mb/s>', got {}", Quote(lines[i])));
+    }
+    if (*mbps > 0) out[std::string(name)] = *mbps;
+  }
+  return out;
+}
+
 namespace {
 
 // The version in one source's text; "" when none can be read.

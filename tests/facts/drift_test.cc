@@ -86,9 +86,9 @@ NodeFacts CleanFacts(const std::string& node) {
                               16,
                               {},
                               {name}});
-    IbDevice d{name, "28.39.1002", "MT_0000000838", {}, {}};
+    IbDevice d{name, "28.39.1002", "MT_0000000838", "", {}, {}};
     d.ports.push_back(
-        IbPort{1, "ACTIVE", "LinkUp", "400 Gb/sec (4X NDR)", 400.0, 4, "NDR", "InfiniBand"});
+        IbPort{1, "ACTIVE", "LinkUp", "400 Gb/sec (4X NDR)", 400.0, 4, "NDR", "InfiniBand", std::nullopt, ""});
     f.ib.push_back(d);
   }
   f.versions.cuda = "13.0.88";
@@ -281,7 +281,7 @@ TEST(FindDrift, TwoXByDesignMeetsTheInventoryRate) {
   NodeFacts f = CleanFacts("gpu01");
   for (IbDevice& d : f.ib)
     d.ports[0] =
-        IbPort{1, "ACTIVE", "LinkUp", "200 Gb/sec (2X NDR)", 200.0, 2, "NDR", "InfiniBand"};
+        IbPort{1, "ACTIVE", "LinkUp", "200 Gb/sec (2X NDR)", 200.0, 2, "NDR", "InfiniBand", std::nullopt, ""};
   std::vector<Gathered> g;
   g.push_back({"gpu01", std::move(f)});
   EXPECT_EQ(Codes(FindDrift(c, g)), std::vector<std::string>{});
@@ -382,8 +382,8 @@ TEST(FindDrift, Hdr100MeetsItsNetworkRate) {
   }
   c.BuildIndex();
   NodeFacts f = CleanFacts("gpu01");
-  for (IbDevice& d : f.ib) d.ports[0] = IbPort{1, "ACTIVE", "LinkUp", "100 Gb/sec (2X HDR)", 100.0, 2, "HDR", "InfiniBand"};
-  f.ib[1].ports[0] = IbPort{1, "ACTIVE", "LinkUp", "50 Gb/sec (1X HDR)", 50.0, 1, "HDR", "InfiniBand"};
+  for (IbDevice& d : f.ib) d.ports[0] = IbPort{1, "ACTIVE", "LinkUp", "100 Gb/sec (2X HDR)", 100.0, 2, "HDR", "InfiniBand", std::nullopt, ""};
+  f.ib[1].ports[0] = IbPort{1, "ACTIVE", "LinkUp", "50 Gb/sec (1X HDR)", 50.0, 1, "HDR", "InfiniBand", std::nullopt, ""};
   std::vector<Gathered> g;
   g.push_back({"gpu01", std::move(f)});
   std::vector<Drift> d = FindDrift(c, g);

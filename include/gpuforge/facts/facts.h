@@ -7,11 +7,13 @@
 // nvidia-smi" reads as "no NVIDIA driver", never as zero GPUs measured.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpuforge/facts/fabric.h"
 #include "gpuforge/model/pci_tree.h"
 
 namespace gpuforge::facts {
@@ -190,12 +192,17 @@ struct IbPort {
   std::optional<int> width;         // lanes, from "(4X NDR)"; nullopt when not printed
   std::string speed;                // "NDR", "HDR"; "" when not printed
   std::string link_layer;           // "InfiniBand" | "Ethernet"
+  std::optional<int> lid;           // ports/N/lid ("0x6"); nullopt when not read
+  // The port GUID, the low 64 bits of GID 0 (ports/N/gids/0, "fe80:...:0002:c903:0029:3e1f"):
+  // what iblinkinfo prints for an HCA's port. "0x" + 16 hex; "" when not read.
+  std::string port_guid;
 };
 
 struct IbDevice {
   std::string name;  // "mlx5_0"
   std::string fw_version;
   std::string board_id;
+  std::string node_guid;  // "0x0002c90300293e1e" (sysfs prints "0002:c903:0029:3e1e"); "" unknown
   std::vector<std::string> netdevs;  // device/net/*
   std::vector<IbPort> ports;         // by port number
   const IbPort* FindPort(int port) const;
@@ -243,6 +250,12 @@ struct NodeFacts {
   std::optional<std::string> driver_cuda_version;  // from -q -x
   std::optional<TopoMatrix> topology;
   std::vector<IbDevice> ib;  // by name; empty when /sys/class/infiniband is absent
+  // LLDP neighbours from `lldpctl -f json0` (#31); nullopt when lldpctl is absent or failed
+  // (the lldp section says why).
+  std::optional<LldpSeen> lldp;
+  // Each interface's speed in Mb/s from /sys/class/net/IF/speed, where the kernel knows it
+  // (a link that is down reads -1 there and is left out).
+  std::map<std::string, long long> net_speed_mbps;
   Versions versions;
   std::optional<std::vector<std::string>> modules;  // loaded kernel modules, sorted
   std::vector<Service> services;

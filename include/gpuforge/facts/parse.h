@@ -7,6 +7,7 @@
 // on bad input. Inputs over kMaxSectionBytes are refused.
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,5 +70,9 @@ Result<std::vector<Service>> ParseServices(std::string_view text);
 
 // ulimit -l: "unlimited" or a count of KiB.
 Result<Memlock> ParseMemlock(std::string_view text);
+
+// The gather script's net-speed lines, "<interface> <Mb/s>"; -1 (the kernel's "unknown", a
+// link that is down) and 0 are left out.
+Result<std::map<std::string, long long>> ParseNetSpeeds(std::string_view text);
 
 }  // namespace gpuforge::facts

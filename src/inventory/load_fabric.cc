@@ -18,6 +18,7 @@
 #include "gpuforge/base/names.h"
 #include "gpuforge/base/text.h"
 #include "gpuforge/inventory/schema.h"
+#include "gpuforge/model/switch_names.h"
 #include "inventory/sections.h"
 
 namespace gpuforge::inventory::internal {
@@ -135,6 +136,34 @@ void Loader::LoadSwitches(const YAML::Node& n) {
     auto ports = r_.Int(e, "ports", what, 1, 4096, true);
     if (ports) base.ports = static_cast<int>(*ports);
     if (auto rate = r_.Qty(e, "port_rate", what, Dimension::kBandwidth, true)) base.port_rate_bytes_per_s = *rate;
+    if (auto pattern = r_.Str(e, "port_pattern", what)) {
+      if (Status st = model::CheckPortPattern(*pattern); !st) {
+        r_.Error(Get(e, "port_pattern"), fmt::format("{}: port_pattern {}", what, st.error().message));
+      } else {
+        base.port_pattern = *pattern;
+      }
+    }
+    if (Has(e, "aliases")) {
+      const YAML::Node al = Get(e, "aliases");
+      if (names->size() != 1) {
+        r_.Error(al, fmt::format("{} names {} switches; aliases belong to one switch (give it its own entry)",
+                                 what, names->size()));
+      } else if (r_.CheckSeq(al, fmt::format("'aliases' in {}", what))) {
+        for (const YAML::Node& a : al) {
+          std::optional<std::string> v = r_.ScalarOf(a, "an alias");
+          if (!v) continue;
+          if (v->empty() || v->size() > 128 ||
+              v->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:;/-") !=
+                  std::string::npos) {
+            r_.Error(a, fmt::format("alias {} of {}: expected a name or GUID of letters, digits and '._:;/-', "
+                                    "at most 128 characters",
+                                    text::Quote(*v), what));
+            continue;
+          }
+          base.aliases.push_back(*v);
+        }
+      }
+    }
     for (const std::string& name : *names) {
       CheckWith(name_node, names::CheckHostname, name, "switch name");
       if (FindSwitch(name) != nullptr) {

@@ -129,10 +129,10 @@ inline model::Cluster CleanCluster(const FixtureOptions& o = {}) {
   const int leaf_ports = std::max(64, 2 * o.nodes);
   for (int r = 0; r < o.nics_per_node; ++r) {
     c.switches.push_back(Switch{fmt::format("leaf{}", r + 1), SwitchTier::kLeaf, "compute",
-                                "QM9700", leaf_ports, o.nic_rate, At(60 + r)});
+                                "QM9700", leaf_ports, o.nic_rate, {}, "", At(60 + r)});
   }
   c.switches.push_back(Switch{"spine1", SwitchTier::kSpine, "compute", "QM9700",
-                              std::max(64, o.nics_per_node * o.nodes), o.nic_rate, At(59)});
+                              std::max(64, o.nics_per_node * o.nodes), o.nic_rate, {}, "", At(59)});
   auto nic_end = [](std::string node, std::string nic) {
     Endpoint e;
     e.kind = Endpoint::Kind::kNic;

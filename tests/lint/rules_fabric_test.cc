@@ -52,11 +52,11 @@ model::Cluster TwoLeaves(bool leaf1_uplinks, bool leaf2_uplinks) {
   model::Cluster c = CleanCluster(o);
   c.networks[0].topology = model::Topology::kSpineLeaf;
   c.switches = {
-      model::Switch{"leaf1", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps,
+      model::Switch{"leaf1", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, {}, "",
                     At(60)},
-      model::Switch{"leaf2", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps,
+      model::Switch{"leaf2", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, {}, "",
                     At(61)},
-      model::Switch{"spine1", model::SwitchTier::kSpine, "compute", "QM9700", 64, 400 * kGbps,
+      model::Switch{"spine1", model::SwitchTier::kSpine, "compute", "QM9700", 64, 400 * kGbps, {}, "",
                     At(62)},
   };
   c.links.clear();
@@ -251,9 +251,9 @@ TEST(LintFabric, OversubscriptionOverride) {
 TEST(LintFabric, OversubscriptionIgnoresStorageFabric) {
   model::Cluster c = CleanCluster();
   c.switches.push_back(
-      {"sleaf", model::SwitchTier::kLeaf, "storage", "SN4600", 64, 100 * kGbps, At(90)});
+      {"sleaf", model::SwitchTier::kLeaf, "storage", "SN4600", 64, 100 * kGbps, {}, "", At(90)});
   c.switches.push_back(
-      {"sspine", model::SwitchTier::kSpine, "storage", "SN4600", 64, 100 * kGbps, At(91)});
+      {"sspine", model::SwitchTier::kSpine, "storage", "SN4600", 64, 100 * kGbps, {}, "", At(91)});
   for (int i = 0; i < 4; ++i) {
     c.links.push_back(
         {Nic(fmt::format("gpu{:03}", i + 1), "eth0"), Port("sleaf", i + 1), 100 * kGbps, At(92)});
@@ -286,7 +286,7 @@ TEST(LintFabric, MissingUplinksFiresForOneLeafWithoutUplinks) {
 TEST(LintFabric, MissingUplinksFiresForLoneLeaf) {
   model::Cluster c = TwoLeaves(true, true);
   c.switches.push_back(
-      {"leaf3", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(63)});
+      {"leaf3", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, {}, "", At(63)});
   std::vector<Finding> f = LintRule(c, "fabric.missing_uplinks");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message,
@@ -396,7 +396,7 @@ TEST(LintFabric, DanglingFiresForUncabledNicsAndIdleSwitches) {
            (l.a.device == "gpu002" || l.a.device == "gpu003");
   });
   c.switches.push_back(
-      {"spare", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, At(66)});
+      {"spare", model::SwitchTier::kLeaf, "compute", "QM9700", 64, 400 * kGbps, {}, "", At(66)});
   std::vector<Finding> f = LintRule(c, "fabric.dangling");
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);

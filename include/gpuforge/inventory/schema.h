@@ -34,7 +34,8 @@ inline constexpr std::string_view kNode[] = {"name",   "address", "rack", "profi
                                              "port_addresses"};
 inline constexpr std::string_view kNetwork[] = {"role", "kind", "rate", "topology", "roce"};
 inline constexpr std::string_view kRoce[] = {"mtu", "dscp", "pfc_priority", "ecn", "gid_index"};
-inline constexpr std::string_view kSwitch[] = {"name", "tier", "network", "model", "ports", "port_rate"};
+inline constexpr std::string_view kSwitch[] = {"name",      "tier",    "network",     "model",
+                                               "ports",     "port_rate", "aliases", "port_pattern"};
 inline constexpr std::string_view kLink[] = {"from", "to", "rate"};
 inline constexpr std::string_view kStorage[] = {"dataset", "tiers"};
 inline constexpr std::string_view kTier[] = {"name",     "kind",    "role",    "scope",

@@ -187,6 +187,11 @@ struct Switch {
   std::string model;
   int ports = 0;
   double port_rate_bytes_per_s = 0;
+  // How the measured fabric names this switch and its ports (#31, docs/cabling.md): other
+  // names it answers to (its IB node GUID "0x...", its LLDP system name), and the name its OS
+  // gives port N ("swp{port}", "Ethernet{port0*4}"); "" reads the last number of the name.
+  std::vector<std::string> aliases;
+  std::string port_pattern;
   SourcePos where;
 };
 

@@ -1,0 +1,617 @@
+// Designed link lists from a site's own files (#31 part 2).
+//
+// UFM's topology design CSV, the NDT ("network design tool") file of UFM's topology-compare
+// (topodiff) plugin. Its grammar, as UFM's own code reads and writes it
+// (github.com/Mellanox/ufm_sdk_3.0, plugins/UFM_NDT_Plugin: ufm_sim_web_service/topo_diff/
+// topo_diff.py parse_ndt_file/parse_ndt_port, build/config/ndt.conf switch_patterns and
+// host_patterns, ndt_file_creator.py, and the files under tests/):
+// - RFC 4180 comma-separated values read by Python's csv.DictReader: the first line is the
+//   header, columns are found by name, any other columns (LinkType, Speed, rack, State, ...)
+//   are allowed and ignored. The start device's column is "StartDevice", "#StartDevice" or
+//   "#Fields:StartDevice"; the others are "StartPort", "EndDevice", "EndPort". Cells may carry
+//   spaces around them (" Data"), which are trimmed.
+// - A switch port is "Port N" (ndt.conf's first switch pattern "^Port (\d+)$"); a bare N is
+//   taken too. Director blades ("Blade 16_Port 2/20") and split ports ("Port 1/16/1") have no
+//   place in gpuforge's 1..ports numbering and are refused.
+// - A host end is written two ways: the device is the host and the port its node description
+//   "HOST DEV" (tests/positive_flow_ndts/switch_to_host_topo1.ndt:
+//   "SAT111092710053,SAT111092710053 ibp11s0f0"), or the device is the node description
+//   "HOST DEV" and the port "Port N", the HCA's port (ndt_file_creator.py: "r-ufm64 mlx5_0,
+//   Port 1"). DEV names the NIC by its name (mlx5_0) or its netdev (ibp11s0f0); a port number
+//   must then be that NIC's `port`. A port cell that is only a NIC name is taken as well.
+//   Where a host's port is only a number ("Port 2", "IB Port 2", "2", as in the hand-made
+//   tests/other_ndts/ndth2s.csv), the number is the NIC's place in the profile's `nics` list,
+//   counting from 1: UFM leaves the meaning of a host port number to the site, and the `nics`
+//   order is the one order the inventory gives.
+// - UFM compares names regardless of case (topo_diff.py Link.unique_key) and its converters
+//   upper-case host names, so a name that matches no node or switch exactly is looked up
+//   without case.
+// - A row with no end device, whose State is "Disabled" (ndt_file_creator.py writes those for
+//   ports left unconnected), designs no cable and is skipped.
+//
+// ibdiagnet's topology file (the ibdm format `ibdiagnet -t` reads) is not read: its grammar
+// could not be confirmed from a public source here, and a guessed grammar would be worse than
+// none. Asking for it is an error that says so.
+
+#include "gpuforge/inventory/link_import.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpuforge/base/names.h"
+#include "gpuforge/base/read_file.h"
+#include "gpuforge/base/text.h"
+
+namespace gpuforge::inventory {
+
+namespace {
+
+// Past this many errors the rest of the file is not read: a wrong file must not print a
+// screenful per line, nor spend a "did you mean" search on each of 16,384 rows.
+constexpr std::size_t kMaxErrors = 50;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<int> Number(std::string_view s) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// "Port N", "IB Port N" or "N".
+std::optional<int> PortNumber(std::string_view s) {
+  for (std::string_view prefix : {"Port ", "IB Port ", "port "}) {
+    if (s.substr(0, prefix.size()) == prefix) return Number(Trim(s.substr(prefix.size())));
+  }
+  return Number(s);
+}
+
+struct Cell {
+  std::string text;  // trimmed, quotes removed
+  int col = 1;       // 1-based byte column of the cell's first character
+  int width = 1;
+};
+
+// One CSV line into cells (RFC 4180 quoting; a quoted cell may not span lines).
+bool SplitCsv(std::string_view line, std::vector<Cell>* cells, std::string* err, int* err_col) {
+  cells->clear();
+  std::size_t i = 0;
+  while (true) {
+    Cell c;
+    std::size_t start = i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i < line.size() && line[i] == '"') {
+      const std::size_t quote = i++;
+      std::string v;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            v.push_back('"');
+            i += 2;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        v.push_back(line[i++]);
+      }
+      if (!closed) {
+        *err = "this quote is never closed (a quoted field must end on its line)";
+        *err_col = static_cast<int>(quote) + 1;
+        return false;
+      }
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      if (i < line.size() && line[i] != ',') {
+        *err = "text after a closing quote; a quoted field ends at the quote";
+        *err_col = static_cast<int>(i) + 1;
+        return false;
+      }
+      c.text = std::string(Trim(v));
+      c.col = static_cast<int>(quote) + 1;
+      c.width = static_cast<int>(i - quote);
+    } else {
+      std::size_t end = line.find(',', i);
+      if (end == std::string_view::npos) end = line.size();
+      std::string_view raw = line.substr(start, end - start);
+      if (raw.find('"') != std::string_view::npos) {
+        *err = "a quote inside an unquoted field; quote the whole field and double the quote";
+        *err_col = static_cast<int>(start + raw.find('"')) + 1;
+        return false;
+      }
+      std::string_view t = Trim(raw);
+      c.text = std::string(t);
+      c.col = static_cast<int>(start + (t.empty() ? 0 : raw.find(t.front()))) + 1;
+      c.width = std::max<int>(1, static_cast<int>(t.size()));
+      i = end;
+    }
+    cells->push_back(std::move(c));
+    if (i >= line.size()) return true;
+    ++i;  // the comma
+  }
+}
+
+class Importer {
+ public:
+  Importer(const SourceFile& src, const model::Cluster& cluster, Diagnostics* diags)
+      : src_(src), cluster_(cluster), diags_(diags) {
+    for (const model::Node& n : cluster.nodes) Index(n.name, Dev{&n, nullptr});
+    for (const model::Switch& s : cluster.switches) Index(s.name, Dev{nullptr, &s});
+    for (const model::Profile& p : cluster.profiles) profiles_.emplace(p.name, &p);
+  }
+
+  std::vector<model::Link> ReadUfmCsv();
+
+ private:
+  struct Dev {
+    const model::Node* node = nullptr;
+    const model::Switch* sw = nullptr;
+  };
+  struct End {
+    model::Endpoint ep;
+    const void* key_device = nullptr;
+    std::uintptr_t key_at = 0;  // switch port number, or the address of the NIC's NicSpec
+    double rate = 0;
+  };
+  struct EndKey {
+    const void* device;
+    std::uintptr_t at;
+    bool operator==(const EndKey&) const = default;
+  };
+  struct EndHash {
+    std::size_t operator()(const EndKey& k) const {
+      return std::hash<const void*>{}(k.device) ^
+             (std::hash<std::uintptr_t>{}(k.at) * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+
+  void Index(const std::string& name, Dev d) {
+    exact_.emplace(name, d);
+    auto [it, inserted] = folded_.emplace(Lower(name), d);
+    if (!inserted && (it->second.node != d.node || it->second.sw != d.sw))
+      it->second = Dev{};  // ambiguous
+  }
+  const Dev* Find(std::string_view name) const {
+    if (auto it = exact_.find(std::string(name)); it != exact_.end()) return &it->second;
+    if (auto it = folded_.find(Lower(name));
+        it != folded_.end() && (it->second.node || it->second.sw))
+      return &it->second;
+    return nullptr;
+  }
+  const model::Profile* ProfileOf(const model::Node& n) const {
+    auto it = profiles_.find(n.profile);
+    return it == profiles_.end() ? nullptr : it->second;
+  }
+
+  void Error(int line, const Cell& c, std::string message) {
+    if (errors_ >= kMaxErrors) return;
+    diags_->Error(SourcePos{src_.path(), line, c.col}, std::move(message), c.width);
+    if (++errors_ == kMaxErrors) {
+      diags_->Error(SourcePos{src_.path(), line, 0},
+                    fmt::format("{} errors; the rest of the file is not read", kMaxErrors));
+    }
+  }
+  std::string DidYouMean(std::string_view word) {
+    if (known_.empty()) {
+      for (const auto& s : cluster_.switches) known_.push_back(s.name);
+      if (cluster_.nodes.size() < 5000) {
+        for (const auto& n : cluster_.nodes) known_.push_back(n.name);
+      }
+    }
+    if (auto best = names::Closest(word, known_)) return fmt::format("; did you mean '{}'?", *best);
+    return "";
+  }
+
+  std::optional<End> Resolve(int line, const Cell& device, const Cell& port);
+  std::optional<End> NicEnd(int line, const Cell& port_cell, const model::Node& node,
+                            std::string_view dev, std::optional<int> port_no);
+  std::optional<End> NthNic(int line, const Cell& port_cell, const model::Node& node, int n);
+
+  const SourceFile& src_;
+  const model::Cluster& cluster_;
+  Diagnostics* diags_;
+  std::unordered_map<std::string, Dev> exact_, folded_;
+  std::unordered_map<std::string, const model::Profile*> profiles_;
+  std::vector<std::string> known_;
+  std::size_t errors_ = 0;
+};
+
+std::optional<Importer::End> Importer::NicEnd(int line, const Cell& port_cell,
+                                              const model::Node& node, std::string_view dev,
+                                              std::optional<int> port_no) {
+  const model::Profile* prof = ProfileOf(node);
+  if (prof == nullptr) {
+    Error(line, port_cell,
+          fmt::format("node {} has profile '{}', which is not defined", node.name, node.profile));
+    return std::nullopt;
+  }
+  const model::NicSpec* found = nullptr;
+  for (const model::NicSpec& nic : prof->nics) {
+    if (nic.name == dev || (!nic.netdev.empty() && nic.netdev == dev)) {
+      if (port_no && nic.port != *port_no) continue;
+      found = &nic;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    std::vector<std::string> nics;
+    for (const auto& s : prof->nics) nics.push_back(s.name);
+    const bool named =
+        std::any_of(prof->nics.begin(), prof->nics.end(),
+                    [&](const model::NicSpec& s) { return s.name == dev || s.netdev == dev; });
+    if (named) {
+      Error(line, port_cell,
+            fmt::format("node {} (profile '{}') has NIC '{}' but not on port {}", node.name,
+                        prof->name, dev, *port_no));
+      return std::nullopt;
+    }
+    std::string hint;
+    if (nics.empty()) {
+      hint = "; the profile has no 'nics'";
+    } else if (auto best = names::Closest(dev, nics)) {
+      hint = fmt::format("; did you mean '{}'?", *best);
+    } else {
+      hint = fmt::format(" (it has {})", fmt::join(nics, ", "));
+    }
+    Error(
+        line, port_cell,
+        fmt::format("node {} (profile '{}') has no NIC '{}'{}", node.name, prof->name, dev, hint));
+    return std::nullopt;
+  }
+  End e;
+  e.ep.kind = model::Endpoint::Kind::kNic;
+  e.ep.device = node.name;
+  e.ep.nic = found->name;
+  e.key_device = &node;
+  e.key_at = reinterpret_cast<std::uintptr_t>(found);
+  e.rate = found->rate_bytes_per_s;
+  return e;
+}
+
+std::optional<Importer::End> Importer::NthNic(int line, const Cell& port_cell,
+                                              const model::Node& node, int n) {
+  const model::Profile* prof = ProfileOf(node);
+  if (prof == nullptr) {
+    Error(line, port_cell,
+          fmt::format("node {} has profile '{}', which is not defined", node.name, node.profile));
+    return std::nullopt;
+  }
+  if (n < 1 || static_cast<std::size_t>(n) > prof->nics.size()) {
+    Error(line, port_cell,
+          fmt::format("node {} (profile '{}') has {}; a host port number counts NICs in the "
+                      "profile's 'nics' order, "
+                      "so there is no port '{}'",
+                      node.name, prof->name,
+                      gpuforge::text::Plural(static_cast<long long>(prof->nics.size()), "NIC"),
+                      port_cell.text));
+    return std::nullopt;
+  }
+  return NicEnd(line, port_cell, node, prof->nics[static_cast<std::size_t>(n - 1)].name,
+                std::nullopt);
+}
+
+std::optional<Importer::End> Importer::Resolve(int line, const Cell& device, const Cell& port) {
+  const Dev* d = Find(device.text);
+  std::string_view hca;  // "HOST DEV" in the device cell
+  if (d == nullptr) {
+    if (auto sp = device.text.find(' '); sp != std::string::npos) {
+      const Dev* host = Find(std::string_view(device.text).substr(0, sp));
+      if (host != nullptr && host->node != nullptr) {
+        d = host;
+        hca = Trim(std::string_view(device.text).substr(sp + 1));
+      }
+    }
+  }
+  if (d == nullptr) {
+    Error(
+        line, device,
+        fmt::format("'{}' is neither a node nor a switch{}", device.text, DidYouMean(device.text)));
+    return std::nullopt;
+  }
+  if (d->sw != nullptr) {
+    const model::Switch& sw = *d->sw;
+    std::optional<int> n = PortNumber(port.text);
+    if (!n || *n < 1 || *n > sw.ports) {
+      std::string why = n ? "" : " (UFM's 'Port N'; blade and split ports have no number here)";
+      Error(line, port,
+            fmt::format("switch {} has ports 1-{}; there is no port '{}'{}", sw.name, sw.ports,
+                        port.text, why));
+      return std::nullopt;
+    }
+    End e;
+    e.ep.kind = model::Endpoint::Kind::kSwitchPort;
+    e.ep.device = sw.name;
+    e.ep.port = *n;
+    e.key_device = &sw;
+    e.key_at = static_cast<std::uintptr_t>(*n);
+    e.rate = sw.port_rate_bytes_per_s;
+    return e;
+  }
+  const model::Node& node = *d->node;
+  if (!hca.empty()) {
+    std::optional<int> n = PortNumber(port.text);
+    if (!n) {
+      Error(line, port,
+            fmt::format("the device names HCA '{}' of {}, so the port must be 'Port N', not '{}'",
+                        hca, node.name, port.text));
+      return std::nullopt;
+    }
+    return NicEnd(line, port, node, hca, n);
+  }
+  std::string_view p = port.text;
+  if (auto sp = p.find(' '); sp != std::string_view::npos && !PortNumber(p)) {
+    std::string_view host = p.substr(0, sp);
+    if (Lower(host) != Lower(node.name)) {
+      Error(line, port,
+            fmt::format("port '{}' names host '{}', but the device is {}", p, host, node.name));
+      return std::nullopt;
+    }
+    return NicEnd(line, port, node, Trim(p.substr(sp + 1)), std::nullopt);
+  }
+  if (std::optional<int> n = PortNumber(p)) return NthNic(line, port, node, *n);
+  return NicEnd(line, port, node, p, std::nullopt);
+}
+
+std::vector<model::Link> Importer::ReadUfmCsv() {
+  std::vector<model::Link> links;
+  const std::string& text = src_.text();
+  // Header: the first non-blank line.
+  int line_no = 0;
+  std::size_t pos = 0;
+  std::vector<Cell> cells;
+  std::string err;
+  int err_col = 0;
+  auto next_line = [&](std::string_view* out) {
+    if (pos >= text.size()) return false;
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string_view l(text.data() + pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    pos = nl + 1;
+    ++line_no;
+    *out = l;
+    return true;
+  };
+  std::string_view line;
+  bool have_header = false;
+  while (next_line(&line)) {
+    if (!Trim(line).empty()) {
+      have_header = true;
+      break;
+    }
+  }
+  if (!have_header) {
+    diags_->Error(SourcePos{src_.path(), 1, 1},
+                  "the file is empty; a UFM topology CSV starts with a header line naming "
+                  "StartDevice,StartPort,EndDevice,EndPort");
+    return links;
+  }
+  if (!SplitCsv(line, &cells, &err, &err_col)) {
+    diags_->Error(SourcePos{src_.path(), line_no, err_col}, err);
+    return links;
+  }
+  const int header_line = line_no;
+  const std::size_t header_cells = cells.size();
+  int col_sd = -1, col_sp = -1, col_ed = -1, col_ep = -1, col_state = -1;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string& h = cells[i].text;
+    int* slot = h == "StartDevice" || h == "#StartDevice" || h == "#Fields:StartDevice" ? &col_sd
+                : h == "StartPort"                                                      ? &col_sp
+                : h == "EndDevice"                                                      ? &col_ed
+                : h == "EndPort"                                                        ? &col_ep
+                : h == "State"                                                          ? &col_state
+                                                                                        : nullptr;
+    if (slot == nullptr) continue;
+    if (*slot >= 0 && slot != &col_state) {
+      diags_->Error(SourcePos{src_.path(), line_no, cells[i].col},
+                    fmt::format("column '{}' is named twice in the header", h), cells[i].width);
+      return links;
+    }
+    *slot = static_cast<int>(i);
+  }
+  std::vector<std::string> missing;
+  for (auto [col, name] : {std::pair{col_sd, "StartDevice"}, std::pair{col_sp, "StartPort"},
+                           std::pair{col_ed, "EndDevice"}, std::pair{col_ep, "EndPort"}}) {
+    if (col < 0) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    diags_->Error(
+        SourcePos{src_.path(), line_no, 1},
+        fmt::format("the header names no {} column{}; a UFM topology CSV's first line names "
+                    "StartDevice,StartPort,EndDevice,EndPort (other columns may follow)",
+                    fmt::join(missing, ", "), missing.size() > 1 ? "s" : ""),
+        std::max<int>(1, static_cast<int>(line.size())));
+    return links;
+  }
+  const std::size_t need = static_cast<std::size_t>(std::max({col_sd, col_sp, col_ed, col_ep})) + 1;
+
+  // Room for every NIC and switch port up front, as the inventory's links do (load_fabric.cc).
+  std::size_t ends = 0;
+  for (const model::Node& n : cluster_.nodes) {
+    if (const model::Profile* p = ProfileOf(n)) ends += p->nics.size();
+  }
+  for (const model::Switch& sw : cluster_.switches)
+    ends += static_cast<std::size_t>(std::max(sw.ports, 0));
+  ends = std::min<std::size_t>(ends, std::size_t{1} << 22);
+  std::unordered_map<EndKey, SourcePos, EndHash> used;
+  used.reserve(ends);
+  links.reserve(ends / 2);
+
+  while (errors_ < kMaxErrors && next_line(&line)) {
+    if (Trim(line).empty()) continue;
+    if (!SplitCsv(line, &cells, &err, &err_col)) {
+      Error(line_no, Cell{"", err_col, 1}, err);
+      continue;
+    }
+    if (cells.size() > header_cells) {
+      auto extra = std::find_if(cells.begin() + static_cast<std::ptrdiff_t>(header_cells),
+                                cells.end(), [](const Cell& c) { return !c.text.empty(); });
+      if (extra != cells.end()) {
+        Error(line_no, *extra,
+              fmt::format("this row has {} fields; the header (line {}) names {}", cells.size(),
+                          header_line, header_cells));
+        continue;
+      }
+    }
+    if (cells.size() < need) {
+      Cell at{"", static_cast<int>(line.size()) + 1, 1};
+      Error(line_no, at,
+            fmt::format("this row has {}; the header (line {}) puts StartDevice, StartPort, "
+                        "EndDevice and EndPort "
+                        "within the first {} fields",
+                        gpuforge::text::Plural(static_cast<long long>(cells.size()), "field"),
+                        header_line, need));
+      continue;
+    }
+    const Cell& sd = cells[col_sd];
+    const Cell& sp = cells[col_sp];
+    const Cell& ed = cells[col_ed];
+    const Cell& ep = cells[col_ep];
+    if (ed.text.empty() && ep.text.empty() && col_state >= 0 &&
+        static_cast<std::size_t>(col_state) < cells.size() &&
+        Lower(cells[col_state].text) == "disabled") {
+      continue;  // a port designed to stay unconnected
+    }
+    bool blank = false;
+    for (auto [c, name] : {std::pair{&sd, "StartDevice"}, std::pair{&sp, "StartPort"},
+                           std::pair{&ed, "EndDevice"}, std::pair{&ep, "EndPort"}}) {
+      if (c->text.empty()) {
+        Error(line_no, *c, fmt::format("{} is empty", name));
+        blank = true;
+        break;
+      }
+    }
+    if (blank) continue;
+    std::optional<End> a = Resolve(line_no, sd, sp);
+    std::optional<End> b = Resolve(line_no, ed, ep);
+    if (!a || !b) continue;
+    if (a->ep.kind == model::Endpoint::Kind::kNic && b->ep.kind == model::Endpoint::Kind::kNic) {
+      Error(line_no, sd,
+            fmt::format("link {} -> {} joins two NICs; gpuforge models NICs cabled to switch ports",
+                        a->ep.ToString(), b->ep.ToString()));
+      continue;
+    }
+    if (a->ep.device == b->ep.device) {
+      Error(line_no, sd,
+            fmt::format("link {} -> {} joins {} to itself", a->ep.ToString(), b->ep.ToString(),
+                        a->ep.device));
+      continue;
+    }
+    bool dup = false;
+    for (auto [e, cell] : {std::pair{&*a, &sd}, std::pair{&*b, &ed}}) {
+      SourcePos here{src_.path(), line_no, cell->col};
+      auto [it, inserted] = used.emplace(EndKey{e->key_device, e->key_at}, here);
+      if (!inserted) {
+        const char* thing = e->ep.kind == model::Endpoint::Kind::kNic ? "NIC" : "switch port";
+        Error(line_no, *cell,
+              fmt::format("{} {} is cabled twice, first at {}", thing, e->ep.ToString(),
+                          it->second.ToString()));
+        dup = true;
+      }
+    }
+    if (dup) continue;
+    model::Link l{std::move(a->ep), std::move(b->ep), std::min(a->rate, b->rate),
+                  SourcePos{src_.path(), line_no, sd.col}};
+    // Node ends first, as the inventory's links (load_fabric.cc).
+    if (l.b.kind == model::Endpoint::Kind::kNic) std::swap(l.a, l.b);
+    links.push_back(std::move(l));
+  }
+  return links;
+}
+
+bool LooksLikeUfmHeader(std::string_view text) {
+  std::size_t nl = text.find('\n');
+  std::string_view first = text.substr(0, nl);
+  while (Trim(first).empty() && nl != std::string_view::npos) {
+    text = text.substr(nl + 1);
+    nl = text.find('\n');
+    first = text.substr(0, nl);
+  }
+  return first.find("StartDevice") != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string ImportOutcome::FormatDiagnostics() const {
+  std::string out;
+  for (const Diagnostic& d : diags.items()) out += FormatDiagnostic(d, source.get());
+  std::size_t errors = diags.error_count();
+  if (errors > 0)
+    out += fmt::format("{} error{} in {}\n", errors, errors == 1 ? "" : "s",
+                       source ? source->path() : "design file");
+  return out;
+}
+
+ImportOutcome ImportDesignString(std::string_view text, const std::string& path_for_messages,
+                                 const model::Cluster& cluster,
+                                 std::optional<DesignFormat> format) {
+  ImportOutcome out;
+  out.source = std::make_shared<SourceFile>(path_for_messages, std::string(text));
+  if (!format && LooksLikeUfmHeader(text)) format = DesignFormat::kUfmCsv;
+  std::vector<model::Link> links;
+  if (text.find('\0') != std::string_view::npos) {
+    out.diags.Error(SourcePos{path_for_messages, 1, 1},
+                    "binary data (a NUL byte), not a design file");
+  } else if (!format) {
+    out.diags.Error(
+        SourcePos{path_for_messages, 1, 1},
+        "not a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort); "
+        "ibdiagnet topology files are not read yet");
+  } else if (*format == DesignFormat::kIbdiagnetTopo) {
+    out.diags.Error(SourcePos{path_for_messages, 1, 1},
+                    "ibdiagnet topology files are not read yet (their grammar is not confirmed); "
+                    "export the design "
+                    "as a UFM topology CSV (StartDevice,StartPort,EndDevice,EndPort)");
+  } else {
+    Importer importer(*out.source, cluster, &out.diags);
+    links = importer.ReadUfmCsv();
+  }
+  // Names quoted from the file may hold control characters: shown escaped, as the loader does.
+  Diagnostics shown;
+  for (Diagnostic d : out.diags.items()) {
+    d.message = text::Escape(
+        d.message, {.keep_non_ascii = true, .escape_backslash = false, .named_line_ends = true});
+    shown.Add(std::move(d));
+  }
+  out.diags = std::move(shown);
+  if (!out.diags.has_errors()) out.links = std::move(links);
+  return out;
+}
+
+ImportOutcome ImportDesignFile(const std::string& path, const model::Cluster& cluster,
+                               std::optional<DesignFormat> format) {
+  base::InputFile in{path, "design file", 64u << 20, false};
+  Result<std::string> read = base::ReadInputFile(in);
+  if (!read.ok()) {
+    ImportOutcome out;
+    out.source = std::make_shared<SourceFile>(path, "");
+    out.diags.Error(SourcePos{path, 0, 0}, read.error().message);
+    return out;
+  }
+  return ImportDesignString(*read, path, cluster, format);
+}
+
+}  // namespace gpuforge::inventory

@@ -27,6 +27,9 @@ test=(
   # The local test hosts (tests/testbed) need namespaces, veth pairs and sudo inside a host;
   # promtool checks the rendered Prometheus rules.
   util-linux iproute2 sudo procps prometheus
+  # gpuforge cabling's tests cable test hosts and stand-in switches with veth pairs, each end
+  # running the real lldpd (docs/cabling.md).
+  lldpd
   # apply's package tests build stand-in .debs (dpkg-deb) and index them (dpkg-scanpackages);
   # scripts/package.sh's .deb takes its dependencies from dpkg-shlibdeps (dpkg-dev too).
   dpkg-dev
@@ -64,4 +67,13 @@ if ((${#wanted[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${wanted[@]}"
 else
   echo "deps: all packages present"
+fi
+# lldpd's package starts the daemon in this machine's own network namespace, where it would
+# send LLDP frames out of every real interface; the tests run their own lldpd inside network
+# namespaces only (tests/testbed/fabric.sh), so the system one is stopped and disabled.
+if [[ " ${wanted[*]-} " == *" lldpd "* ]] && command -v systemctl >/dev/null 2>&1 &&
+  [ -d /run/systemd/system ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO systemctl disable --now lldpd || true
 fi

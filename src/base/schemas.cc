@@ -23,6 +23,7 @@ std::span<const Schema> All() {
       Schema{kProbe, "agent run (one line per probe result, read over SSH)", "validate"},
       Schema{kExchange, "agent run --exchange (the messages of a check across nodes)", "validate"},
       Schema{kThresholds, "thresholds show --format json", ""},
+      Schema{kCabling, "cabling --format json", ""},
       Schema{kVersion, "version --format json", ""},
   };
   return kAll;

@@ -24,6 +24,7 @@ Command PlanCommand();
 Command RenderCommand();
 Command RunCommand();
 Command FactsCommand();
+Command CablingCommand();
 Command ApplyCommand();
 Command RollbackCommand();
 Command UnlockCommand();

@@ -100,4 +100,29 @@ Result<SavedMeasured> LoadSavedMeasured(const std::string& dir, const model::Clu
   return out;
 }
 
+Result<SavedFacts> LoadSavedFacts(const std::string& dir, const model::Cluster& c, const std::vector<std::string>& nodes) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Error{fmt::format("--facts: {} is not a directory (write one with `gpuforge facts --save {}`)", dir, dir)};
+  }
+  std::vector<std::string> names = nodes;
+  if (names.empty()) {
+    for (const model::Node& n : c.nodes) names.push_back(n.name);
+  }
+  SavedFacts out;
+  for (const std::string& name : names) {
+    std::filesystem::path f = FileOf(dir, name);
+    if (!std::filesystem::exists(f, ec)) {
+      out.missing.emplace_back(name, fmt::format("no {}", f.string()));
+      continue;
+    }
+    Result<std::string> text = base::ReadInputFile({f.string(), "saved facts", kMaxGatherBytes});
+    if (!text.ok()) return Error{fmt::format("--facts: {}", text.error().message)};
+    Result<NodeFacts> facts = ParseGather(name, *text);
+    if (!facts.ok()) return Error{fmt::format("--facts: {}: {}", f.string(), facts.error().message)};
+    out.nodes.push_back(std::move(*facts));
+  }
+  return out;
+}
+
 }  // namespace gpuforge::facts

@@ -248,4 +248,48 @@ std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const l
   return Document("gpuforge lint " + cluster.name, run, {suite});
 }
 
+std::string CablingJunit(const RunInfo& run, std::string_view cluster, const facts::CablingResult& r, bool strict) {
+  std::map<std::string, Suite> suites;
+  std::vector<std::string> order;
+  for (const facts::CableCheck& k : r.cables) {
+    const std::string net = k.network.empty() ? std::string("fabric") : k.network;
+    if (!suites.count(net)) {
+      order.push_back(net);
+      suites[net] = Suite{"cabling " + net, "", {}};
+    }
+    Case c;
+    c.name = k.want.empty() ? k.near + " -> " + k.got : k.near + " -> " + k.want;
+    c.classname = "gpuforge.cabling." + net;
+    c.type = facts::CodeOf(k.state);
+    c.message = fmt::format("{}: {}{}", facts::ToString(k.state), k.got.empty() ? "nothing" : k.got,
+                            k.want.empty() ? "" : " (designed " + k.want + ")");
+    std::string body = k.detail + "\n";
+    if (!k.source.empty()) body += "measured: " + k.source + "\n";
+    if (k.where.line > 0) body += "designed: " + k.where.ToString() + "\n";
+    switch (k.state) {
+      case facts::CableState::kOk:
+        c.outcome = Outcome::kPass;
+        break;
+      case facts::CableState::kMissing:
+      case facts::CableState::kMiswired:
+      case facts::CableState::kSwapped:
+        c.outcome = Outcome::kFail;
+        c.body = body;
+        break;
+      case facts::CableState::kUnmeasured:
+        c.outcome = Outcome::kSkip;
+        c.message = k.detail;
+        break;
+      default:
+        c.outcome = strict ? Outcome::kFail : Outcome::kPass;
+        (strict ? c.body : c.out) = c.message + "\n" + body;
+        break;
+    }
+    suites[net].cases.push_back(std::move(c));
+  }
+  std::vector<Suite> out;
+  for (const std::string& n : order) out.push_back(std::move(suites[n]));
+  return Document(fmt::format("gpuforge cabling {}", cluster), run, out);
+}
+
 }  // namespace gpuforge::report

@@ -29,6 +29,7 @@ inline constexpr std::string_view kInventory = "gpuforge.inventory/v1";
 inline constexpr std::string_view kProbe = "gpuforge.probe/v1";
 inline constexpr std::string_view kExchange = "gpuforge.exchange/v1";
 inline constexpr std::string_view kThresholds = "gpuforge.thresholds/v1";
+inline constexpr std::string_view kCabling = "gpuforge.cabling/v1";
 inline constexpr std::string_view kVersion = "gpuforge.version/v1";
 
 struct Schema {

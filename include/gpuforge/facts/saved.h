@@ -46,4 +46,13 @@ Result<SavedMeasured> LoadSavedMeasured(const std::string& dir, const model::Clu
 // two may share a minor.
 Result<std::vector<model::MeasuredGpu>> MeasuredGpusOf(const NodeFacts& f);
 
+// The saved facts of the named nodes (every node when `nodes` is empty), parsed whole: what
+// `cabling --facts DIR` measures from. A node without a file is `missing`; a file that does not
+// parse is an error naming it, as for LoadSavedMeasured.
+struct SavedFacts {
+  std::vector<NodeFacts> nodes;
+  std::vector<std::pair<std::string, std::string>> missing;  // node, why
+};
+Result<SavedFacts> LoadSavedFacts(const std::string& dir, const model::Cluster& c, const std::vector<std::string>& nodes);
+
 }  // namespace gpuforge::facts

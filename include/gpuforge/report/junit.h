@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "gpuforge/facts/cabling.h"
 #include "gpuforge/facts/collect.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/report/run_info.h"
@@ -34,5 +35,11 @@ std::vector<validate::Verdict> FactsVerdicts(const model::Cluster& c, const fact
 // finding fails, a warning or info passes with its message in <system-out>; a rule the
 // inventory disabled is <skipped>.
 std::string LintJunit(const RunInfo& run, const model::Cluster& cluster, const lint::LintResult& result);
+
+// cabling: one suite per network, one case per designed cable ("gpu001:mlx5_0 -> leaf1:1")
+// and per UNEXPECTED one. MISSING, MISWIRED and SWAPPED fail; DEGRADED, PORT-UNKNOWN and
+// UNEXPECTED pass with the finding in <system-out>, and fail with `strict`; UNMEASURED is
+// <skipped> with its reason.
+std::string CablingJunit(const RunInfo& run, std::string_view cluster, const facts::CablingResult& r, bool strict);
 
 }  // namespace gpuforge::report

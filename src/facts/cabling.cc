@@ -437,6 +437,7 @@ CablingResult CheckCabling(const model::Cluster& c, const std::vector<model::Lin
     k.near = Key(near);
     k.want = Key(far);
     k.where = l.where;
+    if (k.where.file.empty()) k.where.file = c.source_file;  // the loader keeps the file once, on the model
     k.network = NetworkOf(c, near, far);
     k.want_gbps = Gbps(l.rate_bytes_per_s);
     std::string rnet;

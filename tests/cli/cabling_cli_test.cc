@@ -73,7 +73,8 @@ TEST(CablingCli, ASwappedPairAndAMiswireFailWithTheirActions) {
             std::string::npos)
       << r.out;
   // Where it was measured: the iblinkinfo line of ip-210's port.
-  EXPECT_NE(r.out.find("measured: " + Fabric("iblinkinfo/qdr-1switch-5hca.txt") + ":47; designed: "), std::string::npos)
+  EXPECT_NE(r.out.find("measured: " + Fabric("iblinkinfo/qdr-1switch-5hca.txt") + ":47; designed: " + inv + ":17:5\n"),
+            std::string::npos)
       << r.out;
   EXPECT_EQ(r.err, "cabling: 5 designed, 2 OK, 1 MISWIRED, 2 SWAPPED\n");
 

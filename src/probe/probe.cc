@@ -216,9 +216,17 @@ bool ValidExchangePart(std::string_view part) {
   return Within(part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:=+/-", kExchangePartMax);
 }
 
+// Decided by the line's structure, not by the words in it: a part may be the word "probe", and a
+// result's log may quote the exchange schema (fuzz_probe_json found the first). A line that names
+// the schema but is not JSON still counts, so that ParseExchangeOffer names what is wrong with it
+// instead of the agent waiting for a reply that never comes.
 bool IsExchangeLine(std::string_view line) {
-  return line.find(kExchangeSchema) != std::string_view::npos && line.find("\"schema\"") != std::string_view::npos &&
-         line.find("\"probe\"") == std::string_view::npos;
+  if (line.find(kExchangeSchema) == std::string_view::npos) return false;
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return true;
+  if (!j.is_object()) return false;
+  auto schema = j.find("schema");
+  return schema != j.end() && schema->is_string() && schema->get<std::string>() == kExchangeSchema;
 }
 
 std::string ExchangeOfferLine(std::string_view part) {

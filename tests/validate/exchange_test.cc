@@ -20,6 +20,25 @@ using remote::testing::FakeConnector;
 
 Clock::time_point In(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
+// fuzz_probe_json found a reply whose part was the word "probe" read as a result line: the
+// test for an exchange line looked for words in it rather than at its structure.
+TEST(ExchangeLine, TheLinesStructureDecidesNotTheWordsInIt) {
+  EXPECT_TRUE(probe::IsExchangeLine(probe::ExchangeReplyLine({"probe", "b+/c"})));
+  EXPECT_TRUE(probe::IsExchangeLine(probe::ExchangeOfferLine("probe")));
+  EXPECT_TRUE(probe::IsExchangeLine(probe::ExchangeOfferLine("")));
+  // A result line that quotes the schema in its log is still a result line.
+  probe::ProbeResult r;
+  r.probe = "nccl.allreduce";
+  r.log.push_back(std::string("peer said {\"schema\":\"") + std::string(probe::kExchangeSchema) + "\"}");
+  EXPECT_FALSE(probe::IsExchangeLine(probe::ToJsonLine(r)));
+  EXPECT_FALSE(probe::IsExchangeLine(R"({"schema":"gpuforge.probe/v1","offer":"x"})"));
+  EXPECT_FALSE(probe::IsExchangeLine("plain agent output"));
+  EXPECT_FALSE(probe::IsExchangeLine(R"(["gpuforge.exchange/v1"])"));
+  // Broken JSON that names the schema goes to the strict parser, which says what is wrong.
+  EXPECT_TRUE(probe::IsExchangeLine(R"({"schema":"gpuforge.exchange/v1","offer":)"));
+  EXPECT_FALSE(probe::ParseExchangeOffer("n", R"({"schema":"gpuforge.exchange/v1","offer":)").ok());
+}
+
 TEST(ExchangeHub, EveryParticipantGetsEveryPartInOrderRoundByRound) {
   ExchangeHub hub(3, In(5000), nullptr);
   auto run = [&](std::size_t who) {

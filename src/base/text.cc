@@ -74,4 +74,18 @@ std::string Plural(long long n, std::string_view noun, std::string_view plural) 
   return fmt::format("{} {}", n, plural);
 }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s, std::string_view chars) {
+  const std::size_t b = s.find_first_not_of(chars);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(chars) - b + 1);
+}
+
 }  // namespace gpuforge::text

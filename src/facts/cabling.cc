@@ -83,11 +83,7 @@ struct Seen {
 
 std::string Key(const Endpoint& e) { return e.ToString(); }
 
-std::string_view Trim(std::string_view v) {
-  std::size_t a = v.find_first_not_of(" \t");
-  if (a == std::string_view::npos) return {};
-  return v.substr(a, v.find_last_not_of(" \t") - a + 1);
-}
+using gpuforge::text::Trim;
 
 // A cable by its two ends as shown, in either order.
 std::pair<std::string, std::string> PairKey(const std::string& a, const std::string& b) { return std::minmax(a, b); }

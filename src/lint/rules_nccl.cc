@@ -21,11 +21,7 @@ namespace {
 constexpr int kNcclDefaultIbTimeout = 20;
 constexpr int kNcclDefaultIbRetryCnt = 7;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
+using gpuforge::text::Lower;
 
 std::optional<long> ParseInt(std::string_view s) {
   long v = 0;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/base/text.h"
+
 #include <cctype>
 #include <charconv>
 
@@ -49,11 +51,7 @@ Result<Pattern> ParsePattern(std::string_view p) {
   return out;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
+using gpuforge::text::Lower;
 
 std::optional<long long> Digits(std::string_view s) {
   if (s.empty() || s.size() > 9) return std::nullopt;

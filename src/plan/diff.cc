@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuforge/base/text.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -235,11 +237,7 @@ constexpr std::array<std::string_view, 12> kSecretWords = {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 
-std::string_view Trim(std::string_view s, std::string_view chars) {
-  const std::size_t b = s.find_first_not_of(chars);
-  if (b == kNpos) return {};
-  return s.substr(b, s.find_last_not_of(chars) - b + 1);
-}
+using gpuforge::text::Trim;
 
 // Lowercase, '-' as '_', quotes and blanks around it dropped.
 std::string NormalKey(std::string_view key) {

@@ -54,4 +54,10 @@ std::string Quote(std::string_view s, std::size_t max = 40);
 // "1 node", "4 nodes"; `plural` for a noun that does not just take an "s".
 std::string Plural(long long n, std::string_view noun, std::string_view plural = {});
 
+// ASCII letters in lower case, every other byte as it is: names compared regardless of case.
+std::string Lower(std::string_view s);
+
+// `s` without the leading and trailing bytes in `chars` (blanks: space and tab, by default).
+std::string_view Trim(std::string_view s, std::string_view chars = " \t");
+
 }  // namespace gpuforge::text

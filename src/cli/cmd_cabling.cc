@@ -70,7 +70,7 @@ Command CablingCommand() {
                 ->check(CLI::Range(1.0, 3600.0))
                 ->option_text("SECONDS");
             CompleteAs(app.add_option("--design", o->design,
-                                      "The designed links from FILE (UFM's topology CSV) "
+                                      "The designed links from FILE (UFM's topology CSV or an ibdiagnet topology file) "
                                       "instead of the inventory's links"),
                        Values::kFile)
                 ->option_text("FILE");

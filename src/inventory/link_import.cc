@@ -29,9 +29,27 @@
 // - A row with no end device, whose State is "Disabled" (ndt_file_creator.py writes those for
 //   ports left unconnected), designs no cable and is skipped.
 //
-// ibdiagnet's topology file (the ibdm format `ibdiagnet -t` reads) is not read: its grammar
-// could not be confirmed from a public source here, and a guessed grammar would be worse than
-// none. Asking for it is an error that says so.
+// ibdiagnet's topology file (`ibdiagnet -t FILE`), as ibdm reads it: IBFabric::parseTopology in
+// ibutils 1.5.7.1 ibdm/ibdm/Fabric.cpp, with the demo files beside it (ibdiag/demo/network.topo):
+// - "#" at the start of a line (after blanks) makes it a comment (regex ignoreLine).
+// - A system line is "TYPE NAME", optionally followed by " CFG:..." (regex sysLine:
+//   ^[ \t]*([^/ \t]+)[ \t]+([^/ \t]+)[ \t]*( CFG:(.*))?$); neither word holds a '/'. TYPE is the
+//   ibnl system type (MTS3600, MT23108); gpuforge finds NAME among its nodes and switches and
+//   does not judge TYPE, whose meaning lives in ibnl files it does not read.
+// - A port line starts with a blank and reads "LPORT -> RTYPE RNAME RPORT" (regex portLine:
+//   ^[ \t]+(\S+)[ \t]+-((1|4|8|12)[xX]-)?((2.5|5|10)G-)?>[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]*$);
+//   it is a cable from the current system's LPORT. The arrow's width and speed are read as
+//   ibdm reads them and not used: the design's rate is the inventory's, as for the CSV.
+// - An empty line ends the system; a port line with no system before it is an error in ibdm
+//   and here. ibdm skips a line that is none of these with a warning; here it is an error, a
+//   design file must not be half read.
+// - Ports are system ports. A switch's are "P<n>" (the ibnl SYSTEM's port names for a fixed
+//   switch); a director's "L<k>/P<n>" have no place in the 1..ports numbering and are refused.
+//   A host's are "P<n>" for its first HCA and "U<k>/P<n>" for its k-th (IBFabric::addLink names
+//   them so); the k-th HCA is the k-th distinct NIC name in the profile's `nics` order, and
+//   n must be that NIC's `port`.
+// - The demo files list each switch-to-switch cable from both ends. A cable seen from its
+//   other end agrees with the first listing or is an error; it is one cable, not two.
 
 #include "gpuforge/inventory/link_import.h"
 
@@ -46,6 +64,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -61,17 +80,8 @@ namespace {
 // screenful per line, nor spend a "did you mean" search on each of 16,384 rows.
 constexpr std::size_t kMaxErrors = 50;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using gpuforge::text::Lower;
+using gpuforge::text::Trim;
 
 std::optional<int> Number(std::string_view s) {
   int v = 0;
@@ -164,6 +174,7 @@ class Importer {
   }
 
   std::vector<model::Link> ReadUfmCsv();
+  std::vector<model::Link> ReadIbdmTopo();
 
  private:
   struct Dev {
@@ -226,6 +237,12 @@ class Importer {
   }
 
   std::optional<End> Resolve(int line, const Cell& device, const Cell& port);
+  std::optional<End> ResolveTopo(int line, const Dev& d, const Cell& port);
+  // Records the cable a-b (cells for the error carets) unless it is wrong; a cable already
+  // recorded from its other end is accepted once more when `mirror_ok` (the topology file).
+  void AddLink(int line, End a, End b, const Cell& ca, const Cell& cb, bool mirror_ok,
+               std::vector<model::Link>* links);
+  void ReserveEnds(std::vector<model::Link>* links);
   std::optional<End> NicEnd(int line, const Cell& port_cell, const model::Node& node,
                             std::string_view dev, std::optional<int> port_no);
   std::optional<End> NthNic(int line, const Cell& port_cell, const model::Node& node, int n);
@@ -237,6 +254,11 @@ class Importer {
   std::unordered_map<std::string, const model::Profile*> profiles_;
   std::vector<std::string> known_;
   std::size_t errors_ = 0;
+  struct Seen {
+    EndKey other;
+    SourcePos at;
+  };
+  std::unordered_map<EndKey, Seen, EndHash> used_;
 };
 
 std::optional<Importer::End> Importer::NicEnd(int line, const Cell& port_cell,
@@ -448,17 +470,7 @@ std::vector<model::Link> Importer::ReadUfmCsv() {
   }
   const std::size_t need = static_cast<std::size_t>(std::max({col_sd, col_sp, col_ed, col_ep})) + 1;
 
-  // Room for every NIC and switch port up front, as the inventory's links do (load_fabric.cc).
-  std::size_t ends = 0;
-  for (const model::Node& n : cluster_.nodes) {
-    if (const model::Profile* p = ProfileOf(n)) ends += p->nics.size();
-  }
-  for (const model::Switch& sw : cluster_.switches)
-    ends += static_cast<std::size_t>(std::max(sw.ports, 0));
-  ends = std::min<std::size_t>(ends, std::size_t{1} << 22);
-  std::unordered_map<EndKey, SourcePos, EndHash> used;
-  used.reserve(ends);
-  links.reserve(ends / 2);
+  ReserveEnds(&links);
 
   while (errors_ < kMaxErrors && next_line(&line)) {
     if (Trim(line).empty()) continue;
@@ -508,38 +520,309 @@ std::vector<model::Link> Importer::ReadUfmCsv() {
     std::optional<End> a = Resolve(line_no, sd, sp);
     std::optional<End> b = Resolve(line_no, ed, ep);
     if (!a || !b) continue;
-    if (a->ep.kind == model::Endpoint::Kind::kNic && b->ep.kind == model::Endpoint::Kind::kNic) {
-      Error(line_no, sd,
-            fmt::format("link {} -> {} joins two NICs; gpuforge models NICs cabled to switch ports",
-                        a->ep.ToString(), b->ep.ToString()));
-      continue;
-    }
-    if (a->ep.device == b->ep.device) {
-      Error(line_no, sd,
-            fmt::format("link {} -> {} joins {} to itself", a->ep.ToString(), b->ep.ToString(),
-                        a->ep.device));
-      continue;
-    }
-    bool dup = false;
-    for (auto [e, cell] : {std::pair{&*a, &sd}, std::pair{&*b, &ed}}) {
-      SourcePos here{src_.path(), line_no, cell->col};
-      auto [it, inserted] = used.emplace(EndKey{e->key_device, e->key_at}, here);
-      if (!inserted) {
-        const char* thing = e->ep.kind == model::Endpoint::Kind::kNic ? "NIC" : "switch port";
-        Error(line_no, *cell,
-              fmt::format("{} {} is cabled twice, first at {}", thing, e->ep.ToString(),
-                          it->second.ToString()));
-        dup = true;
-      }
-    }
-    if (dup) continue;
-    model::Link l{std::move(a->ep), std::move(b->ep), std::min(a->rate, b->rate),
-                  SourcePos{src_.path(), line_no, sd.col}};
-    // Node ends first, as the inventory's links (load_fabric.cc).
-    if (l.b.kind == model::Endpoint::Kind::kNic) std::swap(l.a, l.b);
-    links.push_back(std::move(l));
+    AddLink(line_no, std::move(*a), std::move(*b), sd, ed, /*mirror_ok=*/false, &links);
   }
   return links;
+}
+
+void Importer::ReserveEnds(std::vector<model::Link>* links) {
+  // Room for every NIC and switch port up front, as the inventory's links do (load_fabric.cc).
+  std::size_t ends = 0;
+  for (const model::Node& n : cluster_.nodes) {
+    if (const model::Profile* p = ProfileOf(n)) ends += p->nics.size();
+  }
+  for (const model::Switch& sw : cluster_.switches)
+    ends += static_cast<std::size_t>(std::max(sw.ports, 0));
+  ends = std::min<std::size_t>(ends, std::size_t{1} << 22);
+  used_.reserve(ends);
+  links->reserve(ends / 2);
+}
+
+void Importer::AddLink(int line_no, End a, End b, const Cell& ca, const Cell& cb, bool mirror_ok,
+                       std::vector<model::Link>* links) {
+  if (a.ep.kind == model::Endpoint::Kind::kNic && b.ep.kind == model::Endpoint::Kind::kNic) {
+    Error(line_no, ca,
+          fmt::format("link {} -> {} joins two NICs; gpuforge models NICs cabled to switch ports",
+                      a.ep.ToString(), b.ep.ToString()));
+    return;
+  }
+  if (a.ep.device == b.ep.device) {
+    Error(line_no, ca,
+          fmt::format("link {} -> {} joins {} to itself", a.ep.ToString(), b.ep.ToString(),
+                      a.ep.device));
+    return;
+  }
+  const EndKey ka{a.key_device, a.key_at};
+  const EndKey kb{b.key_device, b.key_at};
+  if (mirror_ok) {
+    auto ia = used_.find(ka);
+    auto ib = used_.find(kb);
+    if (ia != used_.end() && ib != used_.end() && ia->second.other == kb && ib->second.other == ka)
+      return;  // the same cable, listed from its other end
+  }
+  bool dup = false;
+  for (auto [e, key, cell, other] :
+       {std::tuple{&a, ka, &ca, &b}, std::tuple{&b, kb, &cb, &a}}) {
+    SourcePos here{src_.path(), line_no, cell->col};
+    auto [it, inserted] = used_.emplace(key, Seen{EndKey{other->key_device, other->key_at}, here});
+    if (!inserted) {
+      const char* thing = e->ep.kind == model::Endpoint::Kind::kNic ? "NIC" : "switch port";
+      Error(line_no, *cell,
+            fmt::format("{} {} is cabled twice, first at {}", thing, e->ep.ToString(),
+                        it->second.at.ToString()));
+      dup = true;
+    }
+  }
+  if (dup) return;
+  model::Link l{std::move(a.ep), std::move(b.ep), std::min(a.rate, b.rate),
+                SourcePos{src_.path(), line_no, ca.col}};
+  // Node ends first, as the inventory's links (load_fabric.cc).
+  if (l.b.kind == model::Endpoint::Kind::kNic) std::swap(l.a, l.b);
+  links->push_back(std::move(l));
+}
+
+// "P<n>": the number, else nullopt.
+std::optional<int> SysPortNumber(std::string_view s) {
+  if (s.size() < 2 || s[0] != 'P') return std::nullopt;
+  return Number(s.substr(1));
+}
+
+std::optional<Importer::End> Importer::ResolveTopo(int line, const Dev& d, const Cell& port) {
+  const std::string_view p = port.text;
+  if (d.sw != nullptr) {
+    const model::Switch& sw = *d.sw;
+    std::optional<int> n = SysPortNumber(p);
+    if (!n || *n < 1 || *n > sw.ports) {
+      const bool director = p.find('/') != std::string_view::npos;
+      Error(line, port,
+            fmt::format("switch {} has ports P1-P{}; there is no port '{}'{}", sw.name, sw.ports,
+                        p, director ? " (a director's line-card port has no number here)" : ""));
+      return std::nullopt;
+    }
+    End e;
+    e.ep.kind = model::Endpoint::Kind::kSwitchPort;
+    e.ep.device = sw.name;
+    e.ep.port = *n;
+    e.key_device = &sw;
+    e.key_at = static_cast<std::uintptr_t>(*n);
+    e.rate = sw.port_rate_bytes_per_s;
+    return e;
+  }
+  const model::Node& node = *d.node;
+  int hca = 1;
+  std::string_view port_part = p;
+  if (p.size() > 1 && p[0] == 'U') {
+    const std::size_t slash = p.find('/');
+    std::optional<int> k = slash == std::string_view::npos ? std::nullopt : Number(p.substr(1, slash - 1));
+    if (!k) {
+      Error(line, port,
+            fmt::format("host port '{}' is neither 'P<n>' (its first HCA) nor 'U<k>/P<n>' (its k-th)", p));
+      return std::nullopt;
+    }
+    hca = *k;
+    port_part = p.substr(slash + 1);
+  }
+  std::optional<int> n = SysPortNumber(port_part);
+  if (!n) {
+    Error(line, port,
+          fmt::format("host port '{}' is neither 'P<n>' (its first HCA) nor 'U<k>/P<n>' (its k-th)", p));
+    return std::nullopt;
+  }
+  const model::Profile* prof = ProfileOf(node);
+  if (prof == nullptr) {
+    Error(line, port,
+          fmt::format("node {} has profile '{}', which is not defined", node.name, node.profile));
+    return std::nullopt;
+  }
+  std::vector<std::string> hcas;  // distinct NIC names in the profile's order
+  for (const model::NicSpec& nic : prof->nics) {
+    if (std::find(hcas.begin(), hcas.end(), nic.name) == hcas.end()) hcas.push_back(nic.name);
+  }
+  if (hca < 1 || static_cast<std::size_t>(hca) > hcas.size()) {
+    Error(line, port,
+          fmt::format("node {} (profile '{}') has {}; 'U{}' counts them in the profile's 'nics' "
+                      "order from 1, so port '{}' names none",
+                      node.name, prof->name,
+                      gpuforge::text::Plural(static_cast<long long>(hcas.size()), "NIC"), hca, p));
+    return std::nullopt;
+  }
+  return NicEnd(line, port, node, hcas[static_cast<std::size_t>(hca - 1)], n);
+}
+
+namespace topo {
+
+struct Word {
+  std::string_view text;
+  int col;  // 1-based
+};
+
+std::vector<Word> Words(std::string_view line) {
+  std::vector<Word> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    out.push_back(Word{line.substr(start, i - start), static_cast<int>(start) + 1});
+  }
+  return out;
+}
+
+// ibdm's sysLine: "TYPE NAME" with neither holding a '/', then nothing or " CFG:...".
+bool IsSystemLine(std::string_view line, const std::vector<Word>& w) {
+  if (w.size() < 2) return false;
+  if (w[0].text.find('/') != std::string_view::npos || w[1].text.find('/') != std::string_view::npos)
+    return false;
+  if (w.size() == 2) return true;
+  // ibdm's regex needs a space (not a tab) right before "CFG:".
+  return w[2].text.substr(0, 4) == "CFG:" && line[static_cast<std::size_t>(w[2].col) - 2] == ' ';
+}
+
+// ibdm's arrow: "-" ["1|4|8|12" x "-"] ["2.5|5|10" "G-"] ">". Later widths and lane speeds
+// (2X; 14, 25, 50, 100 G) are not in ibdm 1.5.7.1's regex; any width of those and any decimal
+// speed are taken, the arrow being read for its shape only (the rate comes from the inventory).
+bool IsArrow(std::string_view a) {
+  if (a.size() < 2 || a.front() != '-' || a.back() != '>') return false;
+  std::string_view mid = a.substr(1, a.size() - 2);  // "", "4x-", "5G-", "4x-5G-"
+  auto digits = [](std::string_view s) {
+    if (s.empty()) return false;
+    bool dot = false;
+    for (char c : s) {
+      if (c == '.' && !dot) {
+        dot = true;
+      } else if (c < '0' || c > '9') {
+        return false;
+      }
+    }
+    return s.front() != '.' && s.back() != '.';
+  };
+  if (mid.empty()) return true;
+  if (mid.back() != '-') return false;
+  mid.remove_suffix(1);
+  if (mid.empty()) return false;  // "-->"
+  const std::size_t dash = mid.find('-');
+  std::string_view width = dash == std::string_view::npos ? std::string_view() : mid.substr(0, dash);
+  std::string_view speed = dash == std::string_view::npos ? mid : mid.substr(dash + 1);
+  if (dash == std::string_view::npos && (speed.back() == 'x' || speed.back() == 'X')) {
+    width = speed;
+    speed = {};
+  }
+  if (!width.empty()) {
+    if (width.back() != 'x' && width.back() != 'X') return false;
+    width.remove_suffix(1);
+    if (width != "1" && width != "2" && width != "4" && width != "8" && width != "12") return false;
+  }
+  if (!speed.empty()) {
+    if (speed.back() != 'G') return false;
+    speed.remove_suffix(1);
+    if (!digits(speed)) return false;
+  }
+  return true;
+}
+
+}  // namespace topo
+
+std::vector<model::Link> Importer::ReadIbdmTopo() {
+  std::vector<model::Link> links;
+  ReserveEnds(&links);
+  const std::string& text = src_.text();
+  std::size_t pos = 0;
+  int line_no = 0;
+  bool in_system = false;
+  const Dev* system = nullptr;  // nullptr inside a system whose name was not found
+  Cell system_cell;
+  bool any_system = false;
+  while (errors_ < kMaxErrors && pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string_view line(text.data() + pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::string_view trimmed = Trim(line);
+    if (trimmed.empty()) {
+      in_system = false;  // an empty line ends the system (ibdm's emptyLine)
+      continue;
+    }
+    if (trimmed.front() == '#') continue;
+    const std::vector<topo::Word> w = topo::Words(line);
+    auto cell = [](const topo::Word& x) {
+      return Cell{std::string(x.text), x.col, std::max<int>(1, static_cast<int>(x.text.size()))};
+    };
+    if (topo::IsSystemLine(line, w)) {
+      any_system = true;
+      in_system = true;
+      system_cell = cell(w[1]);
+      system = Find(w[1].text);
+      if (system == nullptr) {
+        Error(line_no, system_cell,
+              fmt::format("system '{}' (type {}) is neither a node nor a switch{}", w[1].text,
+                          w[0].text, DidYouMean(w[1].text)));
+      }
+      continue;
+    }
+    const bool indented = line.front() == ' ' || line.front() == '\t';
+    if (indented && w.size() == 5 && topo::IsArrow(w[1].text)) {
+      if (!in_system) {
+        Error(line_no, cell(w[0]),
+              "a cable outside a system: a 'TYPE NAME' line opens a system and an empty line "
+              "ends it");
+        continue;
+      }
+      if (system == nullptr) continue;  // its system's name was the error
+      const Cell local_port = cell(w[0]);
+      const Cell remote = cell(w[3]);
+      const Cell remote_port = cell(w[4]);
+      const Dev* far = Find(w[3].text);
+      if (far == nullptr) {
+        Error(line_no, remote,
+              fmt::format("'{}' (type {}) is neither a node nor a switch{}", w[3].text, w[2].text,
+                          DidYouMean(w[3].text)));
+        continue;
+      }
+      std::optional<End> a = ResolveTopo(line_no, *system, local_port);
+      std::optional<End> b = ResolveTopo(line_no, *far, remote_port);
+      if (!a || !b) continue;
+      AddLink(line_no, std::move(*a), std::move(*b), local_port, remote_port, /*mirror_ok=*/true,
+              &links);
+      continue;
+    }
+    Cell at{std::string(trimmed), static_cast<int>(trimmed.data() - line.data()) + 1,
+            static_cast<int>(trimmed.size())};
+    Error(line_no, at,
+          indented ? "not a cable: an indented line reads 'PORT -> TYPE NAME PORT' "
+                     "(the arrow may carry width and speed, '-4x-10G->')"
+                   : "not a line of an ibdiagnet topology file: 'TYPE NAME' opens a system, "
+                     "an indented 'PORT -> TYPE NAME PORT' is a cable, '#' a comment");
+  }
+  if (!any_system && errors_ == 0) {
+    diags_->Error(SourcePos{src_.path(), 1, 1},
+                  "the file holds no system: an ibdiagnet topology file lists 'TYPE NAME' lines, "
+                  "each followed by its indented cables");
+  }
+  return links;
+}
+
+// The first line that is neither blank nor a comment is a system line and the next such line a
+// cable: "TYPE NAME" alone would also take a CSV line with one space in it.
+bool LooksLikeIbdmTopo(std::string_view text) {
+  int seen = 0;
+  while (!text.empty() && seen < 2) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::string_view t = Trim(line);
+    if (t.empty() || t.front() == '#') continue;
+    const std::vector<topo::Word> w = topo::Words(line);
+    if (seen++ == 0) {
+      if (!topo::IsSystemLine(line, w)) return false;
+    } else {
+      return (line.front() == ' ' || line.front() == '\t') && w.size() == 5 && topo::IsArrow(w[1].text);
+    }
+  }
+  return false;
 }
 
 bool LooksLikeUfmHeader(std::string_view text) {
@@ -571,6 +854,7 @@ ImportOutcome ImportDesignString(std::string_view text, const std::string& path_
   ImportOutcome out;
   out.source = std::make_shared<SourceFile>(path_for_messages, std::string(text));
   if (!format && LooksLikeUfmHeader(text)) format = DesignFormat::kUfmCsv;
+  if (!format && LooksLikeIbdmTopo(text)) format = DesignFormat::kIbdiagnetTopo;
   std::vector<model::Link> links;
   if (text.find('\0') != std::string_view::npos) {
     out.diags.Error(SourcePos{path_for_messages, 1, 1},
@@ -578,13 +862,11 @@ ImportOutcome ImportDesignString(std::string_view text, const std::string& path_
   } else if (!format) {
     out.diags.Error(
         SourcePos{path_for_messages, 1, 1},
-        "not a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort); "
-        "ibdiagnet topology files are not read yet");
+        "neither a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort) "
+        "nor an ibdiagnet topology file (its first line other than comments is 'TYPE NAME')");
   } else if (*format == DesignFormat::kIbdiagnetTopo) {
-    out.diags.Error(SourcePos{path_for_messages, 1, 1},
-                    "ibdiagnet topology files are not read yet (their grammar is not confirmed); "
-                    "export the design "
-                    "as a UFM topology CSV (StartDevice,StartPort,EndDevice,EndPort)");
+    Importer importer(*out.source, cluster, &out.diags);
+    links = importer.ReadIbdmTopo();
   } else {
     Importer importer(*out.source, cluster, &out.diags);
     links = importer.ReadUfmCsv();

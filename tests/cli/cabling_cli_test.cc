@@ -107,6 +107,30 @@ TEST(CablingCli, NothingMeasuredIsNoPass) {
   EXPECT_NE(x.out.find("skipped=\"5\""), std::string::npos) << x.out;
 }
 
+// The same fabric designed in ibdiagnet's topology file instead of `links:`: the switch lists its
+// hosts, ip-160 lists its own cable too (one cable), ip-212 and ip-213 are on each other's port.
+TEST(CablingCli, AnIbdiagnetTopologyFileIsTheDesign) {
+  const std::string inv = WriteInventory("topo.yaml", {1, 14, 16, 33, 36});
+  const fs::path topo = fs::path(inv).parent_path() / "design.topo";
+  std::ofstream(topo) << "# is4 and its five hosts\n"
+                         "IS4 is4\n"
+                         "\tP1 -4x-10G-> HCA ip-211 P1\n"
+                         "\tP14 -4x-10G-> HCA ip-213 P1\n"
+                         "\tP16 -4x-10G-> HCA ip-212 P1\n"
+                         "\tP33 -4x-10G-> HCA ip-160 P1\n"
+                         "\tP36 -4x-10G-> HCA ip-210 P1\n"
+                         "\n"
+                         "HCA ip-160\n"
+                         "\tP1 -> IS4 is4 P33\n";
+  auto r = RunCli({"cabling", inv, "--no-ssh", "--design", topo.string(), "--iblinkinfo",
+                   Fabric("iblinkinfo/qdr-1switch-5hca.txt"), "--color", "never"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("SWAPPED      ip-212:mlx4_0  want is4:16  got is4:14\n"), std::string::npos) << r.out;
+  // Where it was designed: the topology file's line.
+  EXPECT_NE(r.out.find("designed: " + topo.string() + ":5:2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "cabling: 5 designed, 3 OK, 2 SWAPPED\n");
+}
+
 TEST(CablingCli, BadInputIsAUsageErrorNamingTheFileAndLine) {
   const std::string inv = WriteInventory("ok2.yaml", {1, 14, 16, 33, 36});
   auto r = RunCli({"cabling", inv, "--no-ssh", "--iblinkinfo", Fabric("iblinkinfo/constructed-truncated.txt")});

@@ -274,7 +274,7 @@ TEST(ImportDesign, MissingHeader) {
 )d");
   EXPECT_EQ(
       Diagnostics("gpu1,mlx5_0,leaf1,Port 1\n"),
-      R"d(d.csv:1:1: error: not a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort); ibdiagnet topology files are not read yet
+      R"d(d.csv:1:1: error: neither a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort) nor an ibdiagnet topology file (its first line other than comments is 'TYPE NAME')
  1 | gpu1,mlx5_0,leaf1,Port 1
    | ^
 1 error in d.csv
@@ -332,11 +332,82 @@ TEST(ImportDesign, HostileNamesAreShownEscaped) {
 )d");
 }
 
-TEST(ImportDesign, IbdiagnetTopologyIsNotReadYet) {
+TEST(ImportDesign, IbdiagnetTopologyInIbdmsOwnShape) {
+  // Told from its content; each cable listed from both ends is one cable.
+  ImportOutcome out = ImportDesignString(Fixture("ibdm-two-tier.topo"), "d.topo", Cluster());
+  ASSERT_TRUE(out.links.has_value()) << out.FormatDiagnostics();
+  EXPECT_EQ(out.FormatDiagnostics(), "");
+  EXPECT_EQ(Links(out),
+            "gpu1:mlx5_0 -> leaf1:1 400G @d.topo:7:3\n"
+            "gpu2:mlx5_0 -> leaf1:2 400G @d.topo:8:3\n"
+            "gpu1:mlx5_1 -> leaf1:3 400G @d.topo:9:3\n"
+            "leaf1:5 -> spine1:1 200G @d.topo:10:3\n"
+            "leaf1:6 -> spine1:2 200G @d.topo:11:3\n"
+            "gpu2:mlx5_1 -> leaf1:4 400G @d.topo:19:4\n");
+}
+
+TEST(ImportDesign, IbdiagnetTopologyMistakes) {
   EXPECT_EQ(
-      Diagnostics("SYSTEM gpu1\n", DesignFormat::kIbdiagnetTopo),
-      R"d(d.csv:1:1: error: ibdiagnet topology files are not read yet (their grammar is not confirmed); export the design as a UFM topology CSV (StartDevice,StartPort,EndDevice,EndPort)
- 1 | SYSTEM gpu1
+      Diagnostics("MTS3600 leaf1\n"
+                  "  P1 -> MT4129 gpu1 P2\n"      // gpu1's first HCA is on port 1
+                  "  P2 -> MT4129 gpu1 U3/P1\n"   // it has 2 HCAs
+                  "  L1/P3 -> MT4129 gpu2 P1\n"   // a director's port
+                  "  P4 -> MT4129 gpu3 P1\n"      // no such node
+                  "  P5 -> MTS3600 spine1 P1\n"
+                  "  P6 -> MTS3600 spine1 Q1\n"
+                  "  P7 => MTS3600 spine1 P3\n"
+                  "\n"
+                  "MTS3600 spine1\n"
+                  "  P1 -> MTS3600 leaf1 P8\n"    // the other end says leaf1 P5
+                  "\n"
+                  "  P2 -> MTS3600 leaf1 P7\n"    // after the empty line: no system
+                  "MTS3600 spine9\n"
+                  "  P1 -> MTS3600 leaf1 P1\n"    // under an unknown system: not judged again
+                  "leaf1 P1 spine1 P2 x\n",
+                  DesignFormat::kIbdiagnetTopo),
+      R"d(d.csv:2:21: error: node gpu1 (profile 'p') has NIC 'mlx5_0' but not on port 2
+ 2 |   P1 -> MT4129 gpu1 P2
+   |                     ^~
+d.csv:3:21: error: node gpu1 (profile 'p') has 2 NICs; 'U3' counts them in the profile's 'nics' order from 1, so port 'U3/P1' names none
+ 3 |   P2 -> MT4129 gpu1 U3/P1
+   |                     ^~~~~
+d.csv:4:3: error: switch leaf1 has ports P1-P8; there is no port 'L1/P3' (a director's line-card port has no number here)
+ 4 |   L1/P3 -> MT4129 gpu2 P1
+   |   ^~~~~
+d.csv:5:16: error: 'gpu3' (type MT4129) is neither a node nor a switch; did you mean 'gpu1'?
+ 5 |   P4 -> MT4129 gpu3 P1
+   |                ^~~~
+d.csv:7:24: error: switch spine1 has ports P1-P8; there is no port 'Q1'
+ 7 |   P6 -> MTS3600 spine1 Q1
+   |                        ^~
+d.csv:8:3: error: not a cable: an indented line reads 'PORT -> TYPE NAME PORT' (the arrow may carry width and speed, '-4x-10G->')
+ 8 |   P7 => MTS3600 spine1 P3
+   |   ^~~~~~~~~~~~~~~~~~~~~~~
+d.csv:11:3: error: switch port spine1:1 is cabled twice, first at d.csv:6:24
+ 11 |   P1 -> MTS3600 leaf1 P8
+    |   ^~
+d.csv:13:3: error: a cable outside a system: a 'TYPE NAME' line opens a system and an empty line ends it
+ 13 |   P2 -> MTS3600 leaf1 P7
+    |   ^~
+d.csv:14:9: error: system 'spine9' (type MTS3600) is neither a node nor a switch; did you mean 'spine1'?
+ 14 | MTS3600 spine9
+    |         ^~~~~~
+d.csv:16:1: error: not a line of an ibdiagnet topology file: 'TYPE NAME' opens a system, an indented 'PORT -> TYPE NAME PORT' is a cable, '#' a comment
+ 16 | leaf1 P1 spine1 P2 x
+    | ^~~~~~~~~~~~~~~~~~~~
+10 errors in d.csv
+)d");
+  EXPECT_EQ(
+      Diagnostics("# only a comment\n\n", DesignFormat::kIbdiagnetTopo),
+      R"d(d.csv:1:1: error: the file holds no system: an ibdiagnet topology file lists 'TYPE NAME' lines, each followed by its indented cables
+ 1 | # only a comment
+   | ^
+1 error in d.csv
+)d");
+  EXPECT_EQ(
+      Diagnostics("  P1 -> MT4129 gpu1 P1\n"),
+      R"d(d.csv:1:1: error: neither a UFM topology CSV (its first line names StartDevice,StartPort,EndDevice,EndPort) nor an ibdiagnet topology file (its first line other than comments is 'TYPE NAME')
+ 1 |   P1 -> MT4129 gpu1 P1
    | ^
 1 error in d.csv
 )d");

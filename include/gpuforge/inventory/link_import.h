@@ -1,8 +1,8 @@
 #pragma once
 
 // A designed link list from a file a site already keeps (#31 part 2), instead of or beside the
-// inventory's `links:`: UFM's topology-design CSV. ibdiagnet's topology file (the ibdm format
-// `ibdiagnet -t` reads) is recognised and refused, its grammar not yet confirmed. Each is read into the same model::Link the inventory's links
+// inventory's `links:`: UFM's topology-design CSV, or ibdiagnet's topology file (the ibdm format
+// `ibdiagnet -t` reads). Each is read into the same model::Link the inventory's links
 // become, against the inventory's nodes and switches, so the comparison never knows where a
 // designed cable came from. docs/cabling.md cites each format's source.
 //
@@ -30,8 +30,8 @@ struct ImportOutcome {
   std::string FormatDiagnostics() const;  // as LoadOutcome's
 };
 
-// `format` nullopt: told from the content (a CSV header naming StartDevice, else the topology
-// file's shape); when neither fits, an error at line 1.
+// `format` nullopt: told from the content (a CSV header naming StartDevice, else a first
+// "TYPE NAME" line of the topology file); when neither fits, an error at line 1.
 ImportOutcome ImportDesignFile(const std::string& path, const model::Cluster& cluster,
                                std::optional<DesignFormat> format = std::nullopt);
 ImportOutcome ImportDesignString(std::string_view text, const std::string& path_for_messages,

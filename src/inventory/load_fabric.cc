@@ -135,6 +135,16 @@ void Loader::LoadSwitches(const YAML::Node& n) {
     }
     auto ports = r_.Int(e, "ports", what, 1, 4096, true);
     if (ports) base.ports = static_cast<int>(*ports);
+    // An InfiniBand port number is 8 bits, 0 the switch's management port and 255 reserved
+    // (IBA vol. 1, PortInfo LocalPortNum; infiniband-diags print no port above 254).
+    if (const model::Network* net = cluster_.FindNetwork(base.network);
+        ports && net != nullptr && net->kind == model::NetKind::kInfiniband && *ports > 254) {
+      r_.Error(Get(e, "ports"),
+               fmt::format("{} is on InfiniBand network '{}', whose switches number their ports 1-254; "
+                           "{} ports cannot be addressed (a director is several switches: list its leaves "
+                           "and spines)",
+                           what, base.network, *ports));
+    }
     if (auto rate = r_.Qty(e, "port_rate", what, Dimension::kBandwidth, true)) base.port_rate_bytes_per_s = *rate;
     if (auto pattern = r_.Str(e, "port_pattern", what)) {
       if (Status st = model::CheckPortPattern(*pattern); !st) {

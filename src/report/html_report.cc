@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpuforge/base/build_info.h"
+#include "gpuforge/base/text.h"
 #include "gpuforge/report/prometheus.h"
 #include "gpuforge/report/validate_report.h"
 #include "report/format.h"
@@ -395,8 +396,9 @@ void Inventory(std::string& o, const model::Cluster& c, std::span<const Verdict>
   for (const Verdict& v : all) left_out += v.left_out ? 1 : 0;
   o += "<section id=\"inventory\"><h2>Inventory</h2>\n";
   if (left_out > 0) {
-    o += fmt::format("<p class=\"note\">{} checks were left out where they do not apply (by role or profile).</p>\n",
-                     left_out);
+    o += fmt::format("<p class=\"note\">{} left out where {} not apply (by role or profile).</p>\n",
+                     gpuforge::text::Plural(static_cast<long long>(left_out), "check was", "checks were"),
+                     left_out == 1 ? "it does" : "they do");
   }
   o += "<table><tr><th>node</th><th>address</th><th>rack</th><th>role</th><th>profile</th><th>GPUs</th></tr>\n";
   for (const model::Node& n : c.nodes) {

@@ -142,8 +142,8 @@ std::string ValidateText(std::span<const validate::Verdict> verdicts, const Styl
   for (const std::string& key : order) out += Render(key.substr(0, key.find('\n') + 1), lines.at(key));
   // Checks that do not apply are not results: one line per reason says what was left out where.
   if (const std::size_t n = LeftOutCount(verdicts); n > 0) {
-    out += fmt::format("\nLeft out: {} check{} that do not apply to these nodes (not run, not counted):\n", n,
-                       n == 1 ? "" : "s");
+    out += fmt::format("\nLeft out: {} {} not apply to these nodes (not run, not counted):\n", n,
+                       n == 1 ? "check that does" : "checks that do");
     for (const LeftOutGroup& g : LeftOut(verdicts)) {
       out += fmt::format("{:<16} {:>3} x  {}: {} [{}]\n", hostlist::Fold(g.nodes), g.count, g.reason,
                          fmt::join(g.checks, ", "), g.code);

@@ -182,6 +182,18 @@ TEST(LoaderErrors, IntOutOfRange) {
               R"d(13:51: 'ports' in switch entry 'leaf1' is 100000; it must be between 1 and 4096)d"}));
 }
 
+// An InfiniBand port number is 8 bits with 0 and 255 taken; an Ethernet switch may have more.
+TEST(LoaderErrors, InfinibandSwitchPortsStopAt254) {
+  EXPECT_EQ(Errors(Edit(R"y(ports: 8,)y", R"y(ports: 256,)y")),
+            (std::vector<std::string>{
+                R"d(13:51: switch entry 'leaf1' is on InfiniBand network 'ib', whose switches number their ports 1-254; 256 ports cannot be addressed (a director is several switches: list its leaves and spines))d"}));
+  EXPECT_TRUE(LoadString(Edit(R"y(ports: 8,)y", R"y(ports: 254,)y"), "inv.yaml").ok());
+  std::string eth = Edit("kind: infiniband, rate: 400Gb/s}", "kind: ethernet, rate: 400Gb/s}");
+  eth = Edit("kind: infiniband, rate: 400Gb/s, network: ib}", "kind: ethernet, rate: 400Gb/s, network: ib}", eth);
+  LoadOutcome big = LoadString(Edit(R"y(ports: 8,)y", R"y(ports: 512,)y", eth), "inv.yaml");
+  EXPECT_TRUE(big.ok()) << big.FormatDiagnostics();
+}
+
 TEST(LoaderErrors, MissingRequiredKey) {
   EXPECT_EQ(Errors(Edit(R"y(kind: infiniband, rate: 400Gb/s, network: ib})y", R"y(kind: infiniband, network: ib})y")),
             (std::vector<std::string>{

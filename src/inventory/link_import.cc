@@ -236,6 +236,16 @@ class Importer {
     return "";
   }
 
+  static End SwitchEnd(const model::Switch& sw, int port) {
+    End e;
+    e.ep.kind = model::Endpoint::Kind::kSwitchPort;
+    e.ep.device = sw.name;
+    e.ep.port = port;
+    e.key_device = &sw;
+    e.key_at = static_cast<std::uintptr_t>(port);
+    e.rate = sw.port_rate_bytes_per_s;
+    return e;
+  }
   std::optional<End> Resolve(int line, const Cell& device, const Cell& port);
   std::optional<End> ResolveTopo(int line, const Dev& d, const Cell& port);
   // Records the cable a-b (cells for the error carets) unless it is wrong; a cable already
@@ -363,14 +373,7 @@ std::optional<Importer::End> Importer::Resolve(int line, const Cell& device, con
                         port.text, why));
       return std::nullopt;
     }
-    End e;
-    e.ep.kind = model::Endpoint::Kind::kSwitchPort;
-    e.ep.device = sw.name;
-    e.ep.port = *n;
-    e.key_device = &sw;
-    e.key_at = static_cast<std::uintptr_t>(*n);
-    e.rate = sw.port_rate_bytes_per_s;
-    return e;
+    return SwitchEnd(sw, *n);
   }
   const model::Node& node = *d->node;
   if (!hca.empty()) {
@@ -599,14 +602,7 @@ std::optional<Importer::End> Importer::ResolveTopo(int line, const Dev& d, const
                         p, director ? " (a director's line-card port has no number here)" : ""));
       return std::nullopt;
     }
-    End e;
-    e.ep.kind = model::Endpoint::Kind::kSwitchPort;
-    e.ep.device = sw.name;
-    e.ep.port = *n;
-    e.key_device = &sw;
-    e.key_at = static_cast<std::uintptr_t>(*n);
-    e.rate = sw.port_rate_bytes_per_s;
-    return e;
+    return SwitchEnd(sw, *n);
   }
   const model::Node& node = *d.node;
   int hca = 1;

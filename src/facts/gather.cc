@@ -43,6 +43,8 @@ constexpr std::array kSections = {
     // each interface's speed. 1 MiB of json0 is ~600 neighbours.
     SectionSpec{"lldp", "lldpctl -f json0", false, 1 * MiB},
     SectionSpec{"net-speed", "/sys/class/net/*/speed", false, 64 * KiB},
+    // #33 (init): each NVMe namespace's size and model; 64 KiB is ~800 drives.
+    SectionSpec{"nvme", "/sys/block/nvme*", false, 64 * KiB},
 };
 
 // Markers, the banner before the begin marker and what a section prints for toolarge.
@@ -168,6 +170,20 @@ gf_speeds() {
   done
   return 0
 }
+# /sys/block holds whole disks only; nvmeXcYnZ are the hidden per-path nodes of native NVMe
+# multipath (one namespace seen through controller Y), counted once as nvmeXnZ. size is in
+# 512-byte sectors whatever the logical block size (include/linux/blkdev.h, SECTOR_SHIFT 9).
+gf_nvme() {
+  for d in /sys/block/nvme*; do
+    [ -r "$d/size" ] || continue
+    case ${d##*/} in nvme*c*n*) continue ;; esac
+    s=$(cat "$d/size" 2>/dev/null) || continue
+    m=""
+    [ -r "$d/device/model" ] && m=$(head -n 1 "$d/device/model" 2>/dev/null)
+    printf '%s %s %s\n' "${d##*/}" "$s" "$m"
+  done
+  return 0
+}
 gf_ib() {
   for d in /sys/class/infiniband/*; do
     [ -d "$d" ] || continue
@@ -285,6 +301,7 @@ gf_rc=$?
 gf_emit memlock "$gf_rc" "$gf_o"
 gf_run lldp lldpctl -f json0
 gf_dir net-speed /sys/class/net gf_speeds
+gf_dir nvme /sys/block gf_nvme
 printf '%s end@@\n' "$gf_m"
 )SH";
 
@@ -348,6 +365,7 @@ Status ParseSection(std::string_view name, std::string_view body, NodeFacts& f, 
                  [&](LldpSeen v) { f.lldp = std::move(v); });
   if (name == "net-speed")
     return Apply(ParseNetSpeeds(body), [&](std::map<std::string, long long> v) { f.net_speed_mbps = std::move(v); });
+  if (name == "nvme") return Apply(ParseNvme(body), [&](std::vector<NvmeDrive> v) { f.nvme = std::move(v); });
   return Status::Ok();
 }
 

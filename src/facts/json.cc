@@ -180,6 +180,9 @@ J ToJson(const NodeFacts& f) {
   J speeds = J::object();
   for (const auto& [n, v] : f.net_speed_mbps) speeds[n] = v;
   j["net_speed_mbps"] = std::move(speeds);
+  J nvme = J::array();
+  for (const NvmeDrive& d : f.nvme) nvme.push_back({{"name", d.name}, {"bytes", d.bytes}, {"model", d.model}});
+  j["nvme"] = std::move(nvme);
   j["versions"] = {{"cuda", Opt(f.versions.cuda)},
                    {"nccl", Opt(f.versions.nccl)},
                    {"rdma_core", Opt(f.versions.rdma_core)},

@@ -265,6 +265,29 @@ Result<std::map<std::string, long long>> ParseNetSpeeds(std::string_view input) 
   return out;
 }
 
+Result<std::vector<NvmeDrive>> ParseNvme(std::string_view input) {
+  if (Status s = text::CheckInput(input, kMaxSectionBytes); !s) return s.error();
+  std::vector<NvmeDrive> out;
+  std::vector<std::string_view> lines = text::Lines(input);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (text::Trim(lines[i]).empty()) continue;
+    auto [name, rest] = text::HeadTail(lines[i]);
+    auto [size, model] = text::HeadTail(text::Trim(rest));
+    std::optional<std::uint64_t> sectors = text::ToUint(size);
+    // 2^44 sectors is 8 PiB: no namespace of this decade; the product stays in 64 bits.
+    if (!name.starts_with("nvme") || !text::IsToken(name) || !sectors || *sectors > (std::uint64_t{1} << 44)) {
+      return text::LineError(i, fmt::format("expected '<nvme namespace> <512-byte sectors> [model]', got {}",
+                                            Quote(lines[i])));
+    }
+    if (*sectors == 0) continue;
+    // The model is printed by the drive's firmware, padded with blanks; kept only when printable.
+    std::string m = gpuforge::text::IsPrintable(text::Trim(model)) ? std::string(text::Trim(model)) : std::string();
+    out.push_back({std::string(name), *sectors * 512, std::move(m)});
+  }
+  std::sort(out.begin(), out.end(), [](const NvmeDrive& a, const NvmeDrive& b) { return a.name < b.name; });
+  return out;
+}
+
 namespace {
 
 // The version in one source's text; "" when none can be read.

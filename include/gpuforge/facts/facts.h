@@ -208,6 +208,13 @@ struct IbDevice {
   const IbPort* FindPort(int port) const;
 };
 
+// One NVMe namespace from /sys/block/nvme*n* (#33: init counts the drives).
+struct NvmeDrive {
+  std::string name;         // "nvme0n1"
+  std::uint64_t bytes = 0;  // size (512-byte sectors) x 512
+  std::string model;        // device/model, trimmed; "" when not readable
+};
+
 // Installed software, each from the first source that had it (see docs/facts.md).
 struct Versions {
   std::optional<std::string> cuda;  // toolkit: nvcc, else /usr/local/cuda/version.{json,txt}
@@ -256,6 +263,7 @@ struct NodeFacts {
   // Each interface's speed in Mb/s from /sys/class/net/IF/speed, where the kernel knows it
   // (a link that is down reads -1 there and is left out).
   std::map<std::string, long long> net_speed_mbps;
+  std::vector<NvmeDrive> nvme;  // by name; empty when there are none or /sys/block is absent
   Versions versions;
   std::optional<std::vector<std::string>> modules;  // loaded kernel modules, sorted
   std::vector<Service> services;

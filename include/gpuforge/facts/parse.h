@@ -75,4 +75,8 @@ Result<Memlock> ParseMemlock(std::string_view text);
 // link that is down) and 0 are left out.
 Result<std::map<std::string, long long>> ParseNetSpeeds(std::string_view text);
 
+// The gather script's nvme lines, "<namespace> <512-byte sectors> [<model>]"; namespaces of
+// size 0 (no media, or detached) are left out.
+Result<std::vector<NvmeDrive>> ParseNvme(std::string_view text);
+
 }  // namespace gpuforge::facts

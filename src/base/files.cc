@@ -83,7 +83,8 @@ std::string WriteTemporary(const FileToWrite& f, const std::filesystem::path& di
 
 }  // namespace
 
-Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode) {
+Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode,
+                           bool replace) {
   std::error_code ec;
   // A bare name ("out.xml") has no parent: it goes in the working directory. create_directories
   // refuses the empty path with EINVAL, which lost a long validate run's results at its end
@@ -107,10 +108,27 @@ Status WriteFileAtomically(const std::filesystem::path& target, const std::strin
     ::unlink(tmpl.c_str());
     return Error{fmt::format("{}: close failed: {}", target.string(), std::strerror(errno))};
   }
-  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
+  if (replace) {
+    if (::rename(tmpl.c_str(), target.c_str()) != 0) {
+      int e = errno;
+      ::unlink(tmpl.c_str());
+      return Error{fmt::format("{}: rename failed: {}", target.string(), std::strerror(e))};
+    }
+    return Status::Ok();
+  }
+  int rc = ::renameat2(AT_FDCWD, tmpl.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    // A file system without RENAME_NOREPLACE: link(2) also refuses an existing name.
+    rc = ::link(tmpl.c_str(), target.c_str());
+    const int e = errno;
+    ::unlink(tmpl.c_str());
+    errno = e;
+  }
+  if (rc != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
-    return Error{fmt::format("{}: rename failed: {}", target.string(), std::strerror(e))};
+    if (e == EEXIST) return Error{fmt::format("{}: already exists; not overwritten", target.string())};
+    return Error{fmt::format("{}: cannot create: {}", target.string(), std::strerror(e))};
   }
   return Status::Ok();
 }

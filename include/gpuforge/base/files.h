@@ -13,8 +13,12 @@
 
 namespace gpuforge::base {
 
-// Creates the parent directories; the file gets `mode`.
-Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode = 0644);
+// Creates the parent directories; the file gets `mode`. With `replace` false, a target that
+// exists (a file, a link, a directory) is an error and stays as it was, decided by the kernel
+// at the last step (renameat2 RENAME_NOREPLACE, else link(2)), so a file another process
+// creates meanwhile is not overwritten either: `init --out` (#33, Terraform's rule).
+Status WriteFileAtomically(const std::filesystem::path& target, const std::string& content, mode_t mode = 0644,
+                           bool replace = true);
 
 // One file of a batch: `content` is borrowed and must outlive the call.
 struct FileToWrite {

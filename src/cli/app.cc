@@ -48,7 +48,7 @@ std::string Context::ReadLine() const {
 
 std::span<const Command> Commands() {
   static const std::array kCommands = {
-      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), CablingCommand(), ApplyCommand(), RollbackCommand(), UnlockCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(), ThresholdsCommand(), VersionCommand(), CompletionCommand(),
+      LintCommand(), EstimateCommand(), PlanCommand(), RenderCommand(), RunCommand(), FactsCommand(), CablingCommand(), InitCommand(), ApplyCommand(), RollbackCommand(), UnlockCommand(), ValidateCommand(), AgentCommand(), InventoryCommand(), HostlistCommand(), ThresholdsCommand(), VersionCommand(), CompletionCommand(),
   };
   return kCommands;
 }

@@ -25,6 +25,7 @@ Command RenderCommand();
 Command RunCommand();
 Command FactsCommand();
 Command CablingCommand();
+Command InitCommand();
 Command ApplyCommand();
 Command RollbackCommand();
 Command UnlockCommand();

@@ -84,10 +84,10 @@ TEST(Cli, CommandHelpShowsItsFlags) {
 }
 
 TEST(Cli, MistypedCommandGetsASuggestion) {
-  RunResult r = RunCli({"lnit", kExample});
+  RunResult r = RunCli({"lnt", kExample});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_EQ(r.err,
-            "gpuforge: error: unknown command 'lnit'; did you mean 'lint'?\n"
+            "gpuforge: error: unknown command 'lnt'; did you mean 'lint'?\n"
             "Run 'gpuforge --help' for usage.\n");
 }
 

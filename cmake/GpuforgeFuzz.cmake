@@ -29,7 +29,8 @@ set(_fuzz_sanitizers -fsanitize=address,undefined -fno-sanitize-recover=all -fno
 
 set(_fuzz_dirs base model inventory facts plan apply probe)
 set(GPUFORGE_FUZZ_LIB_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/remote/command.cc
-                              ${CMAKE_CURRENT_SOURCE_DIR}/src/remote/session.cc)
+                              ${CMAKE_CURRENT_SOURCE_DIR}/src/remote/session.cc
+                              ${CMAKE_CURRENT_SOURCE_DIR}/src/report/init_yaml.cc)
 foreach(_dir IN LISTS _fuzz_dirs)
   file(GLOB_RECURSE _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/${_dir}/*.cc)
   list(APPEND GPUFORGE_FUZZ_LIB_SOURCES ${_srcs})

@@ -105,10 +105,18 @@ std::optional<DraftGpus> GpusOf(const NodeFacts& f) {
     }
     g.numa.push_back(*d->numa_node);
   }
-  // A bus id the inventory would refuse (the node's output is hostile) is not written.
+  // A bus id the inventory would refuse (the node's output is hostile), or one listed twice,
+  // is not written; nor a NUMA node beyond the loader's 0..1023.
+  std::set<std::string> bus_ids;
   for (const std::string& bdf : g.pci) {
-    if (names::CheckPciBusId(bdf)) {
+    if (names::CheckPciBusId(bdf) || !bus_ids.insert(bdf).second) {
       g.pci.clear();
+      g.numa.clear();
+      break;
+    }
+  }
+  for (int n : g.numa) {
+    if (n < 0 || n > 1023) {
       g.numa.clear();
       break;
     }
@@ -182,9 +190,22 @@ void NicsOf(const NodeFacts& f, std::vector<DraftNic>& out, std::vector<std::str
     n.pci_id = PciId(&d);
     out.push_back(std::move(n));
   }
+  // What the loader would refuse is not written: a port beyond 1..16, a rate no NIC has, a
+  // NUMA node beyond 0..1023, a bus id it cannot read or that two NICs share, a name twice.
+  std::set<std::string> names_seen, bus_seen;
+  std::vector<DraftNic> kept;
   for (DraftNic& n : out) {
-    if (!n.pci.empty() && names::CheckPciBusId(n.pci)) n.pci.clear();
+    if (n.port < 1 || n.port > 16 || !(n.rate_gbps >= 0.001 && n.rate_gbps <= 100000) ||
+        !names_seen.insert(n.name).second) {
+      left_out.push_back(fmt::format("{}: port {}, rate {:g} Gb/s: not a NIC the inventory can hold; not written",
+                                     n.name, n.port, n.rate_gbps));
+      continue;
+    }
+    if (n.numa && (*n.numa < 0 || *n.numa > 1023)) n.numa.reset();
+    if (!n.pci.empty() && (names::CheckPciBusId(n.pci) || !bus_seen.insert(n.pci).second)) n.pci.clear();
+    kept.push_back(std::move(n));
   }
+  out = std::move(kept);
 }
 
 std::optional<DraftCpu> CpuOf(const NodeFacts& f) {

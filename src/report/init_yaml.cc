@@ -23,7 +23,13 @@ std::string C(std::string_view s, std::size_t max = 160) {
 // versions, bus ids, the CPU model's), none of which has '"' or '\'.
 std::string Q(std::string_view s) { return fmt::format("\"{}\"", s); }
 
-std::string Gbps(double g) { return fmt::format("{:g}Gb/s", g); }
+// Never in exponent form, which the loader's quantities do not read.
+std::string Gbps(double g) {
+  std::string s = fmt::format("{:.3f}", g);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s + "Gb/s";
+}
 
 std::string DriveSize(std::uint64_t bytes) {
   // Drives are sold in decimal sizes (3.84 TB); three figures keep it readable, and the value
@@ -50,18 +56,19 @@ void Profile(std::string& y, const facts::DraftProfile& p) {
   y += fmt::format("  {}:\n", p.name);
   if (p.gpus) {
     const facts::DraftGpus& g = *p.gpus;
-    const bool writable = g.in_catalogue || (g.memory_bytes > 0 && g.tdp_w > 0);
+    // The loader's bounds: 0..64 GPUs; a model outside the catalogue needs memory and tdp.
+    const bool writable = g.count <= 64 && (g.in_catalogue || (g.memory_bytes >= (1u << 20) && g.tdp_w >= 1));
     const std::string pad = writable ? "    " : "    # ";
     if (!writable) {
-      y += "    # TODO gpus: a model gpuforge's catalogue does not know, and the node did not say its memory and\n"
-           "    # power limit; write memory and tdp (docs/inventory.md#profilesnamegpus).\n";
+      y += "    # TODO gpus: more than 64 GPUs, or a model gpuforge's catalogue does not know whose memory and\n"
+           "    # power limit the node did not say; write them (docs/inventory.md#profilesnamegpus).\n";
     }
     y += pad + "gpus:\n";
     y += fmt::format("{}  model: {}  # {}: {}{}\n", pad, g.model, C(g.source), C(g.reported),
                      g.in_catalogue ? "" : "; not in gpuforge's catalogue");
     if (!g.in_catalogue && writable) {
       y += fmt::format("{}  memory: {}MiB  # nvidia-smi memory.total\n", pad, g.memory_bytes >> 20);
-      y += fmt::format("{}  tdp: {:g}W  # nvidia-smi -q: max power limit\n", pad, g.tdp_w);
+      y += fmt::format("{}  tdp: {:.0f}W  # nvidia-smi -q: max power limit\n", pad, g.tdp_w);
     }
     y += fmt::format("{}  count: {}\n", pad, g.count);
     if (!g.pci.empty()) y += fmt::format("{}  pci: {}  # bus ids in GPU index order\n", pad, List(g.pci, Q));
@@ -81,7 +88,10 @@ void Profile(std::string& y, const facts::DraftProfile& p) {
                      p.memory_bytes / kGiB, p.memtotal_max >> 20,
                      p.memtotal_min != p.memtotal_max ? fmt::format(" (lowest {} MiB)", p.memtotal_min >> 20) : "");
   }
-  if (p.nvme_count > 0) {
+  if (p.nvme_count > 64) {
+    y += fmt::format("    # TODO nvme: {} namespaces, more than the inventory's 64 drives a node (/sys/block/nvme*)\n",
+                     p.nvme_count);
+  } else if (p.nvme_count > 0) {
     std::string models;
     for (const std::string& m : p.nvme_models) models += (models.empty() ? "; " : ", ") + C(m, 60);
     y += fmt::format("    nvme: {{count: {}, size: {}}}  # /sys/block/nvme*n*/size{}\n", p.nvme_count,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <vector>
 
@@ -171,6 +172,44 @@ std::optional<std::string> CheckEnvName(std::string_view s) {
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> CheckUser(std::string_view u) {
+  bool ok = !u.empty() && u.size() <= 32 && (std::islower(static_cast<unsigned char>(u[0])) || u[0] == '_');
+  for (char c : u) {
+    ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                c == '_' || c == '-');
+  }
+  if (ok) return std::nullopt;
+  return "a user name is lower-case letters, digits, '_' and '-', starting with a letter or '_', "
+         "at most 32 characters";
+}
+
+std::optional<std::string> CheckJump(std::string_view s) {
+  std::string_view host = s;
+  if (auto at = host.rfind('@'); at != std::string_view::npos) {
+    if (auto bad = CheckUser(host.substr(0, at))) return fmt::format("the part before '@' is not a user name; {}", *bad);
+    host = host.substr(at + 1);
+  }
+  if (auto colon = host.find(':'); colon != std::string_view::npos) {
+    const std::string_view port = host.substr(colon + 1);
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || v < 1 || v > 65535) {
+      return std::string("the port after ':' must be a number from 1 to 65535 (ssh -J reads no bare IPv6 address)");
+    }
+    host = host.substr(0, colon);
+  }
+  return CheckHostname(host);
+}
+
+std::optional<std::string> CheckCpuModel(std::string_view m) {
+  bool ok = !m.empty() && m.size() <= 128;
+  for (char c : m) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::string_view(" ._-+@()/").find(c) != std::string_view::npos);
+  }
+  if (ok) return std::nullopt;
+  return "a CPU model may hold letters, digits, spaces and ._-+@()/ only, 1 to 128 characters";
 }
 
 std::size_t EditDistance(std::string_view a, std::string_view b) {

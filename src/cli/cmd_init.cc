@@ -9,7 +9,6 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include <unistd.h>
@@ -43,26 +42,6 @@ struct InitOpts {
   double timeout_s = 180;
   std::string diff;
 };
-
-// The part of `[user@]host[:port]` that is wrong, or "".
-std::string CheckJump(const std::string& spec) {
-  static const std::regex kUser("[a-z_][a-z0-9_-]{0,31}");
-  std::string host = spec;
-  if (auto at = host.find('@'); at != std::string::npos) {
-    if (!std::regex_match(host.substr(0, at), kUser)) return "the user is not a user name";
-    host = host.substr(at + 1);
-  }
-  if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(':') == colon) {
-    const std::string p = host.substr(colon + 1);
-    if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos || std::stoi(p) < 1 ||
-        std::stoi(p) > 65535) {
-      return "the port is not 1 to 65535";
-    }
-    host = host.substr(0, colon);
-  }
-  if (auto bad = names::CheckAddress(host)) return *bad;
-  return "";
-}
 
 // The nodes to reach, as a cluster of bare nodes the remote layer resolves like any other.
 std::optional<model::Cluster> NodesFromFlags(Context& ctx, const InitOpts& o, std::vector<std::string>* names) {
@@ -169,13 +148,13 @@ int Init(Context& ctx, const InitOpts& o, const std::string& command_line) {
     ctx.Error(fmt::format("--name: {}", *bad));
     return static_cast<int>(kExitUsage);
   }
-  if (!opts.user.empty() && !std::regex_match(opts.user, std::regex("[a-z_][a-z0-9_-]{0,31}"))) {
-    ctx.Error(fmt::format("--user: {} is not a user name ([a-z_][a-z0-9_-]*, at most 32 characters)", text::Quote(opts.user)));
+  if (auto bad = opts.user.empty() ? std::nullopt : names::CheckUser(opts.user)) {
+    ctx.Error(fmt::format("--user: {}: {}", text::Quote(opts.user), *bad));
     return static_cast<int>(kExitUsage);
   }
   if (!opts.jump.empty()) {
-    if (std::string bad = CheckJump(opts.jump); !bad.empty()) {
-      ctx.Error(fmt::format("--jump: {}: {}", text::Quote(opts.jump), bad));
+    if (auto bad = names::CheckJump(opts.jump)) {
+      ctx.Error(fmt::format("--jump: {}: {}", text::Quote(opts.jump), *bad));
       return static_cast<int>(kExitUsage);
     }
   }

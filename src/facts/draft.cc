@@ -12,7 +12,9 @@
 #include "gpuforge/base/hostlist.h"
 #include "gpuforge/base/names.h"
 #include "gpuforge/base/text.h"
+#include "gpuforge/inventory/loader.h"
 #include "gpuforge/model/gpu_catalog.h"
+#include "gpuforge/model/switch_names.h"
 
 namespace gpuforge::facts {
 namespace {
@@ -30,13 +32,6 @@ enum Part { kGpus, kNics, kNvme, kCpu, kMemory, kParts };
 // more, and it is other hardware (a head node beside GPU nodes).
 constexpr int kOutlierParts = 2;
 
-std::string Gbps(double g) { return fmt::format("{:g}Gb/s", g); }
-
-std::string Size(std::uint64_t bytes) {
-  if (bytes >= 1000ULL * 1000 * 1000 * 1000) return fmt::format("{:.3g}TB", bytes / 1e12);
-  return fmt::format("{:.3g}GB", bytes / 1e9);
-}
-
 // The name the inventory may use for a GPU model nvidia-smi names, when the catalogue has none.
 std::string ModelName(std::string_view reported) {
   std::string out;
@@ -50,7 +45,7 @@ std::string ModelName(std::string_view reported) {
     }
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
-  if (out.size() > 64) out.resize(64);
+  if (out.size() > 64) out.resize(64);  // names::CheckName's length
   return out.empty() || names::CheckName(out) ? "unknown-gpu" : out;
 }
 
@@ -106,7 +101,7 @@ std::optional<DraftGpus> GpusOf(const NodeFacts& f) {
     g.numa.push_back(*d->numa_node);
   }
   // A bus id the inventory would refuse (the node's output is hostile), or one listed twice,
-  // is not written; nor a NUMA node beyond the loader's 0..1023.
+  // is not written; nor a NUMA node beyond the loader's bound.
   std::set<std::string> bus_ids;
   for (const std::string& bdf : g.pci) {
     if (names::CheckPciBusId(bdf) || !bus_ids.insert(bdf).second) {
@@ -116,7 +111,7 @@ std::optional<DraftGpus> GpusOf(const NodeFacts& f) {
     }
   }
   for (int n : g.numa) {
-    if (n < 0 || n > 1023) {
+    if (n < 0 || n > inventory::kMaxNumaNode) {
       g.numa.clear();
       break;
     }
@@ -190,18 +185,18 @@ void NicsOf(const NodeFacts& f, std::vector<DraftNic>& out, std::vector<std::str
     n.pci_id = PciId(&d);
     out.push_back(std::move(n));
   }
-  // What the loader would refuse is not written: a port beyond 1..16, a rate no NIC has, a
-  // NUMA node beyond 0..1023, a bus id it cannot read or that two NICs share, a name twice.
+  // What the loader would refuse is not written: a port beyond its bound, a rate no NIC has, a
+  // NUMA node beyond its bound, a bus id it cannot read or that two NICs share, a name twice.
   std::set<std::string> names_seen, bus_seen;
   std::vector<DraftNic> kept;
   for (DraftNic& n : out) {
-    if (n.port < 1 || n.port > 16 || !(n.rate_gbps >= 0.001 && n.rate_gbps <= 100000) ||
+    if (n.port < 1 || n.port > inventory::kMaxNicPort || !(n.rate_gbps >= 0.001 && n.rate_gbps <= 100000) ||
         !names_seen.insert(n.name).second) {
       left_out.push_back(fmt::format("{}: port {}, rate {:g} Gb/s: not a NIC the inventory can hold; not written",
                                      n.name, n.port, n.rate_gbps));
       continue;
     }
-    if (n.numa && (*n.numa < 0 || *n.numa > 1023)) n.numa.reset();
+    if (n.numa && (*n.numa < 0 || *n.numa > inventory::kMaxNumaNode)) n.numa.reset();
     if (!n.pci.empty() && (names::CheckPciBusId(n.pci) || !bus_seen.insert(n.pci).second)) n.pci.clear();
     kept.push_back(std::move(n));
   }
@@ -218,12 +213,7 @@ std::optional<DraftCpu> CpuOf(const NodeFacts& f) {
       c.threads_per_core < 1 || c.threads_per_core > 8) {
     return std::nullopt;
   }
-  // The inventory's alphabet for a CPU model: letters, digits, spaces and ._-+@()/ (loader).
-  const std::string& m = f.cpu->model;
-  const bool ok = !m.empty() && m.size() <= 128 && std::all_of(m.begin(), m.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view(" ._-+@()/").find(ch) != std::string_view::npos;
-  });
-  if (ok) c.model = m;
+  if (!names::CheckCpuModel(f.cpu->model)) c.model = f.cpu->model;
   return c;
 }
 
@@ -249,7 +239,7 @@ std::string GpusPart(const std::optional<DraftGpus>& g) {
 std::string NicsPart(const std::vector<DraftNic>& nics) {
   std::string s;
   for (const DraftNic& n : nics) {
-    s += fmt::format("{} {} {} port {} {} {}@{} netdev {};", n.name, n.kind, Gbps(n.rate_gbps), n.port, n.pci_id,
+    s += fmt::format("{} {} {} port {} {} {}@{} netdev {};", n.name, n.kind, RateText(n.rate_gbps), n.port, n.pci_id,
                      n.pci, n.numa ? std::to_string(*n.numa) : "?", n.netdev);
   }
   return s.empty() ? "none" : s;
@@ -274,7 +264,7 @@ std::string Describe(Part p, const DraftProfile& a, const DraftProfile& b) {
         const DraftNic &x = a.nics[i], &y = b.nics[i];
         if (x.name != y.name) return fmt::format("NIC {} where {} has {}", x.name, b.name, y.name);
         if (x.rate_gbps != y.rate_gbps) {
-          return fmt::format("{} at {} where {} has {}", x.name, Gbps(x.rate_gbps), b.name, Gbps(y.rate_gbps));
+          return fmt::format("{} at {} where {} has {}", x.name, RateText(x.rate_gbps), b.name, RateText(y.rate_gbps));
         }
         if (x.kind != y.kind) return fmt::format("{} is {} where {} has {}", x.name, x.kind, b.name, y.kind);
         if (x.pci_id != y.pci_id) return fmt::format("{} is PCI id {} where {} has {}", x.name, x.pci_id, b.name, y.pci_id);
@@ -286,8 +276,8 @@ std::string Describe(Part p, const DraftProfile& a, const DraftProfile& b) {
       return "NICs differ";
     }
     case kNvme:
-      return fmt::format("{} NVMe drives of {} where {} has {} of {}", a.nvme_count, Size(a.nvme_size), b.name,
-                         b.nvme_count, Size(b.nvme_size));
+      return fmt::format("{} NVMe drives of {} where {} has {} of {}", a.nvme_count, DriveSizeText(a.nvme_size), b.name,
+                         b.nvme_count, DriveSizeText(b.nvme_size));
     case kCpu:
       if (!a.cpu || !b.cpu) return fmt::format("CPU {} where {}'s is {}", a.cpu ? "known" : "unknown", b.name, b.cpu ? "known" : "unknown");
       return fmt::format("CPU {} x {} cores x {} threads{} where {} has {} x {} x {}{}", a.cpu->sockets,
@@ -365,15 +355,6 @@ DraftVersion Majority(const std::vector<std::pair<std::string, std::string>>& se
   return v;
 }
 
-std::optional<int> LastNumber(std::string_view s) {
-  std::size_t end = s.size();
-  while (end > 0 && !std::isdigit(static_cast<unsigned char>(s[end - 1]))) --end;
-  std::size_t start = end;
-  while (start > 0 && std::isdigit(static_cast<unsigned char>(s[start - 1]))) --start;
-  if (start == end || end - start > 4) return std::nullopt;
-  return std::stoi(std::string(s.substr(start, end - start)));
-}
-
 }  // namespace
 
 Draft MakeDraft(std::span<const Gathered> gathered) {
@@ -425,7 +406,7 @@ Draft MakeDraft(std::span<const Gathered> gathered) {
     s.parts[kGpus] = GpusPart(p.gpus);
     s.parts[kNics] = NicsPart(p.nics);
     // Drives count by size class: 3.84 TB drives of two vendors differ by a few MB.
-    s.parts[kNvme] = fmt::format("{} x {}", p.nvme_count, Size(p.nvme_size));
+    s.parts[kNvme] = fmt::format("{} x {}", p.nvme_count, DriveSizeText(p.nvme_size));
     s.parts[kCpu] = p.cpu ? fmt::format("{}x{}x{} {}", p.cpu->sockets, p.cpu->cores_per_socket,
                                         p.cpu->threads_per_core, p.cpu->model)
                           : "unknown";
@@ -565,12 +546,34 @@ Draft MakeDraft(std::span<const Gathered> gathered) {
       // (a MAC port id: sonic-buildimage #11255), as cabling reads it (docs/cabling.md#names).
       const std::string& port_name =
           (nb.port_id_type == "ifname" || nb.port_id_type == "local") ? nb.port_id : nb.port_descr;
-      l.port = LastNumber(port_name);
+      l.port = model::PortFromName(port_name, "", inventory::kMaxSwitchPorts);
       if (!port_name.empty() && l.port_id != port_name) l.port_id += " (" + port_name + ")";
       out.links.push_back(std::move(l));
     }
   }
   return out;
+}
+
+namespace {
+
+// `v` with at most `decimals` places and no trailing zeros; fixed notation at any size.
+std::string Fixed(double v, int decimals) {
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RateText(double gbps) { return Fixed(gbps, 3) + "Gb/s"; }
+
+std::string DriveSizeText(std::uint64_t bytes) {
+  const double tb = static_cast<double>(bytes) / 1e12;
+  if (tb >= 1) return Fixed(std::floor(tb * 100) / 100, 2) + "TB";
+  return Fixed(std::floor(static_cast<double>(bytes) / 1e9 * 10) / 10, 1) + "GB";
 }
 
 }  // namespace gpuforge::facts

@@ -133,7 +133,7 @@ void Loader::LoadSwitches(const YAML::Node& n) {
       CheckWith(Get(e, "model"), names::CheckName, *m, "switch model");
       base.model = *m;
     }
-    auto ports = r_.Int(e, "ports", what, 1, 4096, true);
+    auto ports = r_.Int(e, "ports", what, 1, kMaxSwitchPorts, true);
     if (ports) base.ports = static_cast<int>(*ports);
     // An InfiniBand port number is 8 bits, 0 the switch's management port and 255 reserved
     // (IBA vol. 1, PortInfo LocalPortNum; infiniband-diags print no port above 254).

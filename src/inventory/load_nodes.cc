@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <map>
 #include <set>
 #include <string>
@@ -44,19 +43,6 @@ YAML::Node Merge(const YAML::Node& base, const YAML::Node& over, int depth = 0) 
   return out;
 }
 
-// Linux user names as useradd accepts them by default.
-std::optional<std::string> CheckUser(std::string_view u) {
-  bool ok = !u.empty() && u.size() <= 32 &&
-            (std::islower(static_cast<unsigned char>(u[0])) || u[0] == '_');
-  for (char c : u) {
-    ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-                c == '_' || c == '-');
-  }
-  if (ok) return std::nullopt;
-  return "a user name is lower-case letters, digits, '_' and '-', starting with a letter or '_', "
-         "at most 32 characters";
-}
-
 }  // namespace
 
 SshLayer Loader::LoadSsh(const YAML::Node& n, std::string_view what) {
@@ -64,7 +50,7 @@ SshLayer Loader::LoadSsh(const YAML::Node& n, std::string_view what) {
   if (!n.IsDefined() || n.IsNull()) return out;
   if (!r_.CheckMap(n, what, schema::kSsh)) return out;
   if (auto u = r_.Str(n, "user", what)) {
-    if (auto bad = CheckUser(*u)) {
+    if (auto bad = names::CheckUser(*u)) {
       r_.Error(Get(n, "user"), fmt::format("'user' in {} is '{}'; {}", what, *u, *bad));
     } else {
       out.user = *u;
@@ -77,32 +63,11 @@ SshLayer Loader::LoadSsh(const YAML::Node& n, std::string_view what) {
   }
   if (auto j = r_.Str(n, "jump", what)) {
     // [user@]host[:port]: every part reaches an ssh command line.
-    YAML::Node jn = Get(n, "jump");
-    std::string host = *j;
-    std::string jwhat = fmt::format("'jump' in {}", what);
-    bool ok = true;
-    if (auto at = host.find('@'); at != std::string::npos) {
-      if (auto bad = CheckUser(host.substr(0, at))) {
-        r_.Error(jn, fmt::format("{} is '{}': the part before '@' is not a user name; {}", jwhat, *j, *bad));
-        ok = false;
-      }
-      host = host.substr(at + 1);
+    if (auto bad = names::CheckJump(*j)) {
+      r_.Error(Get(n, "jump"), fmt::format("'jump' in {} is '{}': {}", what, *j, *bad));
+    } else {
+      out.jump = *j;
     }
-    if (auto colon = host.rfind(':'); colon != std::string::npos) {
-      std::string port = host.substr(colon + 1);
-      int v = 0;
-      auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-      if (ec != std::errc() || ptr != port.data() + port.size() || v < 1 || v > 65535) {
-        r_.Error(jn, fmt::format("{} is '{}': the port after ':' must be a number from 1 to 65535", jwhat, *j));
-        ok = false;
-      }
-      host = host.substr(0, colon);
-    }
-    if (auto bad = names::CheckHostname(host)) {
-      r_.Error(jn, fmt::format("{} is '{}': {}", jwhat, *j, *bad));
-      ok = false;
-    }
-    if (ok) out.jump = *j;
   }
   out.sudo = r_.Bool(n, "sudo", what);
   return out;

@@ -12,6 +12,7 @@
 
 #include "gpuforge/base/names.h"
 #include "gpuforge/base/text.h"
+#include "gpuforge/inventory/loader.h"
 #include "gpuforge/inventory/schema.h"
 #include "gpuforge/model/gpu_catalog.h"
 #include "inventory/sections.h"
@@ -34,7 +35,7 @@ std::vector<model::GpuSpec> Loader::LoadGpus(const YAML::Node& n, std::string_vi
     model::GpuSpec spec;
     spec.where = r_.Pos(g);
     auto model_name = r_.Str(g, "model", gwhat, true);
-    auto count = r_.Int(g, "count", gwhat, 0, 64, true);
+    auto count = r_.Int(g, "count", gwhat, 0, kMaxGpusPerNode, true);
     if (!model_name || !count) continue;
     CheckWith(Get(g, "model"), names::CheckName, *model_name, "GPU model");
     spec.model = *model_name;
@@ -82,7 +83,7 @@ std::vector<model::GpuSpec> Loader::LoadGpus(const YAML::Node& n, std::string_vi
     YAML::Node numa = Get(g, "numa");
     if (Has(g, "numa") && r_.CheckSeq(numa, fmt::format("'numa' in {}", gwhat))) {
       for (const YAML::Node& p : numa) {
-        auto v = r_.IntOf(p, "a NUMA node", 0, 1023);
+        auto v = r_.IntOf(p, "a NUMA node", 0, kMaxNumaNode);
         spec.numa_nodes.push_back(v ? static_cast<int>(*v) : 0);
       }
       if (spec.numa_nodes.size() != static_cast<std::size_t>(spec.count)) {
@@ -144,7 +145,7 @@ std::vector<model::NicSpec> Loader::LoadNics(const YAML::Node& n, std::string_vi
     base.where = r_.Pos(e);
     if (auto kind = r_.Choice(e, "kind", nwhat, {"infiniband", "roce", "ethernet"}, true)) base.kind = NetKindOf(*kind);
     if (auto rate = r_.Qty(e, "rate", nwhat, Dimension::kBandwidth, true)) base.rate_bytes_per_s = *rate;
-    if (auto port = r_.Int(e, "port", nwhat, 1, 16)) base.port = static_cast<int>(*port);
+    if (auto port = r_.Int(e, "port", nwhat, 1, kMaxNicPort)) base.port = static_cast<int>(*port);
     if (auto net = r_.Str(e, "network", nwhat)) {
       if (cluster_.FindNetwork(*net) == nullptr) {
         r_.Error(Get(e, "network"), fmt::format("NIC '{}' of {} is on network '{}', which is not defined under 'networks'{}",
@@ -160,7 +161,7 @@ std::vector<model::NicSpec> Loader::LoadNics(const YAML::Node& n, std::string_vi
         r_.Error(name_node, fmt::format("NIC '{}' appears twice in {}", nic.name, what));
       }
       if (!numas.empty()) {
-        if (auto v = r_.IntOf(numas[i], "'numa' of a NIC", 0, 1023)) nic.numa_node = static_cast<int>(*v);
+        if (auto v = r_.IntOf(numas[i], "'numa' of a NIC", 0, kMaxNumaNode)) nic.numa_node = static_cast<int>(*v);
       }
       if (!pcis.empty()) {
         if (auto s = r_.ScalarOf(pcis[i], "'pci' of a NIC")) {
@@ -195,12 +196,7 @@ std::optional<model::Profile> Loader::LoadProfile(const std::string& name, const
   if (Has(b, "cpu") && r_.CheckMap(cpu, cwhat, schema::kCpu)) {
     p.cpu.where = r_.Pos(cpu);
     if (auto m = r_.Str(cpu, "model", cwhat)) {
-      // Free text for people, but it still reaches config comments: keep it printable.
-      bool ok = m->size() <= 128;
-      for (char c : *m) {
-        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::string_view(" ._-+@()/").find(c) != std::string_view::npos);
-      }
-      if (!ok) r_.Error(Get(cpu, "model"), fmt::format("'model' in {} may hold letters, digits, spaces and ._-+@()/ only, at most 128 characters", cwhat));
+      if (auto bad = names::CheckCpuModel(*m)) r_.Error(Get(cpu, "model"), fmt::format("'model' in {}: {}", cwhat, *bad));
       p.cpu.model = *m;
     }
     if (auto v = r_.Int(cpu, "sockets", cwhat, 1, 16, true)) p.cpu.sockets = static_cast<int>(*v);
@@ -212,7 +208,7 @@ std::optional<model::Profile> Loader::LoadProfile(const std::string& name, const
   YAML::Node nvme = Get(b, "nvme");
   const std::string nwhat = fmt::format("nvme of {}", what);
   if (Has(b, "nvme") && r_.CheckMap(nvme, nwhat, schema::kNvme)) {
-    if (auto v = r_.Int(nvme, "count", nwhat, 0, 64, true)) p.nvme.count = static_cast<int>(*v);
+    if (auto v = r_.Int(nvme, "count", nwhat, 0, kMaxDrivesPerNode, true)) p.nvme.count = static_cast<int>(*v);
     if (auto v = r_.Qty(nvme, "size", nwhat, Dimension::kSize)) p.nvme.size_bytes = *v;
     if (auto v = r_.Qty(nvme, "read_bandwidth", nwhat, Dimension::kBandwidth)) p.nvme.read_bytes_per_s = *v;
     if (auto v = r_.Qty(nvme, "write_bandwidth", nwhat, Dimension::kBandwidth)) p.nvme.write_bytes_per_s = *v;

@@ -23,22 +23,6 @@ std::string C(std::string_view s, std::size_t max = 160) {
 // versions, bus ids, the CPU model's), none of which has '"' or '\'.
 std::string Q(std::string_view s) { return fmt::format("\"{}\"", s); }
 
-// Never in exponent form, which the loader's quantities do not read.
-std::string Gbps(double g) {
-  std::string s = fmt::format("{:.3f}", g);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s + "Gb/s";
-}
-
-std::string DriveSize(std::uint64_t bytes) {
-  // Drives are sold in decimal sizes (3.84 TB); three figures keep it readable, and the value
-  // rounds down so the inventory never claims more than a drive has.
-  const double tb = static_cast<double>(bytes) / 1e12;
-  if (tb >= 1) return fmt::format("{:g}TB", std::floor(tb * 100) / 100);
-  return fmt::format("{:g}GB", std::floor(static_cast<double>(bytes) / 1e9 * 10) / 10);
-}
-
 template <typename T, typename F>
 std::string List(const std::vector<T>& v, F f) {
   std::string s = "[";
@@ -95,13 +79,13 @@ void Profile(std::string& y, const facts::DraftProfile& p) {
     std::string models;
     for (const std::string& m : p.nvme_models) models += (models.empty() ? "; " : ", ") + C(m, 60);
     y += fmt::format("    nvme: {{count: {}, size: {}}}  # /sys/block/nvme*n*/size{}\n", p.nvme_count,
-                     DriveSize(p.nvme_size), models);
+                     facts::DriveSizeText(p.nvme_size), models);
     y += "    # TODO nvme read_bandwidth, write_bandwidth: from the drive's datasheet, or `validate --checks storage`.\n";
   }
   if (!p.nics.empty()) {
     y += "    nics:\n";
     for (const facts::DraftNic& n : p.nics) {
-      std::string fields = fmt::format("name: {}, kind: {}, rate: {}", n.name, n.kind, Gbps(n.rate_gbps));
+      std::string fields = fmt::format("name: {}, kind: {}, rate: {}", n.name, n.kind, facts::RateText(n.rate_gbps));
       if (n.kind != "ethernet") fields += fmt::format(", port: {}", n.port);
       if (!n.pci.empty()) fields += ", pci: " + Q(n.pci);
       if (n.numa) fields += fmt::format(", numa: {}", *n.numa);

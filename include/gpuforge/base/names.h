@@ -44,6 +44,20 @@ std::optional<std::string> CheckSafeValue(std::string_view s);
 // chars (no query strings, spaces or brackets: the URL is written into sources.list lines).
 std::optional<std::string> CheckUrl(std::string_view s);
 
+// Linux user names as useradd accepts them by default (NAME_REGEX in adduser.conf's
+// "[a-z_][a-z0-9_-]*", at most 32 characters): the SSH user of a node or a jump host.
+std::optional<std::string> CheckUser(std::string_view s);
+
+// An SSH jump host, `[user@]host[:port]`, as `ssh -J` reads it: OpenSSH misc.c
+// parse_user_host_port splits the user at the last '@' and the port at the first ':' (hpdelim),
+// so a bare IPv6 address cannot be a jump host; the host must be a host name or an IPv4 quad.
+std::optional<std::string> CheckJump(std::string_view s);
+
+// A CPU model as lscpu reports it and the inventory keeps it ("AMD EPYC 9654 96-Core
+// Processor"): letters, digits, spaces and ._-+@()/, 1..128 characters. Free text for people,
+// but it reaches config comments.
+std::optional<std::string> CheckCpuModel(std::string_view s);
+
 // Environment variable names: [A-Z_][A-Z0-9_]*.
 std::optional<std::string> CheckEnvName(std::string_view s);
 

@@ -109,4 +109,12 @@ struct Draft {
 // unreached with its error, never invented.
 Draft MakeDraft(std::span<const Gathered> gathered);
 
+// A NIC rate as the draft writes it ("400Gb/s", "53.125Gb/s"): never in exponent form, which
+// the inventory's quantities do not read.
+std::string RateText(double gbps);
+
+// A drive size in the decimal units drives are sold in ("3.84TB", "960GB"), rounded down so the
+// inventory never claims more than the drive has; never in exponent form.
+std::string DriveSizeText(std::uint64_t bytes);
+
 }  // namespace gpuforge::facts

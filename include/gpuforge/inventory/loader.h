@@ -17,6 +17,13 @@ namespace gpuforge::inventory {
 // The most nodes one inventory may declare; a hostlist typo must not take the controller down.
 inline constexpr std::size_t kMaxNodes = 65536;
 
+// A node's bounds the loader holds a profile to; `init` writes nothing beyond them.
+inline constexpr int kMaxGpusPerNode = 64;
+inline constexpr int kMaxDrivesPerNode = 64;
+inline constexpr int kMaxNicPort = 16;     // a NIC's port number, 1..kMaxNicPort
+inline constexpr int kMaxNumaNode = 1023;  // a NUMA node, 0..kMaxNumaNode
+inline constexpr int kMaxSwitchPorts = 4096;
+
 // The most YAML values (scalars, sequences, maps, aliases) one inventory may hold. The bytes cap
 // (64 MiB) alone let a 50 MB file of short scalars take ~4 GB and 48 s (#28 item 21): yaml-cpp
 // keeps about 460 bytes per value (1,000,000 one-character scalars: 460 MB resident). This

@@ -7,7 +7,6 @@
 #include "cli/commands.h"
 #include "cli/outputs.h"
 #include "cli/remote_options.h"
-#include "gpuforge/base/read_file.h"
 #include "gpuforge/facts/cabling.h"
 #include "gpuforge/facts/measure_fabric.h"
 #include "gpuforge/facts/saved.h"
@@ -54,9 +53,7 @@ Command CablingCommand() {
               RemoteFlags remote;
               double timeout_s = 180;
               std::string design;
-              std::string subnet_from;
-              std::string iblinkinfo;
-              std::string ibnetdiscover;
+              SubnetFlags subnet;
               std::string facts_dir;
               bool no_ssh = false;
               bool strict = false;
@@ -74,18 +71,9 @@ Command CablingCommand() {
                                       "instead of the inventory's links"),
                        Values::kFile)
                 ->option_text("FILE");
-            CompleteAs(app.add_option("--subnet-from", o->subnet_from,
-                                      "Run iblinkinfo and ibnetdiscover (infiniband-diags, as root) on NODE; default: "
-                                      "the first selected node with an InfiniBand NIC"),
-                       Values::kNodes)
-                ->option_text("NODE");
-            CompleteAs(app.add_option("--iblinkinfo", o->iblinkinfo,
-                                      "Read the subnet from saved `iblinkinfo` or `iblinkinfo --line` output"),
-                       Values::kFile)
-                ->option_text("FILE");
-            CompleteAs(app.add_option("--ibnetdiscover", o->ibnetdiscover, "Read the subnet from saved `ibnetdiscover` output"),
-                       Values::kFile)
-                ->option_text("FILE");
+            AddSubnetOptions(app, &o->subnet,
+                             "Run iblinkinfo and ibnetdiscover (infiniband-diags, as root) on NODE; default: "
+                             "the first selected node with an InfiniBand NIC");
             CompleteAs(app.add_option("--facts", o->facts_dir,
                                       "Read the nodes' facts from DIR (gpuforge facts --save DIR) instead of over SSH"),
                        Values::kDir)
@@ -125,23 +113,9 @@ Command CablingCommand() {
 
               facts::CablingInputs inputs;
               std::vector<std::string> problems;
-              for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{"--iblinkinfo", &o->iblinkinfo},
-                                               {"--ibnetdiscover", &o->ibnetdiscover}}) {
-                if (path->empty()) continue;
-                Result<std::string> text = base::ReadInputFile({*path, flag, facts::kMaxSubnetBytes});
-                if (!text) {
-                  ctx.Error(text.error().message);
-                  return static_cast<int>(kExitUsage);
-                }
-                Result<facts::IbSubnet> s = std::string_view(flag) == "--iblinkinfo"
-                                                ? facts::ParseIblinkinfo(*text, *path)
-                                                : facts::ParseIbnetdiscover(*text, *path);
-                if (!s) {
-                  ctx.Error(fmt::format("{}: {}", flag, s.error().message));
-                  return static_cast<int>(kExitUsage);
-                }
-                inputs.subnets.push_back(std::move(*s));
-              }
+              std::optional<std::vector<facts::IbSubnet>> saved_subnets = ReadSubnetFiles(ctx, o->subnet);
+              if (!saved_subnets) return static_cast<int>(kExitUsage);
+              inputs.subnets = std::move(*saved_subnets);
               std::vector<std::string> selected;
               for (const remote::Target& t : *targets) selected.push_back(t.node);
               if (!o->facts_dir.empty()) {
@@ -159,15 +133,15 @@ Command CablingCommand() {
               mo.timeout = std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000));
               mo.gather_nodes = ssh && o->facts_dir.empty();
               const bool want_subnet = ssh && inputs.subnets.empty() && DesignHasIb(*cluster, design);
-              if (!o->subnet_from.empty() && !ssh) {
+              if (!o->subnet.subnet_from.empty() && !ssh) {
                 ctx.Error("--subnet-from runs the subnet tools over SSH; drop --no-ssh, or give --iblinkinfo FILE");
                 return static_cast<int>(kExitUsage);
               }
-              if (want_subnet || !o->subnet_from.empty()) {
-                std::string node = o->subnet_from.empty() ? FirstIbNode(*cluster, *targets) : o->subnet_from;
+              if (want_subnet || !o->subnet.subnet_from.empty()) {
+                std::string node = o->subnet.subnet_from.empty() ? FirstIbNode(*cluster, *targets) : o->subnet.subnet_from;
                 const model::Node* n = node.empty() ? nullptr : cluster->FindNode(node);
-                if (!o->subnet_from.empty() && n == nullptr) {
-                  ctx.Error(fmt::format("--subnet-from: {} is not a node of {}", o->subnet_from, o->inventory));
+                if (!o->subnet.subnet_from.empty() && n == nullptr) {
+                  ctx.Error(fmt::format("--subnet-from: {} is not a node of {}", o->subnet.subnet_from, o->inventory));
                   return static_cast<int>(kExitUsage);
                 }
                 if (n != nullptr) {

@@ -21,6 +21,8 @@
 #include "gpuforge/base/text.h"
 #include "gpuforge/facts/collect.h"
 #include "gpuforge/facts/draft.h"
+#include "gpuforge/facts/fabric.h"
+#include "gpuforge/facts/measure_fabric.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/lint/lint.h"
 #include "gpuforge/report/facts_report.h"
@@ -41,6 +43,7 @@ struct InitOpts {
   bool sudo = false;
   double timeout_s = 180;
   std::string diff;
+  SubnetFlags subnet;
 };
 
 // The nodes to reach, as a cluster of bare nodes the remote layer resolves like any other.
@@ -186,13 +189,57 @@ int Init(Context& ctx, const InitOpts& o, const std::string& command_line) {
     return static_cast<int>(kExitUsage);
   }
 
+  // The subnet's view, from saved output (read before any node is asked) or from one node.
+  std::optional<std::vector<facts::IbSubnet>> saved_subnets = ReadSubnetFiles(ctx, opts.subnet);
+  if (!saved_subnets) return static_cast<int>(kExitUsage);
+  std::vector<facts::IbSubnet> subnets = std::move(*saved_subnets);
+  std::optional<remote::Target> subnet_node;
+  if (!opts.subnet.subnet_from.empty()) {
+    if (!subnets.empty()) {
+      ctx.Error("--subnet-from runs the subnet tools on a node; --iblinkinfo and --ibnetdiscover read them from files: give one or the other");
+      return static_cast<int>(kExitUsage);
+    }
+    for (const remote::Target& t : *targets) {
+      if (t.node == opts.subnet.subnet_from) subnet_node = t;
+    }
+    if (!subnet_node) {
+      ctx.Error(fmt::format("--subnet-from: {} is not one of --nodes", text::Quote(opts.subnet.subnet_from)));
+      return static_cast<int>(kExitUsage);
+    }
+  }
+
   bool interrupted = false;
   const facts::Collected collected = Gather(ctx, opts, *targets, *bare, /*check=*/false, &interrupted);
   if (interrupted) {
     ctx.Error("interrupted; nothing written");
     return static_cast<int>(kExitFindings);
   }
-  const facts::Draft draft = facts::MakeDraft(collected.gathered);
+  facts::Draft draft = facts::MakeDraft(collected.gathered);
+  std::vector<std::string> subnet_problems;
+  if (subnet_node) {
+    InterruptGuard interrupt;
+    ProgressBar bar(ctx, "init: subnet");
+    std::unique_ptr<remote::Connector> conn = MakeConnector(opts.remote);
+    facts::MeasureOptions mo;
+    mo.timeout = std::chrono::milliseconds(static_cast<long long>(opts.timeout_s * 1000));
+    mo.fanout = OneStepFanout(opts.remote, interrupt, bar);
+    mo.gather_nodes = false;
+    mo.subnet_node = *subnet_node;
+    facts::Measured m = facts::MeasureFabric(*conn, {}, *bare, mo);
+    bar.Clear();
+    if (interrupt.interrupted()) {
+      ctx.Error("interrupted; nothing written");
+      return static_cast<int>(kExitFindings);
+    }
+    subnets = std::move(m.inputs.subnets);
+    subnet_problems = std::move(m.problems);
+  }
+  facts::DraftSubnet(draft, collected.gathered, subnets);
+  if (!subnet_problems.empty()) {
+    if (!draft.fabric) draft.fabric.emplace();
+    draft.fabric->notes.insert(draft.fabric->notes.begin(), subnet_problems.begin(), subnet_problems.end());
+    for (const std::string& p : subnet_problems) ctx.Err(fmt::format("init: {}\n", text::OneLine(p)));
+  }
   if (draft.nodes.empty()) {
     for (const facts::Draft::Unreached& u : draft.unreached) ctx.Err(fmt::format("  {}: {}\n", u.node, text::OneLine(u.why)));
     ctx.Error(fmt::format("no node of {} answered; nothing written", names.size()));
@@ -242,7 +289,17 @@ int Init(Context& ctx, const InitOpts& o, const std::string& command_line) {
                         errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
                         shown == "<init>" ? "save it to a file and run gpuforge lint on it" : "gpuforge lint " + shown));
   }
-  return static_cast<int>(draft.unreached.empty() ? kExitOk : kExitFindings);
+  if (ctx.verbosity >= 0 && draft.fabric && !draft.fabric->cables.empty()) {
+    ctx.Err(fmt::format("init: the subnet ({}) gave {} switch{} and {} cable{}; {} note{} in the file\n",
+                        text::OneLine(draft.fabric->source), draft.fabric->switches.size(),
+                        draft.fabric->switches.size() == 1 ? "" : "es", draft.fabric->cables.size(),
+                        draft.fabric->cables.size() == 1 ? "" : "s", draft.fabric->notes.size(),
+                        draft.fabric->notes.size() == 1 ? "" : "s"));
+  }
+  // Asked for a subnet and got none: the file is written without it, and the run says so.
+  const bool subnet_missing = (subnet_node || !subnets.empty()) && (!draft.fabric || draft.fabric->cables.empty());
+  if (subnet_missing) ctx.Error("no cable of the subnet could be drafted (the reasons are in the file and above)");
+  return static_cast<int>(draft.unreached.empty() && !subnet_missing ? kExitOk : kExitFindings);
 }
 
 }  // namespace
@@ -273,6 +330,9 @@ Command InitCommand() {
             app.add_option("--timeout", o->timeout_s, "Seconds the gather script may run on each node (default 180)")
                 ->check(CLI::Range(1.0, 3600.0))
                 ->option_text("SECONDS");
+            AddSubnetOptions(app, &o->subnet,
+                             "Draft the InfiniBand switches and cables from iblinkinfo and ibnetdiscover "
+                             "(infiniband-diags, as root) run on NODE, one of --nodes");
             CompleteAs(app.add_option("--diff", o->diff,
                                       "Compare the live nodes with this existing inventory (facts --check) instead of drafting"),
                        Values::kInventory)

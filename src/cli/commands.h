@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "gpuforge/facts/fabric.h"
 #include "gpuforge/plan/file_plan.h"
 #include "gpuforge/plan/node_plan.h"
 #include "gpuforge/remote/target.h"
@@ -62,6 +63,17 @@ std::optional<render::Measured> LoadMeasured(Context& ctx, const model::Cluster&
 inline constexpr const char* kFactsDirHelp =
     "Facts saved by `gpuforge facts --save DIR`: the NCCL topology file and gres.conf's device files are rendered from "
     "what each node measured";
+// The InfiniBand subnet's view (cabling, init): run on a node, or read from saved output.
+struct SubnetFlags {
+  std::string subnet_from;    // --subnet-from NODE
+  std::string iblinkinfo;     // --iblinkinfo FILE
+  std::string ibnetdiscover;  // --ibnetdiscover FILE
+};
+// Adds --subnet-from (with `from_help`), --iblinkinfo and --ibnetdiscover.
+void AddSubnetOptions(CLI::App& app, SubnetFlags* flags, const std::string& from_help);
+// The saved views the flags name, iblinkinfo first, each parsed (facts/fabric.h). Prints the
+// error naming the flag and FILE:LINE and returns nullopt when one cannot be read or parsed.
+std::optional<std::vector<facts::IbSubnet>> ReadSubnetFiles(Context& ctx, const SubnetFlags& flags);
 // The agent binary to push (Part::kAgent): gpuforge-agent beside this binary, else itself.
 Result<plan::AgentBinary> LoadAgent();
 // --only: "" is everything; prints the error and returns nullopt for an unknown part.

@@ -90,6 +90,7 @@ void Profile(std::string& y, const facts::DraftProfile& p) {
       if (!n.pci.empty()) fields += ", pci: " + Q(n.pci);
       if (n.numa) fields += fmt::format(", numa: {}", *n.numa);
       if (!n.netdev.empty() && n.netdev != n.name) fields += ", netdev: " + n.netdev;
+      if (!n.network.empty()) fields += ", network: " + n.network;
       std::string note = C(n.rate_source);
       if (!n.pci_id.empty()) note += "; PCI id " + n.pci_id;
       if (!n.state.empty() && n.state != "ACTIVE") note += fmt::format("; port {}, so the rate may not be the link's", C(n.state, 20));
@@ -192,18 +193,55 @@ std::string InitYaml(const facts::Draft& d, const InitYamlOptions& o) {
   y += "  # TODO each entry's rack, and role where it is not compute (controller, login, storage):\n"
        "  # docs/inventory.md#nodes\n\n";
 
-  y += "# TODO networks: one per fabric, then name it in each NIC's `network` (docs/inventory.md#networksname).\n"
-       "# networks:\n#   ib: {role: compute, kind: infiniband, rate: 400Gb/s, topology: fat-tree}\n\n";
-  y += "# TODO switches: each leaf and spine with its ports (docs/inventory.md#switches).\n"
-       "# switches:\n#   - {name: \"leaf[1-4]\", tier: leaf, network: ib, ports: 64, port_rate: 400Gb/s}\n\n";
+  const std::optional<facts::DraftFabric>& fab = d.fabric;
+  const bool fabric = fab && !fab->cables.empty();
+  if (fabric) {
+    y += "networks:\n";
+    y += fmt::format("  {}: {{role: compute, kind: infiniband, rate: {}}}  # the subnet {} listed ({} cables)\n",
+                     fab->network, facts::RateText(fab->rate_gbps), C(fab->source, 80), fab->cables.size());
+    y += "  # TODO role (compute is a guess: a storage fabric is `storage`), topology, and the other networks:\n"
+         "  # docs/inventory.md#networksname\n\n";
+    y += "switches:\n";
+    for (const facts::DraftSwitch& sw : fab->switches) {
+      y += fmt::format("  # {}: {} ports listed, {} cabled; tier from its cables ({})\n",
+                       C(sw.desc.empty() ? sw.guid : sw.desc, 80), sw.ports, sw.cabled,
+                       sw.tier == "leaf" ? "to nodes" : sw.tier == "spine" ? "to leaves" : "to switches only");
+      std::string fields = fmt::format("name: {}", sw.name);
+      if (!sw.model.empty()) fields += ", model: " + sw.model;
+      fields += fmt::format(", tier: {}, network: {}, ports: {}, port_rate: {}", sw.tier, fab->network, sw.ports,
+                            facts::RateText(sw.port_rate_gbps));
+      if (!sw.guid.empty()) fields += ", aliases: [" + Q(sw.guid) + "]";
+      y += fmt::format("  - {{{}}}\n", fields);
+    }
+    y += "  # TODO Ethernet switches, and `ports` where a switch has more than the subnet listed (docs/inventory.md#switches)\n\n";
+    y += fmt::format("links:\n  # The subnet's cables ({}), one per line; `gpuforge cabling` checks the fabric against them.\n",
+                     C(fab->source, 80));
+    for (const facts::DraftCable& c : fab->cables) y += fmt::format("  - {{from: {}, to: {}}}\n", Q(c.from), Q(c.to));
+  } else {
+    y += "# TODO networks: one per fabric, then name it in each NIC's `network` (docs/inventory.md#networksname).\n"
+         "# networks:\n#   ib: {role: compute, kind: infiniband, rate: 400Gb/s, topology: fat-tree}\n\n";
+    y += "# TODO switches: each leaf and spine with its ports (docs/inventory.md#switches).\n"
+         "# switches:\n#   - {name: \"leaf[1-4]\", tier: leaf, network: ib, ports: 64, port_rate: 400Gb/s}\n\n";
+  }
+  if (fab) {
+    for (std::size_t i = 0; i < fab->notes.size() && i < 64; ++i) y += fmt::format("# note: {}\n", C(fab->notes[i], 300));
+    if (fab->notes.size() > 64) y += fmt::format("# note: and {} more like these\n", fab->notes.size() - 64);
+    if (!fab->notes.empty() && !fabric) y += "\n";
+  }
   if (d.links.empty()) {
-    y += "# TODO links: every cable, node NIC to switch port (docs/inventory.md#links); `gpuforge cabling`\n"
-         "# then checks the fabric against them. No node reported an LLDP neighbour on an inventory NIC.\n"
-         "# links:\n#   - {from: \"gpu001:mlx5_[0-7]\", to: \"leaf1:[1-8]\"}\n\n";
+    if (!fabric) {
+      y += "# TODO links: every cable, node NIC to switch port (docs/inventory.md#links); `gpuforge cabling`\n"
+           "# then checks the fabric against them. No node reported an LLDP neighbour on an inventory NIC, and\n"
+           "# no subnet was read (init --subnet-from NODE reads InfiniBand's).\n"
+           "# links:\n#   - {from: \"gpu001:mlx5_[0-7]\", to: \"leaf1:[1-8]\"}\n\n";
+    } else {
+      y += "\n";
+    }
   } else {
     y += "# TODO links: the LLDP neighbours the nodes reported (lldpctl), as cables. Uncomment them once\n"
          "# `switches:` declares each switch under the name below (or with it in `aliases`); a neighbour\n"
-         "# whose port name has no number is left for you to write (docs/cabling.md#names).\n# links:\n";
+         "# whose port name has no number is left for you to write (docs/cabling.md#names).\n";
+    if (!fabric) y += "# links:\n";
     for (const facts::DraftLink& l : d.links) {
       // Comment text only: the chassis and port names are a switch's, and checked by nothing yet.
       if (l.port) {

@@ -17,6 +17,8 @@ namespace {
 using test_support::RunCli;
 namespace fs = std::filesystem;
 
+std::string Fabric(const std::string& name) { return std::string(GPUFORGE_TEST_DATA_DIR) + "/fabric/" + name; }
+
 fs::path TempDir() {
   std::string t = (fs::temp_directory_path() / "gpuforge-init-XXXXXX").string();
   EXPECT_NE(::mkdtemp(t.data()), nullptr);
@@ -40,6 +42,12 @@ TEST(InitCli, RefusesWhatItCannotDraftBeforeAskingAnyNode) {
   refused({"--nodes", "gpu1", "--user", "Root;rm"}, "--user: ");
   refused({"--nodes", "gpu1", "--jump", "ops@bastion:99999"}, "--jump: ");
   refused({"--nodes", "gpu[1-2]", "--local"}, "--local: this machine stands for one node");
+  refused({"--nodes", "gpu1", "--subnet-from", "gpu2"}, "--subnet-from: 'gpu2' is not one of --nodes");
+  refused({"--nodes", "gpu1", "--subnet-from", "gpu1", "--iblinkinfo", Fabric("iblinkinfo/qdr-1switch-5hca.txt")},
+          "give one or the other");
+  refused({"--nodes", "gpu1", "--iblinkinfo", Fabric("iblinkinfo/constructed-truncated.txt")},
+          "--iblinkinfo: " + Fabric("iblinkinfo/constructed-truncated.txt") + ":4: ");
+  refused({"--nodes", "gpu1", "--ibnetdiscover", "/nonexistent/topo.txt"}, "/nonexistent/topo.txt");
 
   // An --out that exists in any form is refused and left as it was.
   const fs::path file = dir / "cluster.yaml";
@@ -80,6 +88,26 @@ TEST(InitCli, LocalDraftOfThisMachineLoads) {
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 1u);
+  fs::remove_all(dir);
+}
+
+// Saved subnet output with this machine as the node: its HCAs are no NIC of the draft (this
+// machine has none), so nothing is drafted from the subnet; the file is still written, each
+// HCA a note with its line, and the run says it drafted no cable (exit 1).
+TEST(InitCli, ASubnetWithNoDraftedNicIsNotesAndExitOne) {
+  const fs::path dir = TempDir();
+  const fs::path out = dir / "here.yaml";
+  const std::string links = Fabric("iblinkinfo/qdr-1switch-5hca.txt");
+  auto r = RunCli({"init", "--local", "--nodes", "here01", "--iblinkinfo", links, "--out", out.string()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("no cable of the subnet could be drafted"), std::string::npos) << r.err;
+  std::ifstream in(out);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_NE(s.str().find("# note: " + links + ":"), std::string::npos) << s.str();
+  EXPECT_NE(s.str().find("is on the subnet but is no InfiniBand NIC of a drafted node"), std::string::npos) << s.str();
+  inventory::LoadOutcome l = inventory::LoadFile(out.string());
+  EXPECT_TRUE(l.ok()) << l.FormatDiagnostics();
   fs::remove_all(dir);
 }
 

@@ -2,7 +2,8 @@
 // nvidia-smi prints eight recorded H200s; on one of them it prints seven, and a fifth host's
 // sshd is stopped. The draft groups the three alike, names the one that differs first, lists
 // the one not reached without inventing it, loads, and `facts --check` finds the majority as
-// the draft describes it. A second run refuses to overwrite; --diff compares instead.
+// the draft describes it. A second run refuses to overwrite; --diff compares instead; and
+// --subnet-from runs the subnet tools over SSH on the node it names.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -97,6 +98,34 @@ TEST_F(InitE2e, DraftsGroupedNamesTheOutlierAndListsTheUnreached) {
   testbed::CommandOutput diff = Gpuforge(fmt::format("init --diff {} --nodes tb04", out));
   EXPECT_EQ(diff.exit_code, 1) << diff.output;
   EXPECT_NE(diff.output.find("gpu.count"), std::string::npos) << diff.output;
+
+  // --subnet-from: the subnet tools run over SSH on that node. A stand-in iblinkinfo on tb01
+  // prints one switch cabled to two HCAs; these hosts have no InfiniBand NIC (their facts list
+  // none), so no cable is one init may draft: the file is still written, each HCA a note naming
+  // the line, ibnetdiscover's absence a note, and the run exits 1 saying so.
+  Out(0,
+      "printf '%s\\n' '#!/bin/sh' \"cat <<'X'\" "
+      "'0x98039b0300a00001 \"MF0;leaf01:MQM9700/U1\"  4    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>  "
+      "0x0002c90300010001     10    1[  ] \"tb01 mlx5_0\" ( )' "
+      "'0x98039b0300a00001 \"MF0;leaf01:MQM9700/U1\"  4    2[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>  "
+      "0x0002c90300020001     11    1[  ] \"tb02 mlx5_0\" ( )' X >/usr/local/sbin/iblinkinfo && "
+      "chmod 755 /usr/local/sbin/iblinkinfo");
+  const testbed::Host& tb01 = tb_->hosts()[0];
+  const std::string ib_out = dir + "/drafted-ib.yaml";
+  testbed::CommandOutput ib =
+      Gpuforge(fmt::format("init --nodes tb01 --addresses {} --user root --identity-file {} --subnet-from tb01 --out {}",
+                           tb01.address, tb_->paths().identity, ib_out));
+  EXPECT_EQ(ib.exit_code, 1) << ib.output;
+  EXPECT_NE(ib.output.find("no cable of the subnet could be drafted"), std::string::npos) << ib.output;
+  EXPECT_NE(ib.output.find("ibnetdiscover on tb01: not installed"), std::string::npos) << ib.output;
+  const std::string ib_yaml = Slurp(ib_out);
+  EXPECT_NE(ib_yaml.find("# note: iblinkinfo on tb01:1: 'tb01 mlx5_0' (0x0002c90300010001) is on the subnet but is no "
+                         "InfiniBand NIC of a drafted node"),
+            std::string::npos)
+      << ib_yaml;
+  EXPECT_NE(ib_yaml.find("# TODO switches:"), std::string::npos) << ib_yaml;
+  Ran ib_show = Sh(fmt::format("{} inventory show {} 2>&1 </dev/null", GPUFORGE_BINARY, ib_out));
+  EXPECT_EQ(ib_show.code, 0) << ib_show.out;
 }
 
 }  // namespace

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "gpuforge/facts/cabling.h"
+#include "gpuforge/facts/gather.h"
 #include "gpuforge/inventory/loader.h"
 #include "gpuforge/report/init_yaml.h"
 
@@ -218,6 +222,165 @@ TEST(MakeDraft, LldpNeighboursBecomeLinksOnInventoryNics) {
   EXPECT_EQ(d.links[0].port, 7);
   EXPECT_EQ(d.links[1].nic, "mlx5_1");
   EXPECT_EQ(d.links[1].port, 48);
+}
+
+// A node's HCA k: node GUID 0x0002c90300NNKK00, port 1's GUID one more (iblinkinfo prints the port's).
+std::string HcaGuid(int node, int k, int plus = 0) { return fmt::format("0x0002c90300{:02x}{:02x}{:02x}", node, k, plus); }
+
+std::vector<Gathered> NodesWithGuids(int n) {
+  return Nodes(n, [](int i, NodeFacts& f) {
+    for (std::size_t k = 0; k < f.ib.size(); ++k) {
+      f.ib[k].node_guid = HcaGuid(i, static_cast<int>(k));
+      f.ib[k].ports[0].port_guid = HcaGuid(i, static_cast<int>(k), 1);
+    }
+  });
+}
+
+// One `iblinkinfo --line` line from the switch's side.
+std::string LineOf(std::string_view sw_guid, std::string_view sw_desc, int port, std::string_view peer_guid,
+                   std::string_view peer_desc, int peer_port) {
+  return fmt::format("{} \"{:>30}\"      4 {:4}[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>  {}     10 {:4}[  ] \"{}\" ( )\n",
+                     sw_guid, sw_desc, port, peer_guid, peer_port, peer_desc);
+}
+
+// Four H200 nodes, rails 0-1 on leaf-a and 2-3 on an unnamed leaf, both up to one spine; a
+// storage host no node drafted; port 40 of leaf-a listed down.
+std::string FourNodeSubnet() {
+  const std::string a = "0x98039b0300a00001", b = "0x98039b0300b00002", sp = "0x98039b0300c00003";
+  const std::string a_desc = "MF0;leaf-a:MQM9700/U1", b_desc = "Quantum Mellanox Technologies",
+                    sp_desc = "MF0;spine-1:MQM9700/U1";
+  std::string t;
+  for (int i = 1; i <= 4; ++i) {
+    for (int k = 0; k < 4; ++k) {
+      const bool on_a = k < 2;
+      t += LineOf(on_a ? a : b, on_a ? a_desc : b_desc, (i - 1) * 2 + k % 2 + 1, HcaGuid(i, k, 1),
+                  fmt::format("gpu{:03} mlx5_{}", i, k), 1);
+    }
+  }
+  t += LineOf(a, a_desc, 9, sp, sp_desc, 1);
+  t += LineOf(b, b_desc, 9, sp, sp_desc, 2);
+  t += LineOf(sp, sp_desc, 1, a, a_desc, 9);
+  t += LineOf(sp, sp_desc, 2, b, b_desc, 9);
+  t += LineOf(b, b_desc, 12, "0x0002c90300ff0001", "stor01 mlx5_0", 1);
+  t += fmt::format("{} \"{:>30}\"      4   40[  ] ==(                Down/ Polling)==>                             [  ] \"\" ( )\n", a,
+                   a_desc);
+  return t;
+}
+
+TEST(DraftSubnet, SwitchesAndCablesFromTheSubnetLoadAsTheDesign) {
+  const std::vector<Gathered> g = NodesWithGuids(4);
+  Draft d = MakeDraft(g);
+  Result<IbSubnet> s = ParseIblinkinfo(FourNodeSubnet(), "iblinkinfo on gpu001");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  DraftSubnet(d, g, std::span(&*s, 1));
+  ASSERT_TRUE(d.fabric);
+  const DraftFabric& f = *d.fabric;
+  ASSERT_EQ(f.switches.size(), 3u);
+  // The managed switch by its own host name and model; the unnamed one by its GUID's tail.
+  EXPECT_EQ(f.switches[0].name, "ibsw-b00002");
+  EXPECT_EQ(f.switches[0].tier, "leaf");
+  EXPECT_EQ(f.switches[1].name, "leaf-a");
+  EXPECT_EQ(f.switches[1].model, "MQM9700");
+  EXPECT_EQ(f.switches[1].guid, "0x98039b0300a00001");
+  EXPECT_EQ(f.switches[1].ports, 40);
+  EXPECT_EQ(f.switches[1].cabled, 9);
+  EXPECT_EQ(f.switches[1].port_rate_gbps, 400);
+  EXPECT_EQ(f.switches[2].name, "spine-1");
+  EXPECT_EQ(f.switches[2].tier, "spine");
+  // 16 node cables, each once though iblinkinfo lists each cable from both of its ends where
+  // both are switches; then 2 uplinks.
+  ASSERT_EQ(f.cables.size(), 18u);
+  EXPECT_EQ(f.cables[0].from, "gpu001:mlx5_0");
+  EXPECT_EQ(f.cables[0].to, "leaf-a:1");
+  EXPECT_EQ(f.cables[3].from, "gpu001:mlx5_3");
+  EXPECT_EQ(f.cables[3].to, "ibsw-b00002:2");
+  EXPECT_EQ(f.cables[16].from, "ibsw-b00002:9");
+  EXPECT_EQ(f.cables[16].to, "spine-1:2");
+  EXPECT_EQ(f.cables[17].from, "leaf-a:9");
+  EXPECT_EQ(f.rate_gbps, 400);
+  ASSERT_EQ(f.notes.size(), 1u);
+  EXPECT_NE(f.notes[0].find("'stor01 mlx5_0' (0x0002c90300ff0001) is on the subnet but is no InfiniBand NIC"),
+            std::string::npos)
+      << f.notes[0];
+  EXPECT_EQ(d.profiles[0].nics[0].network, "ib");
+
+  report::InitYamlOptions o;
+  o.generated_by = "gpuforge init --nodes gpu[001-004] --subnet-from gpu001";
+  o.generated_at = "2026-12-06T23:00:00Z";
+  const std::string yaml = report::InitYaml(d, o);
+  inventory::LoadOutcome l = inventory::LoadString(yaml, "draft.yaml");
+  ASSERT_TRUE(l.ok()) << l.FormatDiagnostics() << "\n" << yaml;
+  EXPECT_EQ(l.cluster->links.size(), 18u);
+  ASSERT_NE(l.cluster->FindSwitch("leaf-a"), nullptr);
+  EXPECT_EQ(l.cluster->FindSwitch("leaf-a")->ports, 40);
+  EXPECT_NE(yaml.find("  - {from: \"gpu004:mlx5_3\", to: \"ibsw-b00002:8\"}\n"), std::string::npos) << yaml;
+
+  // The design drafted from a subnet is that subnet: cabling finds every cable OK.
+  CablingInputs in;
+  in.subnets.push_back(*s);
+  for (const Gathered& x : g) in.nodes.push_back(*x.facts);
+  const CablingResult r = CheckCabling(*l.cluster, l.cluster->links, in);
+  ASSERT_EQ(r.cables.size(), 18u);
+  for (std::size_t i = 0; i < 18; ++i) EXPECT_EQ(r.cables[i].state, CableState::kOk) << i;
+  EXPECT_FALSE(r.Miswired());
+}
+
+// What a subnet tool prints is hostile: an end listed with two peers is written for neither, a
+// host cabled to a host is no inventory link, and a name the inventory refuses is replaced. The
+// draft still loads.
+TEST(DraftSubnet, WhatTheInventoryCannotHoldIsANoteNotALink) {
+  const std::vector<Gathered> g = NodesWithGuids(2);
+  Draft d = MakeDraft(g);
+  const std::string a = "0x98039b0300a00001";
+  std::string t;
+  t += LineOf(a, "leaf;$(reboot)", 1, HcaGuid(1, 0, 1), "gpu001 mlx5_0", 1);
+  t += LineOf(a, "leaf;$(reboot)", 2, HcaGuid(1, 0, 1), "gpu001 mlx5_0", 1);  // the same NIC on a second port
+  t += LineOf(a, "leaf;$(reboot)", 3, HcaGuid(2, 0, 1), "gpu002 mlx5_0", 1);
+  t += fmt::format("{} \"gpu002 mlx5_1\"     12    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>  {}     13    1[  ] "
+                   "\"gpu001 mlx5_1\" ( )\n",
+                   HcaGuid(2, 1, 1), HcaGuid(1, 1, 1));
+  Result<IbSubnet> s = ParseIblinkinfo(t, "saved.txt");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  DraftSubnet(d, g, std::span(&*s, 1));
+  ASSERT_TRUE(d.fabric);
+  ASSERT_EQ(d.fabric->cables.size(), 1u);
+  EXPECT_EQ(d.fabric->cables[0].from, "gpu002:mlx5_0");
+  EXPECT_EQ(d.fabric->cables[0].to, "ibsw-a00001:3");
+  std::string notes;
+  for (const std::string& n : d.fabric->notes) notes += n + "\n";
+  EXPECT_NE(notes.find("gpu001:mlx5_0 is listed with two peers"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("is cabled to 'gpu001 mlx5_1' (0x0002c90300010101) port 1, host to host"), std::string::npos)
+      << notes;
+  report::InitYamlOptions o;
+  const std::string yaml = report::InitYaml(d, o);
+  inventory::LoadOutcome l = inventory::LoadString(yaml, "draft.yaml");
+  ASSERT_TRUE(l.ok()) << l.FormatDiagnostics() << "\n" << yaml;
+  EXPECT_EQ(yaml.find("$(reboot)\n"), std::string::npos);
+  EXPECT_EQ(l.cluster->links.size(), 1u);
+}
+
+// The fuzz target's seed for the subnet path (tests/fuzz/corpus/fuzz_init_draft/ib-subnet)
+// must reach it: two nodes' gather output and a subnet cabling their mlx5_0 to a leaf with a
+// spine above, read the way fuzz_init_draft reads it. Were the seed to stop drafting cables,
+// the fuzzing would stop testing them without a word.
+TEST(DraftSubnet, TheFuzzSeedDraftsItsCables) {
+  std::ifstream in(std::string(GPUFORGE_SOURCE_DIR) + "/tests/fuzz/corpus/fuzz_init_draft/ib-subnet");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const std::size_t at = text.find("\n@@subnet@@\n");
+  ASSERT_NE(at, std::string::npos);
+  std::vector<Gathered> g;
+  for (const char* node : {"gpu01", "gpu02"}) g.push_back({node, ParseGather(node, text.substr(0, at + 1))});
+  Draft d = MakeDraft(g);
+  Result<IbSubnet> s = ParseIblinkinfo(text.substr(at + 12), "subnet");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  DraftSubnet(d, g, std::span(&*s, 1));
+  ASSERT_TRUE(d.fabric);
+  std::string notes;
+  for (const std::string& n : d.fabric->notes) notes += n + "\n";
+  EXPECT_EQ(d.fabric->cables.size(), 3u) << notes;
+  EXPECT_EQ(d.fabric->switches.size(), 2u) << notes;
 }
 
 // The written draft loads as it is, and the nodes it was drafted from show no drift against

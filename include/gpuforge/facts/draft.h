@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpuforge/facts/drift.h"
+#include "gpuforge/facts/fabric.h"
 
 namespace gpuforge::facts {
 
@@ -41,6 +42,7 @@ struct DraftNic {
   std::optional<int> numa;
   std::string netdev;       // "" when none
   std::string pci_id;       // "15b3:1021" (vendor:device), "" when not known
+  std::string network;      // the network the draft puts it on ("ib", when the subnet lists it); ""
 };
 
 struct DraftCpu {
@@ -88,6 +90,36 @@ struct DraftLink {
   std::optional<int> port;  // the last number in the port name, when there is one
 };
 
+// A switch the subnet tools listed (#33 with #31's parsers), as the draft declares it.
+struct DraftSwitch {
+  std::string name;   // the description's host name where the inventory accepts it, else "ibsw-" and the GUID's tail
+  std::string guid;   // node GUID ("0x" + 16 hex), written as an alias so cabling finds it; "" when not printed
+  std::string desc;   // the node description as reported (a comment only)
+  std::string model;  // from a "MF0;NAME:MODEL/U1" description, when the inventory accepts it; ""
+  std::string tier;   // "leaf" (cabled to a node), "spine" (to a leaf), "core" (to switches only)
+  int ports = 0;      // the highest port number the tool listed
+  int cabled = 0;     // ports with a peer
+  double port_rate_gbps = 0;  // the fastest rate an active port runs at; the fabric's when none
+};
+
+// One cable the subnet listed, between a drafted node's NIC and a switch port, or two switches.
+struct DraftCable {
+  std::string from, to;  // link ends: "gpu001:mlx5_0", "leaf01:7"
+  std::string where;     // "iblinkinfo on gpu001:17": the line it was read from
+};
+
+// The InfiniBand fabric from one subnet view: a network, its switches and cables, and what was
+// seen but not written (a device no drafted node owns, a port listed twice, a switch beyond
+// 254 ports) with the line it came from.
+struct DraftFabric {
+  std::string source;       // "iblinkinfo on gpu001"
+  std::string network = "ib";
+  double rate_gbps = 0;     // the rate most of its drafted NICs report
+  std::vector<DraftSwitch> switches;  // leaves, then spines, then core; by name within a tier
+  std::vector<DraftCable> cables;     // node cables in node order, then switch cables
+  std::vector<std::string> notes;
+};
+
 struct Draft {
   std::vector<DraftProfile> profiles;  // larger groups first; each outlier after the profile it differs from
   struct Node {
@@ -102,12 +134,20 @@ struct Draft {
   std::vector<Unreached> unreached;
   DraftSoftware software;
   std::vector<DraftLink> links;
+  std::optional<DraftFabric> fabric;  // with DraftSubnet
   std::vector<std::string> notes;
 };
 
 // The draft from every node's facts, in the order given; a node without facts is listed as
 // unreached with its error, never invented.
 Draft MakeDraft(std::span<const Gathered> gathered);
+
+// The InfiniBand fabric from the subnet tools' views (iblinkinfo first; ibnetdiscover, when
+// both are given, is cross-checked and each difference noted): each switch, and each cable
+// whose ends are a switch port and either a NIC of a drafted node (by the HCA's port or node
+// GUID from the node's facts, else rdma-ndd's "HOST DEVICE" description) or another switch.
+// The NICs cabled are put on the fabric's network. Does nothing without a view.
+void DraftSubnet(Draft& d, std::span<const Gathered> gathered, std::span<const IbSubnet> subnets);
 
 // A NIC rate as the draft writes it ("400Gb/s", "53.125Gb/s"): never in exponent form, which
 // the inventory's quantities do not read.

@@ -258,7 +258,8 @@ std::string Describe(Part p, const DraftProfile& a, const DraftProfile& b) {
     }
     case kNics: {
       if (a.nics.size() != b.nics.size()) {
-        return fmt::format("{} NICs where {} has {}", a.nics.size(), b.name, b.nics.size());
+        return fmt::format("{} NIC{} where {} has {}", a.nics.size(), a.nics.size() == 1 ? "" : "s", b.name,
+                           b.nics.size());
       }
       for (std::size_t i = 0; i < a.nics.size(); ++i) {
         const DraftNic &x = a.nics[i], &y = b.nics[i];

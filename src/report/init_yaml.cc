@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -96,7 +97,11 @@ void Profile(std::string& y, const facts::DraftProfile& p) {
       if (!n.state.empty() && n.state != "ACTIVE") note += fmt::format("; port {}, so the rate may not be the link's", C(n.state, 20));
       y += fmt::format("      - {{{}}}  # {}\n", fields, note);
     }
-    y += "      # TODO each NIC's network (and rail, on a rail-optimized fabric): docs/inventory.md#profilesnamenics\n";
+    const bool all_networked =
+        std::all_of(p.nics.begin(), p.nics.end(), [](const facts::DraftNic& n) { return !n.network.empty(); });
+    y += all_networked
+             ? "      # TODO each NIC's rail, on a rail-optimized fabric: docs/inventory.md#profilesnamenics\n"
+             : "      # TODO each NIC's network (and rail, on a rail-optimized fabric): docs/inventory.md#profilesnamenics\n";
   }
   for (const std::string& l : p.left_out) y += fmt::format("    # note: {}\n", C(l, 240));
   y += "    # TODO power: {max: ...} or {other: ...} if the default (300 W per GPU besides the GPUs) is wrong\n";
@@ -197,8 +202,9 @@ std::string InitYaml(const facts::Draft& d, const InitYamlOptions& o) {
   const bool fabric = fab && !fab->cables.empty();
   if (fabric) {
     y += "networks:\n";
-    y += fmt::format("  {}: {{role: compute, kind: infiniband, rate: {}}}  # the subnet {} listed ({} cables)\n",
-                     fab->network, facts::RateText(fab->rate_gbps), C(fab->source, 80), fab->cables.size());
+    y += fmt::format("  {}: {{role: compute, kind: infiniband, rate: {}}}  # the subnet {} listed ({} cable{})\n",
+                     fab->network, facts::RateText(fab->rate_gbps), C(fab->source, 80), fab->cables.size(),
+                     fab->cables.size() == 1 ? "" : "s");
     y += "  # TODO role (compute is a guess: a storage fabric is `storage`), topology, and the other networks:\n"
          "  # docs/inventory.md#networksname\n\n";
     y += "switches:\n";

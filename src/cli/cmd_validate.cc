@@ -1,18 +1,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "cli/commands.h"
 #include "cli/outputs.h"
 #include "cli/remote_options.h"
 #include "gpuforge/report/baseline.h"
+#include "gpuforge/report/isolate_report.h"
 #include "gpuforge/report/junit.h"
 #include "gpuforge/report/validate_report.h"
 #include "gpuforge/validate/drain.h"
 #include "gpuforge/validate/health.h"
+#include "gpuforge/validate/isolate_run.h"
 #include "gpuforge/validate/prepare.h"
 #include "gpuforge/validate/runner.h"
 
@@ -53,6 +57,8 @@ Command ValidateCommand() {
               bool health = false;
               bool drain_failed = false;
               bool resume_passed = false;
+              bool isolate = false;
+              std::string seed;
             };
             auto o = std::make_shared<Opts>();
             CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
@@ -70,6 +76,11 @@ Command ValidateCommand() {
                          "Slurm: drain every node that failed, Reason \"gpuforge: CODE CHECK ENTITY\"");
             app.add_flag("--resume-passed", o->resume_passed,
                          "Slurm: resume nodes that passed and that gpuforge drained (never another's drain)");
+            app.add_flag("--isolate", o->isolate,
+                         "Find the bad node or link: rounds of seeded random pairs, suspects retested with two "
+                         "known-good nodes, a verdict per node (docs/validate.md#isolation); tcp.bandwidth pairs");
+            app.add_option("--seed", o->seed, "With --isolate: the pairing's seed (a run prints its own; default random)")
+                ->option_text("N");
             app.add_option("--retries", o->retries, "Attempts for performance checks; the first good one counts (default 3)")
                 ->check(CLI::Range(1, 20));
             app.add_option("--timeout", o->timeout_s, "Seconds each check may run (default: the check's own)")
@@ -100,6 +111,39 @@ Command ValidateCommand() {
                                       o->inventory, model::ToString(cluster->software.scheduler.kind)));
                 return static_cast<int>(kExitUsage);
               }
+              if (!o->seed.empty() && !o->isolate) {
+                ctx.Error("--seed orders the pairs of --isolate; give --isolate too");
+                return static_cast<int>(kExitUsage);
+              }
+              if (o->isolate) {
+                if (o->health || o->resume_passed || !o->outputs.junit.empty() || !o->outputs.prometheus.empty() ||
+                    !o->outputs.report.empty() || !o->outputs.save_results.empty() || !o->outputs.baseline.empty()) {
+                  ctx.Error("--isolate writes its own report: --health, --resume-passed, --junit, --prometheus, --report, "
+                            "--save-results and --baseline do not apply to it yet");
+                  return static_cast<int>(kExitUsage);
+                }
+                for (const std::string& k : o->checks) {
+                  if (k != "tcp" && k != "tcp.bandwidth") {
+                    ctx.Error(fmt::format("--isolate runs tcp.bandwidth pairs; --checks {} is not one it can run yet "
+                                          "(NCCL and RDMA pairs are the next step of #32)", k));
+                    return static_cast<int>(kExitUsage);
+                  }
+                }
+                o->checks = {"tcp.bandwidth"};
+              }
+              std::uint64_t seed = 0;
+              if (o->isolate) {
+                if (o->seed.empty()) {
+                  seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+                } else {
+                  Result<std::uint64_t> parsed = validate::ParseSeed(o->seed);
+                  if (!parsed.ok()) {
+                    ctx.Error(parsed.error().message);
+                    return static_cast<int>(kExitUsage);
+                  }
+                  seed = *parsed;
+                }
+              }
               Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {o->checks, o->health, "", o->params});
               if (!setup.ok()) {
                 ctx.Error(setup.error().message);
@@ -123,6 +167,61 @@ Command ValidateCommand() {
               }
 
               InterruptGuard interrupt;
+              if (o->isolate) {
+                if (!agent) {
+                  ctx.Error("--isolate found no pair to run: fewer than two selected nodes share a storage or "
+                            "control network");
+                  return static_cast<int>(kExitUsage);
+                }
+                std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
+                validate::IsolateRunOptions io;
+                io.seed = seed;
+                io.timeout_s = o->timeout_s;
+                io.cancel = interrupt.flag();
+                io.fanout = o->remote.fanout;
+                ctx.Err(fmt::format("validate --isolate: seed {}\n", seed));
+                Result<validate::IsolationResult> iso = validate::RunIsolation(
+                    *connector, *targets, *cluster, setup->thresholds, *vplan, *agent, io);
+                if (!iso.ok()) {
+                  ctx.Error(iso.error().message);
+                  return static_cast<int>(kExitUsage);
+                }
+                std::optional<validate::DrainResult> drained;
+                if (o->drain_failed) {
+                  const std::string& name = o->remote.local ? "this machine" : cluster->software.scheduler.controller;
+                  validate::SlurmActions acted =
+                      validate::ActInSlurm(*connector, SlurmController(ctx, *cluster, o->remote), name, *cluster,
+                                           iso->verdicts, {true, false, o->strict});
+                  if (!acted.connect_error.empty()) ctx.Err(fmt::format("validate: slurm: {}\n", acted.connect_error));
+                  drained = std::move(acted.drain);
+                }
+                if (o->format == Format::kJson) {
+                  nlohmann::ordered_json j = report::ValidateJson(cluster->name, iso->verdicts, o->strict);
+                  j["isolation"] = report::IsolationJson(*iso);
+                  if (drained) j["slurm"] = validate::DrainJson(*drained);
+                  ctx.OutJson(j);
+                } else if (o->format == Format::kJunit) {
+                  report::RunInfo iinfo{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, o->strict};
+                  ctx.Out(report::ValidateJunit(iinfo, iso->verdicts));
+                } else {
+                  ctx.Out(ctx.out_style.Bold(fmt::format("gpuforge validate --isolate: {} ({} node{})\n\n",
+                                                         cluster->name, targets->size(),
+                                                         targets->size() == 1 ? "" : "s")));
+                  ctx.Out(report::IsolationText(*iso, ctx.out_style));
+                  ctx.Out("\nVerdict: " + report::ValidateSummary(iso->verdicts, o->strict) + "\n");
+                  if (drained) ctx.Out("\n" + validate::DrainText(*drained));
+                }
+                // Not one node judged (every run failed, or no rule applied) is not a quiet SKIP:
+                // the operator asked which node is bad and got no answer.
+                if (std::none_of(iso->node_verdicts.begin(), iso->node_verdicts.end(), [](const auto& v) {
+                      return v.verdict != validate::isolate::Verdict::kUnjudged &&
+                             v.verdict != validate::isolate::Verdict::kCouldNotRun;
+                    })) {
+                  ctx.Error("--isolate could judge no node (the reasons are above)");
+                  return static_cast<int>(kExitUsage);  // validate's 2: a check could not run
+                }
+                return validate::ExitCode(iso->verdicts, o->strict);
+              }
               ProgressBar bar(ctx, "validate");
               std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
               report::RunInfo info{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, o->strict};

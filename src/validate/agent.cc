@@ -149,3 +149,18 @@ std::string VerifiedAgentCommand(const AgentOnNode& agent, const PlannedRun& run
 }
 
 }  // namespace gpuforge::validate
+
+namespace gpuforge::validate {
+
+void RemovePushedAgents(remote::Fleet& fleet, std::span<const AgentOnNode> agents) {
+  fleet.Each([&](std::size_t i, remote::Session& s) {
+    if (i >= agents.size() || agents[i].empty() || agents[i].path == plan::kAgentPath) return true;
+    remote::ExecOptions eo;
+    eo.sudo = s.target().sudo;
+    eo.timeout = std::chrono::seconds(30);
+    (void)s.Exec(RemovePushedAgentScript(agents[i].path), eo);
+    return true;
+  });
+}
+
+}  // namespace gpuforge::validate

@@ -181,14 +181,7 @@ std::vector<Verdict> RunPlan(remote::Connector& connector, std::span<const remot
   // What validate pushed goes when the run ends (even after Ctrl-C): nothing of it is left to
   // trust later, and a machine running validate on itself keeps no copy. `gpuforge apply --only
   // agent` installs the managed one, which stays, when repeated runs should not push.
-  fleet.Each([&](std::size_t i, remote::Session& s) {
-    if (agents[i].empty() || agents[i].path == plan::kAgentPath) return true;
-    remote::ExecOptions eo;
-    eo.sudo = s.target().sudo;
-    eo.timeout = std::chrono::seconds(30);
-    (void)s.Exec(RemovePushedAgentScript(agents[i].path), eo);
-    return true;
-  });
+  RemovePushedAgents(fleet, agents);
   fleet.Close();
 
   // In order: per node as planned (facts first), then pairs, then what could not run, then what

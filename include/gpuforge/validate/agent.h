@@ -9,11 +9,13 @@
 // copy between the digest check and the exec), and every exec re-checks owner, mode and SHA-256
 // in the same shell invocation that execs it.
 
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/plan/node_plan.h"
+#include "gpuforge/remote/fanout.h"
 #include "gpuforge/remote/session.h"
 #include "gpuforge/validate/validate.h"
 
@@ -60,6 +62,10 @@ std::string VerifiedAgentCommand(const AgentOnNode& agent, const PlannedRun& run
 // Removes a pushed agent, and its directory when that is left empty: validate does so when its
 // run ends.
 std::string RemovePushedAgentScript(std::string_view path);
+
+// Runs RemovePushedAgentScript on every node of `fleet` whose agent (by index) was pushed by
+// this run rather than installed by apply; errors ignored (the run's verdicts stand).
+void RemovePushedAgents(remote::Fleet& fleet, std::span<const AgentOnNode> agents);
 
 // The shell test, for one file, that the guard and EnsureAgent share: true when FILE (a shell
 // word) and its directory are safe to exec from as the running user.

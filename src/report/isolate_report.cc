@@ -38,6 +38,7 @@ std::string RunLine(const validate::IsolationResult& r, const isolate::RunRecord
   line += fmt::format("{} {}", Num(k.figures.values.empty() ? std::nullopt : k.figures.values[0]), r.unit);
   if (!k.ratio.empty() && k.ratio[0]) line += fmt::format(", {:.2f} x median", *k.ratio[0]);
   if (k.low) line += " " + s.Red("LOW");
+  if (!k.figures.why.empty()) line += " (" + s.Safe(k.figures.why) + ")";
   return line;
 }
 
@@ -129,7 +130,7 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
     const std::optional<double> ratio = k.ratio.empty() ? std::nullopt : k.ratio[0];
     x["ratio"] = ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
     x["low"] = k.low;
-    if (!k.figures.ran) x["why"] = k.figures.why;
+    if (!k.figures.why.empty()) x["why"] = k.figures.why;
     runs.push_back(std::move(x));
   }
   j["runs"] = std::move(runs);

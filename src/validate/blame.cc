@@ -18,11 +18,14 @@ bool WaitsOnOthers(std::string_view code) {
   // before its part); tcp.timeout: nothing on the socket (src/probe/tcp.cc); sys.connect_failed:
   // the peer never listened; rdma.peer_*: the peer's writes stopped (src/probe/rdma); nccl.error:
   // NCCL's asynchronous error on the survivors when a member dies; group.member_unavailable and
-  // pair.peer_unavailable: the controller's own SKIPs for a peer without an agent.
-  static constexpr std::array<std::string_view, 8> kWaiting = {
+  // pair.peer_unavailable: the controller's own SKIPs for a peer without an agent;
+  // probe.cancelled: a member the controller stopped because another ended first (a TCP server
+  // "cancelled while waiting for a client" whose client could not connect: the path, or the
+  // client, not the server; found by validate --isolate over a blackholed path, #32).
+  static constexpr std::array<std::string_view, 9> kWaiting = {
       "exchange.failed",         "tcp.timeout",          "sys.connect_failed", "rdma.peer_timeout",
       "rdma.peer_error",         "nccl.error",           "group.member_unavailable",
-      "pair.peer_unavailable"};
+      "pair.peer_unavailable",   "probe.cancelled"};
   return std::find(kWaiting.begin(), kWaiting.end(), code) != kWaiting.end();
 }
 

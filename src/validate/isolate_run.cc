@@ -11,6 +11,7 @@
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
+#include "validate/blame.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
@@ -61,12 +62,28 @@ isolate::Figures RunOne(remote::Connector& connector, const remote::Target& ta, 
       return f;
     }
   }
-  // Did not run: the verdict that is the failure's own (not pair.peer_failed) names the node.
+  // Did not run because a node failed on its own (its agent, a port it could not bind, its
+  // session): that node is blamed, and the rounds retest its partner.
   for (const Verdict& v : got) {
-    if (v.state == State::kPass || v.code == "pair.peer_failed") continue;
+    if (v.state == State::kPass || v.state == State::kWarn || v.code == "pair.peer_failed" ||
+        internal::WaitsOnOthers(v.code)) {
+      continue;
+    }
     f.why = fmt::format("{}: {} {}", v.node, v.code, v.detail);
     f.blamed = v.node == ta.node ? ia : v.node == tb.node ? ib : ia;
     return f;
+  }
+  // Both ends were up and only waited on each other (the connection never came, the socket
+  // went quiet: blame.cc's waiting codes): the path between them carried nothing. That is a
+  // figure, zero, and evidence for the rounds (a dead path is a bad link, a dead node's every
+  // pair is low), not a node to blame.
+  for (const Verdict& v : got) {
+    if (v.state != State::kPass && internal::WaitsOnOthers(v.code)) {
+      f.ran = true;
+      f.values[0] = 0.0;
+      f.why = fmt::format("nothing crossed between {} and {}: {}: {} {}", ta.node, tb.node, v.node, v.code, v.detail);
+      return f;
+    }
   }
   f.why = fmt::format("{} and {}: the pair gave no figure", ta.node, tb.node);
   return f;

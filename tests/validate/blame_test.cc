@@ -73,5 +73,16 @@ TEST(BlameOwnFailures, ANodeWithItsOwnFailureKeepsItsWaitingOnesToo) {
   EXPECT_EQ(v[2].code, "pair.peer_failed");
 }
 
+TEST(BlameOwnFailures, AServerCancelledWaitingForAClientThatCouldNotConnectIsNotBlamed) {
+  // The path between them is dead: the client cannot connect, and the controller stops the
+  // server that waited for it. Neither failed on its own, so both keep their errors (and
+  // validate --isolate reads the pair as a zero figure, not a node to blame).
+  std::vector<Verdict> v = {V("tb01", State::kError, "sys.connect_failed"), V("tb02", State::kError, "probe.cancelled")};
+  BlameOwnFailures(v, "pair.peer_failed");
+  EXPECT_EQ(v[0].code, "sys.connect_failed");
+  EXPECT_EQ(v[1].code, "probe.cancelled");
+  EXPECT_EQ(v[1].state, State::kError);
+}
+
 }  // namespace
 }  // namespace gpuforge::validate::internal

@@ -163,6 +163,51 @@ TEST_F(IsolateNetnsE2e, NamesTheSlowNodeAsANodeAndTheSlowLinkAsALinkOnEverySeed)
     }
     EXPECT_EQ(failed, 3) << j.dump(1);
   }
+
+  // A path that carries nothing at all: blackhole routes between two nodes both ways, every port
+  // at full rate. Each pair run between them ends without a byte (the client cannot connect, the
+  // server waits out --timeout); neither node failed on its own, so that is a zero figure, not a
+  // node to blame, and the rounds call it a bad link.
+  {
+    const std::uint64_t seed = 7;
+    SCOPED_TRACE("a dead path, seed 7");
+    isolate::Options io;
+    io.seed = seed;
+    isolate::Isolator plan(kHosts, io);
+    const std::optional<std::vector<isolate::PairRun>> first = plan.Next();
+    ASSERT_TRUE(first);
+    const int a = (*first)[2].a, b = (*first)[2].b;
+    ShapeFabric(-1, -1, -1);
+    const testbed::Host& ha = tb_->hosts()[static_cast<std::size_t>(a)];
+    const testbed::Host& hb = tb_->hosts()[static_cast<std::size_t>(b)];
+    Sh(fmt::format("nsenter -t {} -n ip route replace blackhole {}/32 && nsenter -t {} -n ip route replace blackhole {}/32",
+                   ha.pid, hb.address, hb.pid, ha.address));
+    testbed::CommandOutput run = Gpuforge(
+        fmt::format("validate {} --isolate --seed {} --timeout 10 --param tcp.bandwidth.bytes=8MiB --format json", path,
+                    seed),
+        "", testbed::Stderr::kDropped);
+    ASSERT_EQ(run.exit_code, 1) << run.output;
+    nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << run.output;
+    const nlohmann::json& iso = j["isolation"];
+    for (const nlohmann::json& n : iso["nodes"]) {
+      const std::string node = n["node"];
+      if (node == ha.name || node == hb.name) {
+        EXPECT_EQ(n["verdict"], "bad link") << iso.dump(1);
+        EXPECT_EQ(n["partner"], node == ha.name ? hb.name : ha.name) << iso.dump(1);
+      } else {
+        EXPECT_EQ(n["verdict"], "good") << node << "\n" << iso.dump(1);
+      }
+    }
+    int zero = 0;
+    for (const nlohmann::json& r : iso["runs"]) {
+      if (r["value"] == 0.0) {
+        ++zero;
+        EXPECT_NE(r["why"].get<std::string>().find("nothing crossed between"), std::string::npos) << r.dump();
+      }
+    }
+    EXPECT_EQ(zero, 3) << "round 1 and two tries in round 3: " << iso.dump(1);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cli/outputs.h"
 #include "cli/remote_options.h"
 #include "gpuforge/report/baseline.h"
+#include "gpuforge/report/html_report.h"
 #include "gpuforge/report/isolate_report.h"
 #include "gpuforge/report/junit.h"
 #include "gpuforge/report/validate_report.h"
@@ -22,6 +23,23 @@
 
 namespace gpuforge::cli {
 namespace {
+
+struct ValidateOpts {
+  std::string inventory;
+  RemoteFlags remote;
+  std::vector<std::string> checks;
+  std::vector<std::string> params;
+  bool strict = false;
+  int retries = 3;
+  int timeout_s = 0;
+  Format format = Format::kText;
+  OutputFlags outputs;
+  bool health = false;
+  bool drain_failed = false;
+  bool resume_passed = false;
+  bool isolate = false;
+  std::string seed;
+};
 
 // Where --drain-failed and --resume-passed run scontrol: this machine with --local (the node a
 // health check runs on), else the inventory's scheduler.controller through the SSH flags.
@@ -39,28 +57,132 @@ std::optional<remote::Target> SlurmController(Context& ctx, const model::Cluster
   return t->front();
 }
 
+// --isolate's flags, before any node is touched: what it refuses, the measure it runs (written
+// to o.checks) and the seed. -1 when the run goes on, else the exit code.
+int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::uint64_t* seed) {
+  if (o.health || o.resume_passed || !o.outputs.junit.empty() || !o.outputs.prometheus.empty() ||
+      !o.outputs.save_results.empty() || !o.outputs.baseline.empty()) {
+    ctx.Error("--isolate writes its own report (and --report FILE.html): --health, --resume-passed, "
+              "--junit, --prometheus, --save-results and --baseline do not apply to it yet");
+    return static_cast<int>(kExitUsage);
+  }
+  // The measure: per-rail RDMA where the compute network is InfiniBand or RoCE
+  // (what training traffic crosses), else TCP; --checks picks one of the two.
+  const model::Network* compute = c.ComputeNetwork();
+  std::string measure = compute != nullptr && compute->kind != model::NetKind::kEthernet
+                            ? "rdma.write_bw"
+                            : "tcp.bandwidth";
+  std::vector<std::string> words;
+  for (const std::string& k : o.checks) {
+    for (std::size_t at = 0; at <= k.size();) {
+      const std::size_t comma = std::min(k.find(',', at), k.size());
+      if (comma > at) words.push_back(k.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  if (words.size() > 1) {
+    ctx.Error("--isolate runs one measure: give --checks rdma or --checks tcp, not both");
+    return static_cast<int>(kExitUsage);
+  }
+  for (const std::string& k : words) {
+    if (k == "tcp" || k == "tcp.bandwidth") {
+      measure = "tcp.bandwidth";
+    } else if (k == "rdma" || k == "rdma.write_bw") {
+      measure = "rdma.write_bw";
+    } else {
+      ctx.Error(fmt::format("--isolate runs rdma.write_bw (per rail) or tcp.bandwidth pairs; --checks {} "
+                            "is not one it can run yet (NCCL pairs are still to come, #32)", k));
+      return static_cast<int>(kExitUsage);
+    }
+  }
+  o.checks = {measure};
+  if (o.seed.empty()) {
+    *seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  } else {
+    Result<std::uint64_t> parsed = validate::ParseSeed(o.seed);
+    if (!parsed.ok()) {
+      ctx.Error(parsed.error().message);
+      return static_cast<int>(kExitUsage);
+    }
+    *seed = *parsed;
+  }
+  return -1;
+}
+
+// validate --isolate (docs/validate.md#isolation): the rounds, the report, --drain-failed.
+int RunIsolate(Context& ctx, const ValidateOpts& o, const model::Cluster& c, const std::vector<remote::Target>& targets,
+               const validate::RunSetup& setup, const validate::ValidatePlan& vplan,
+               const std::optional<plan::AgentBinary>& agent, const std::atomic<bool>* cancel, std::uint64_t seed) {
+  if (!agent) {
+    ctx.Error(fmt::format("--isolate found no pair to run: {}",
+                          vplan.left_out.empty() ? "fewer than two selected nodes to pair"
+                                                  : vplan.left_out.front().detail));
+    return static_cast<int>(kExitUsage);
+  }
+  std::unique_ptr<remote::Connector> connector = MakeConnector(o.remote);
+  validate::IsolateRunOptions io;
+  io.seed = seed;
+  io.timeout_s = o.timeout_s;
+  io.cancel = cancel;
+  io.fanout = o.remote.fanout;
+  ctx.Err(fmt::format("validate --isolate: seed {}\n", seed));
+  Result<validate::IsolationResult> iso = validate::RunIsolation(
+      *connector, targets, c, setup.thresholds, vplan, setup.probe_params, *agent, io);
+  if (!iso.ok()) {
+    ctx.Error(iso.error().message);
+    return static_cast<int>(kExitUsage);
+  }
+  std::optional<validate::DrainResult> drained;
+  if (o.drain_failed) {
+    const std::string& name = o.remote.local ? "this machine" : c.software.scheduler.controller;
+    validate::SlurmActions acted =
+        validate::ActInSlurm(*connector, SlurmController(ctx, c, o.remote), name, c,
+                             iso->verdicts, {true, false, o.strict});
+    if (!acted.connect_error.empty()) ctx.Err(fmt::format("validate: slurm: {}\n", acted.connect_error));
+    drained = std::move(acted.drain);
+  }
+  if (o.format == Format::kJson) {
+    nlohmann::ordered_json j = report::ValidateJson(c.name, iso->verdicts, o.strict);
+    j["isolation"] = report::IsolationJson(*iso);
+    if (drained) j["slurm"] = validate::DrainJson(*drained);
+    ctx.OutJson(j);
+  } else if (o.format == Format::kJunit) {
+    report::RunInfo iinfo{c.name, o.inventory, std::chrono::system_clock::now(), 0, o.strict};
+    ctx.Out(report::ValidateJunit(iinfo, iso->verdicts));
+  } else {
+    ctx.Out(ctx.out_style.Bold(fmt::format("gpuforge validate --isolate: {} ({} node{})\n\n",
+                                           c.name, targets.size(),
+                                           targets.size() == 1 ? "" : "s")));
+    ctx.Out(report::IsolationText(*iso, ctx.out_style));
+    ctx.Out("\nVerdict: " + report::ValidateSummary(iso->verdicts, o.strict) + "\n");
+    if (drained) ctx.Out("\n" + validate::DrainText(*drained));
+  }
+  if (!o.outputs.report.empty()) {
+    // The acceptance report with the pair matrix (docs/validate.md#isolation).
+    report::RunInfo hinfo{c.name, o.inventory, std::chrono::system_clock::now(), 0, o.strict};
+    if (!WriteOutput(ctx, "--report", o.outputs.report,
+                     report::ValidateHtml(hinfo, c, iso->verdicts, std::nullopt, &*iso))) {
+      return static_cast<int>(kExitUsage);
+    }
+  }
+  // Not one node judged (every run failed, or no rule applied) is not a quiet SKIP:
+  // the operator asked which node is bad and got no answer.
+  if (std::none_of(iso->node_verdicts.begin(), iso->node_verdicts.end(), [](const auto& v) {
+        return v.verdict != validate::isolate::Verdict::kUnjudged &&
+               v.verdict != validate::isolate::Verdict::kCouldNotRun;
+      })) {
+    ctx.Error("--isolate could judge no node (the reasons are above)");
+    return static_cast<int>(kExitUsage);  // validate's 2: a check could not run
+  }
+  return validate::ExitCode(iso->verdicts, o.strict);
+}
+
 }  // namespace
 
 Command ValidateCommand() {
   return {"validate", "Run the built-in probes on the nodes and judge them against the guides' thresholds",
           [](CLI::App& app) -> Runner {
-            struct Opts {
-              std::string inventory;
-              RemoteFlags remote;
-              std::vector<std::string> checks;
-              std::vector<std::string> params;
-              bool strict = false;
-              int retries = 3;
-              int timeout_s = 0;
-              Format format = Format::kText;
-              OutputFlags outputs;
-              bool health = false;
-              bool drain_failed = false;
-              bool resume_passed = false;
-              bool isolate = false;
-              std::string seed;
-            };
-            auto o = std::make_shared<Opts>();
+            auto o = std::make_shared<ValidateOpts>();
             CompleteAs(app.add_option("INVENTORY", o->inventory, "Inventory YAML file"), Values::kInventory)->required();
             AddRemoteOptions(app, &o->remote);
             CompleteAs(app.add_option("--checks", o->checks, "Only these checks: keys or prefixes, comma-separated (gpu,storage.read)"), Values::kChecks);
@@ -78,7 +200,8 @@ Command ValidateCommand() {
                          "Slurm: resume nodes that passed and that gpuforge drained (never another's drain)");
             app.add_flag("--isolate", o->isolate,
                          "Find the bad node or link: rounds of seeded random pairs, suspects retested with two "
-                         "known-good nodes, a verdict per node (docs/validate.md#isolation); tcp.bandwidth pairs");
+                         "known-good nodes, a verdict per node (docs/validate.md#isolation); per-rail rdma.write_bw pairs "
+                         "where the compute network is InfiniBand or RoCE, else tcp.bandwidth (--checks picks)");
             app.add_option("--seed", o->seed, "With --isolate: the pairing's seed (a run prints its own; default random)")
                 ->option_text("N");
             app.add_option("--retries", o->retries, "Attempts for performance checks; the first good one counts (default 3)")
@@ -115,34 +238,9 @@ Command ValidateCommand() {
                 ctx.Error("--seed orders the pairs of --isolate; give --isolate too");
                 return static_cast<int>(kExitUsage);
               }
-              if (o->isolate) {
-                if (o->health || o->resume_passed || !o->outputs.junit.empty() || !o->outputs.prometheus.empty() ||
-                    !o->outputs.report.empty() || !o->outputs.save_results.empty() || !o->outputs.baseline.empty()) {
-                  ctx.Error("--isolate writes its own report: --health, --resume-passed, --junit, --prometheus, --report, "
-                            "--save-results and --baseline do not apply to it yet");
-                  return static_cast<int>(kExitUsage);
-                }
-                for (const std::string& k : o->checks) {
-                  if (k != "tcp" && k != "tcp.bandwidth") {
-                    ctx.Error(fmt::format("--isolate runs tcp.bandwidth pairs; --checks {} is not one it can run yet "
-                                          "(NCCL and RDMA pairs are the next step of #32)", k));
-                    return static_cast<int>(kExitUsage);
-                  }
-                }
-                o->checks = {"tcp.bandwidth"};
-              }
               std::uint64_t seed = 0;
               if (o->isolate) {
-                if (o->seed.empty()) {
-                  seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-                } else {
-                  Result<std::uint64_t> parsed = validate::ParseSeed(o->seed);
-                  if (!parsed.ok()) {
-                    ctx.Error(parsed.error().message);
-                    return static_cast<int>(kExitUsage);
-                  }
-                  seed = *parsed;
-                }
+                if (const int refused = IsolateUsage(ctx, *o, *cluster, &seed); refused >= 0) return refused;
               }
               Result<validate::RunSetup> setup = validate::SetUpRun(*cluster, {o->checks, o->health, "", o->params});
               if (!setup.ok()) {
@@ -168,59 +266,7 @@ Command ValidateCommand() {
 
               InterruptGuard interrupt;
               if (o->isolate) {
-                if (!agent) {
-                  ctx.Error("--isolate found no pair to run: fewer than two selected nodes share a storage or "
-                            "control network");
-                  return static_cast<int>(kExitUsage);
-                }
-                std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);
-                validate::IsolateRunOptions io;
-                io.seed = seed;
-                io.timeout_s = o->timeout_s;
-                io.cancel = interrupt.flag();
-                io.fanout = o->remote.fanout;
-                ctx.Err(fmt::format("validate --isolate: seed {}\n", seed));
-                Result<validate::IsolationResult> iso = validate::RunIsolation(
-                    *connector, *targets, *cluster, setup->thresholds, *vplan, *agent, io);
-                if (!iso.ok()) {
-                  ctx.Error(iso.error().message);
-                  return static_cast<int>(kExitUsage);
-                }
-                std::optional<validate::DrainResult> drained;
-                if (o->drain_failed) {
-                  const std::string& name = o->remote.local ? "this machine" : cluster->software.scheduler.controller;
-                  validate::SlurmActions acted =
-                      validate::ActInSlurm(*connector, SlurmController(ctx, *cluster, o->remote), name, *cluster,
-                                           iso->verdicts, {true, false, o->strict});
-                  if (!acted.connect_error.empty()) ctx.Err(fmt::format("validate: slurm: {}\n", acted.connect_error));
-                  drained = std::move(acted.drain);
-                }
-                if (o->format == Format::kJson) {
-                  nlohmann::ordered_json j = report::ValidateJson(cluster->name, iso->verdicts, o->strict);
-                  j["isolation"] = report::IsolationJson(*iso);
-                  if (drained) j["slurm"] = validate::DrainJson(*drained);
-                  ctx.OutJson(j);
-                } else if (o->format == Format::kJunit) {
-                  report::RunInfo iinfo{cluster->name, o->inventory, std::chrono::system_clock::now(), 0, o->strict};
-                  ctx.Out(report::ValidateJunit(iinfo, iso->verdicts));
-                } else {
-                  ctx.Out(ctx.out_style.Bold(fmt::format("gpuforge validate --isolate: {} ({} node{})\n\n",
-                                                         cluster->name, targets->size(),
-                                                         targets->size() == 1 ? "" : "s")));
-                  ctx.Out(report::IsolationText(*iso, ctx.out_style));
-                  ctx.Out("\nVerdict: " + report::ValidateSummary(iso->verdicts, o->strict) + "\n");
-                  if (drained) ctx.Out("\n" + validate::DrainText(*drained));
-                }
-                // Not one node judged (every run failed, or no rule applied) is not a quiet SKIP:
-                // the operator asked which node is bad and got no answer.
-                if (std::none_of(iso->node_verdicts.begin(), iso->node_verdicts.end(), [](const auto& v) {
-                      return v.verdict != validate::isolate::Verdict::kUnjudged &&
-                             v.verdict != validate::isolate::Verdict::kCouldNotRun;
-                    })) {
-                  ctx.Error("--isolate could judge no node (the reasons are above)");
-                  return static_cast<int>(kExitUsage);  // validate's 2: a check could not run
-                }
-                return validate::ExitCode(iso->verdicts, o->strict);
+                return RunIsolate(ctx, *o, *cluster, *targets, *setup, *vplan, agent, interrupt.flag(), seed);
               }
               ProgressBar bar(ctx, "validate");
               std::unique_ptr<remote::Connector> connector = MakeConnector(o->remote);

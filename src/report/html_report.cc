@@ -414,10 +414,155 @@ void Inventory(std::string& o, const model::Cluster& c, std::span<const Verdict>
   o += "</table></section>\n";
 }
 
+// validate --isolate (#32): the pair matrix, a heat map of every pair's figure by node, coloured
+// by its ratio to the round-1 median, so a bad node's row and a bad link's cell stand out; and
+// with per-rail RDMA, a node-by-rail map of each node's lowest ratio on each rail. Suspects come
+// first, so a cluster larger than the drawing keeps them in it.
+std::string MatrixFill(std::optional<double> ratio, bool low, bool ran) {
+  if (!ran || !ratio) return "#bbbbbb";
+  if (!low) return fmt::format("hsl(135,55%,{:.0f}%)", 28 + std::clamp(1.0 - *ratio, 0.0, 0.2) * 100);
+  return fmt::format("hsl(356,70%,{:.0f}%)", 30 + std::clamp(*ratio, 0.0, 1.0) * 30);
+}
+
+void IsolationSection(std::string& o, const validate::IsolationResult& r) {
+  namespace iso = validate::isolate;
+  std::vector<std::size_t> order;  // node indices, suspects first
+  std::set<std::string> suspect;
+  for (const Verdict& v : r.verdicts) {
+    if (v.state != State::kPass) suspect.insert(v.node);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < r.nodes.size(); ++i) {
+      if ((suspect.count(r.nodes[i]) > 0) == (pass == 0)) order.push_back(i);
+    }
+  }
+  const std::size_t n = std::min(order.size(), kMaxHeatNodes);
+  std::vector<int> at(r.nodes.size(), -1);  // node index -> drawn position
+  for (std::size_t k = 0; k < n; ++k) at[order[k]] = static_cast<int>(k);
+
+  o += "<section id=\"isolation\"><h2>Isolation</h2>\n";
+  o += fmt::format("<p class=\"note\">{} pairs on network {}, seed {} (<code>--seed {}</code> repeats the pairing): "
+                   "{} rounds, {} pair runs. A cell is a pair's lowest figure; green at the round-1 median, red below "
+                   "{:.2f} x it or below the floor, grey where the run did not run, blank where the two never ran "
+                   "together.</p>\n",
+                   E(r.check), E(r.network), r.seed, r.seed, r.rounds, r.runs.size(), r.relative);
+  // The pair matrix, symmetric: cell (a, b) and (b, a) are the lowest run of the pair.
+  struct Cell {
+    std::optional<double> value, ratio;
+    bool low = false, ran = false, any = false;
+    std::string title;
+  };
+  std::map<std::pair<int, int>, Cell> cells;
+  for (const iso::RunRecord& k : r.runs) {
+    const int a = at[static_cast<std::size_t>(k.run.a)], b = at[static_cast<std::size_t>(k.run.b)];
+    if (a < 0 || b < 0) continue;
+    const std::optional<double> value = k.figures.values.empty() ? std::nullopt : k.figures.values[0];
+    const std::optional<double> ratio = k.ratio.empty() ? std::nullopt : k.ratio[0];
+    for (const auto& key : {std::pair{a, b}, std::pair{b, a}}) {
+      Cell& c = cells[key];
+      const bool lower = !c.any || (k.figures.ran && (!c.ran || (value && c.value && *value < *c.value)));
+      c.any = true;
+      c.low = c.low || k.low;
+      if (!lower) continue;
+      c.ran = k.figures.ran;
+      c.value = value;
+      c.ratio = ratio;
+      c.title = fmt::format("{} with {}, round {}: {}", r.nodes[static_cast<std::size_t>(k.run.a)],
+                            r.nodes[static_cast<std::size_t>(k.run.b)], k.run.round,
+                            k.figures.ran ? fmt::format("{} {}{}", value ? Num(*value) : "-", r.unit,
+                                                        ratio ? fmt::format(", {:.2f} x median", *ratio) : "")
+                                          : "did not run: " + k.figures.why);
+    }
+  }
+  const int cw = 48, ch = 22, label = 120;
+  o += fmt::format("<figure class=\"pairmatrix\"><figcaption>pair matrix: {} ({}), node by node</figcaption>\n",
+                   E(r.measure_names.empty() ? r.check : r.measure_names.front()), E(r.unit));
+  o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">",
+                   label + static_cast<int>(n) * cw + 10, label / 2 + static_cast<int>(n) * ch + 10);
+  for (std::size_t j = 0; j < n; ++j) {
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                     label + static_cast<int>(j) * cw + cw / 2, label / 2 - 6, E(r.nodes[order[j]]));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const int y = label / 2 + static_cast<int>(i) * ch;
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\"{}>{}</text>", label - 6, y + 15,
+                     suspect.count(r.nodes[order[i]]) ? " font-weight=\"bold\"" : "", E(r.nodes[order[i]]));
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto it = cells.find({static_cast<int>(i), static_cast<int>(j)});
+      if (it == cells.end()) continue;
+      const Cell& c = it->second;
+      const int x = label + static_cast<int>(j) * cw;
+      o += fmt::format("<rect class=\"cell{}\" data-a=\"{}\" data-b=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
+                       "height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{}</title></rect>",
+                       c.low ? " low" : "", E(r.nodes[order[i]]), E(r.nodes[order[j]]), x, y, cw, ch,
+                       MatrixFill(c.ratio, c.low, c.ran), E(c.title));
+      o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\">{}</text>", x + cw / 2,
+                       y + 15, c.ratio ? fmt::format("{:.2f}", *c.ratio) : "-");
+    }
+    o += '\n';
+  }
+  o += "</svg>";
+  if (n < order.size()) o += fmt::format("<p class=\"note\">{} of {} nodes drawn, suspects first.</p>", n, order.size());
+  o += "</figure>\n";
+
+  // Per rail: each node's lowest ratio on each rail over all its runs.
+  if (r.measure_names.size() > 1) {
+    const std::size_t rails = r.measure_names.size() - 1;
+    const int rw = 96;
+    o += "<figure class=\"railmatrix\"><figcaption>rails: each node's best run on each rail, as a ratio to the "
+         "rail's round-1 median (red: low even with its best partner)</figcaption>\n";
+    o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">",
+                     label + static_cast<int>(rails) * rw + 10, 30 + static_cast<int>(n) * ch + 10);
+    for (std::size_t m = 1; m <= rails; ++m) {
+      o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                       label + static_cast<int>(m - 1) * rw + rw / 2, 22, E(r.measure_names[m]));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t node = order[i];
+      const int y = 30 + static_cast<int>(i) * ch;
+      o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label - 6, y + 15,
+                       E(r.nodes[node]));
+      for (std::size_t m = 1; m <= rails; ++m) {
+        // The node's best run on the rail: a bad rail is low with every partner, so even its best
+        // run is; a partner of a bad rail has a good run with someone else (the rounds retest
+        // every suspect with known-good nodes).
+        std::vector<double> ratios, values;
+        for (const iso::RunRecord& k : r.runs) {
+          if (static_cast<std::size_t>(k.run.a) != node && static_cast<std::size_t>(k.run.b) != node) continue;
+          if (m >= k.ratio.size() || !k.ratio[m] || !k.figures.values[m]) continue;
+          ratios.push_back(*k.ratio[m]);
+          values.push_back(*k.figures.values[m]);
+        }
+        const bool ran = !ratios.empty();
+        const std::optional<double> lowest =
+            ran ? std::optional<double>(*std::max_element(ratios.begin(), ratios.end())) : std::nullopt;
+        const std::optional<double> value =
+            ran ? std::optional<double>(*std::max_element(values.begin(), values.end())) : std::nullopt;
+        const bool low = lowest && (*lowest < r.relative ||
+                                    (m < r.floors.size() && r.floors[m] > 0 && value && *value < r.floors[m]));
+        const int x = label + static_cast<int>(m - 1) * rw;
+        o += fmt::format("<rect class=\"cell{}\" data-node=\"{}\" data-rail=\"{}\" x=\"{}\" y=\"{}\" "
+                         "width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{} {}: {}</title></rect>",
+                         low ? " low" : "", E(r.nodes[node]), m - 1, x, y, rw, ch, MatrixFill(lowest, low, ran),
+                         E(r.nodes[node]), E(r.measure_names[m]),
+                         E(value ? fmt::format("{} {}, {:.2f} x the rail's median (the best of its {} run{}; the worst {:.2f})",
+                                             Num(*value), r.unit, *lowest, ratios.size(), ratios.size() == 1 ? "" : "s",
+                                             *std::min_element(ratios.begin(), ratios.end()))
+                                 : "no run"));
+        o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\">{}</text>", x + rw / 2,
+                         y + 15, lowest ? fmt::format("{:.2f}", *lowest) : "-");
+      }
+      o += '\n';
+    }
+    o += "</svg></figure>\n";
+  }
+  o += "</section>\n";
+}
+
 }  // namespace
 
 std::string ValidateHtml(const RunInfo& run, const model::Cluster& c, std::span<const Verdict> verdicts,
-                         const std::optional<Comparison>& baseline) {
+                         const std::optional<Comparison>& baseline, const validate::IsolationResult* isolation) {
   const std::vector<const Verdict*> listed = Listed(verdicts);
   std::string o;
   o.reserve(16384 + listed.size() * 400);
@@ -427,6 +572,7 @@ std::string ValidateHtml(const RunInfo& run, const model::Cluster& c, std::span<
   o += fmt::format("<title>gpuforge acceptance report: {}</title>\n<style>{}</style></head><body>\n", E(run.cluster),
                    kStyle);
   Summary(o, run, c, listed, verdicts);
+  if (isolation != nullptr) IsolationSection(o, *isolation);
   Plots(o, listed);
   Drift(o, listed);
   if (baseline) BaselineSection(o, *baseline);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <map>
 #include <vector>
 
 #include "gpuforge/base/hostlist.h"
@@ -11,7 +13,11 @@ namespace {
 
 namespace isolate = validate::isolate;
 
-std::string Num(std::optional<double> v) { return v ? fmt::format("{:.3g}", *v) : "-"; }
+// Three significant digits, without an exponent for the sums of rails (1450, not 1.45e+03).
+std::string Num(std::optional<double> v) {
+  if (!v) return "-";
+  return std::abs(*v) >= 1000 && std::abs(*v) < 1e7 ? fmt::format("{:.0f}", *v) : fmt::format("{:.3g}", *v);
+}
 
 std::string StateText(const validate::Verdict& v, const Style& s) {
   const std::string word = validate::ToString(v.state);
@@ -22,11 +28,15 @@ std::string StateText(const validate::Verdict& v, const Style& s) {
   }
 }
 
-int IndexOf(const validate::IsolationResult& r, const std::string& node) {
-  for (std::size_t i = 0; i < r.nodes.size(); ++i) {
-    if (r.nodes[i] == node) return static_cast<int>(i);
-  }
-  return -1;
+std::map<std::string, int> IndexOf(const validate::IsolationResult& r) {
+  std::map<std::string, int> out;
+  for (std::size_t i = 0; i < r.nodes.size(); ++i) out[r.nodes[i]] = static_cast<int>(i);
+  return out;
+}
+
+int Find(const std::map<std::string, int>& index, const std::string& node) {
+  const auto it = index.find(node);
+  return it == index.end() ? -1 : it->second;
 }
 
 // One run, from node `self`'s side: "round 1, wave 1, with tb04: 0.39 Gb/s, 1.00 x median".
@@ -37,6 +47,16 @@ std::string RunLine(const validate::IsolationResult& r, const isolate::RunRecord
   if (!k.figures.ran) return line + s.Red("did not run") + ": " + s.Safe(k.figures.why);
   line += fmt::format("{} {}", Num(k.figures.values.empty() ? std::nullopt : k.figures.values[0]), r.unit);
   if (!k.ratio.empty() && k.ratio[0]) line += fmt::format(", {:.2f} x median", *k.ratio[0]);
+  // Per-rail measures: the rails that were low (below the relative rule or their floor).
+  for (std::size_t m = 1; m < k.figures.values.size() && m < r.measure_names.size(); ++m) {
+    const std::optional<double>& v = k.figures.values[m];
+    const std::optional<double> ratio = m < k.ratio.size() ? k.ratio[m] : std::nullopt;
+    const bool under = v && m < r.floors.size() && r.floors[m] > 0 && *v < r.floors[m];
+    if (v && (under || (ratio && *ratio < r.relative))) {
+      line += fmt::format("; {} {} {}{}", s.Safe(r.measure_names[m]), Num(v), r.unit,
+                          ratio ? fmt::format(", {:.2f} x median", *ratio) : "");
+    }
+  }
   if (k.low) line += " " + s.Red("LOW");
   if (!k.figures.why.empty()) line += " (" + s.Safe(k.figures.why) + ")";
   return line;
@@ -53,18 +73,33 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
   out += fmt::format("  {} node{} in the rounds; {} round{}, {} wave{}, {} pair run{} ({} ran)\n", r.nodes.size(),
                      r.nodes.size() == 1 ? "" : "s", r.rounds, r.rounds == 1 ? "" : "s", r.waves,
                      r.waves == 1 ? "" : "s", r.runs.size(), r.runs.size() == 1 ? "" : "s", ran);
-  out += fmt::format("  suspect below {:.2f} x the round-1 median ({} {})", r.relative, Num(r.median), r.unit);
-  out += r.floor ? fmt::format(" or below {}\n", s.Safe(r.floor_text)) : std::string(" (no absolute floor: the network has no rate)\n");
+  if (r.measure_names.size() > 1) {
+    out += fmt::format("  measured per rail, one rail at a time; suspect below {:.2f} x the round-1 median of the rail "
+                       "or of the sum, or below the rail's floor ({})\n",
+                       r.relative, s.Safe(r.floor_text));
+    out += "  round-1 medians:";
+    for (std::size_t m = 0; m < r.measure_names.size(); ++m) {
+      out += fmt::format("{} {} {} {}", m == 0 ? "" : ";", s.Safe(r.measure_names[m]),
+                         Num(m < r.medians.size() ? r.medians[m] : std::nullopt), r.unit);
+      if (m < r.floors.size() && r.floors[m] > 0) out += fmt::format(" (floor {:.3g})", r.floors[m]);
+    }
+    out += "\n";
+  } else {
+    out += fmt::format("  suspect below {:.2f} x the round-1 median ({} {})", r.relative, Num(r.median), r.unit);
+    out += r.floor ? fmt::format(" or below {}\n", s.Safe(r.floor_text))
+                   : std::string(" (no absolute floor: the network has no rate)\n");
+  }
   for (const std::string& n : r.notes) out += "  note: " + s.Safe(n) + "\n";
   out += "\n";
 
+  const std::map<std::string, int> index = IndexOf(r);
   std::vector<std::string> good;
   std::optional<double> lowest_good;
   bool any_suspect = false;
   for (const validate::Verdict& v : r.verdicts) {
     if (v.state == validate::State::kPass) {
       good.push_back(v.node);
-      const int i = IndexOf(r, v.node);
+      const int i = Find(index, v.node);
       if (i >= 0) {
         const auto& ratio = r.node_verdicts[static_cast<std::size_t>(i)].worst_ratio;
         if (ratio && (!lowest_good || *ratio < *lowest_good)) lowest_good = ratio;
@@ -74,7 +109,7 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
     any_suspect = true;
     out += fmt::format("{:<5} {}  {}  {}\n", StateText(v, s), s.Bold(s.Safe(v.node)), s.Safe(v.entity), v.code);
     if (!v.detail.empty()) out += "      " + s.Safe(v.detail) + "\n";
-    const int i = IndexOf(r, v.node);
+    const int i = Find(index, v.node);
     if (i >= 0) {
       for (const isolate::RunRecord& k : r.runs) {
         if (k.run.a == i || k.run.b == i) out += "      " + RunLine(r, k, i, s) + "\n";
@@ -100,6 +135,18 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
   j["relative"] = r.relative;
   j["median"] = r.median ? nlohmann::ordered_json(*r.median) : nlohmann::ordered_json(nullptr);
   j["floor"] = r.floor ? nlohmann::ordered_json(*r.floor) : nlohmann::ordered_json(nullptr);
+  if (r.measure_names.size() > 1) {
+    // Per-rail runs: every measure's name, floor and round-1 median; each run's "values" in that order.
+    nlohmann::ordered_json measures = nlohmann::ordered_json::array();
+    for (std::size_t m = 0; m < r.measure_names.size(); ++m) {
+      nlohmann::ordered_json x;
+      x["name"] = r.measure_names[m];
+      x["floor"] = m < r.floors.size() && r.floors[m] > 0 ? nlohmann::ordered_json(r.floors[m]) : nlohmann::ordered_json(nullptr);
+      x["median"] = m < r.medians.size() && r.medians[m] ? nlohmann::ordered_json(*r.medians[m]) : nlohmann::ordered_json(nullptr);
+      measures.push_back(std::move(x));
+    }
+    j["measures"] = std::move(measures);
+  }
   j["rounds"] = r.rounds;
   j["waves"] = r.waves;
   j["notes"] = r.notes;
@@ -129,6 +176,11 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
     x["value"] = value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
     const std::optional<double> ratio = k.ratio.empty() ? std::nullopt : k.ratio[0];
     x["ratio"] = ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
+    if (r.measure_names.size() > 1) {
+      nlohmann::ordered_json values = nlohmann::ordered_json::array();
+      for (const std::optional<double>& v : k.figures.values) values.push_back(v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr));
+      x["values"] = std::move(values);
+    }
     x["low"] = k.low;
     if (!k.figures.why.empty()) x["why"] = k.figures.why;
     runs.push_back(std::move(x));

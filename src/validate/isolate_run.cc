@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <future>
 #include <map>
@@ -11,7 +12,9 @@
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
+#include "gpuforge/validate/prepare.h"
 #include "validate/blame.h"
+#include "validate/planners.h"
 #include "validate/verdicts.h"
 
 namespace gpuforge::validate {
@@ -23,55 +26,31 @@ bool Interrupted(const std::atomic<bool>* cancel) { return cancel != nullptr && 
 
 std::string Ratio(std::optional<double> r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
 
-// A pair run of the wave on fresh sessions: the template's check with `a` as client and `b`
-// as server, b's inventory address as the peer. Its figure, or why it did not run and whom
-// the runner blamed (BlameOwnFailures: the side that failed on its own).
-isolate::Figures RunOne(remote::Connector& connector, const remote::Target& ta, const remote::Target& tb,
-                        const AgentOnNode& aa, const AgentOnNode& ab, const model::Cluster& c, const Thresholds& t,
-                        const PlannedRun& tmpl, int ia, int ib, const IsolateRunOptions& o) {
-  isolate::Figures f;
-  f.values.assign(1, std::nullopt);
-  Result<std::unique_ptr<remote::Session>> sa = connector.Connect(ta);
-  if (!sa.ok()) {
-    f.why = fmt::format("{}: {}", ta.node, sa.error().message);
-    f.blamed = ia;
-    return f;
-  }
-  Result<std::unique_ptr<remote::Session>> sb = connector.Connect(tb);
-  if (!sb.ok()) {
-    f.why = fmt::format("{}: {}", tb.node, sb.error().message);
-    f.blamed = ib;
-    return f;
-  }
-  const model::Node* peer = c.FindNode(tb.node);
-  PlannedRun run = tmpl;
-  run.node = ta.node;
-  run.peer = tb.node;
-  run.peer_address = peer != nullptr && !peer->address.empty() ? peer->address : tb.node;
-  run.params["peer"] = run.peer_address;
-  run.entity = fmt::format("peer {} ({})", tb.node, run.params.count("network") ? run.params.at("network") : "");
-  RunOptions ro;
-  ro.retries = 1;  // isolation's own rounds retry; a pair is run once per wave
-  ro.timeout_s = o.timeout_s;
-  ro.cancel = o.cancel;
-  std::vector<Verdict> got = RunPair(**sa, aa, **sb, ab, c, t, run, ro);
+// What one planned run gave: its figure, or why not and whom that blames.
+struct RunOutcome {
+  std::optional<double> value;
+  std::string why;
+  std::optional<std::string> blamed;  // node name
+};
+
+RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
+  RunOutcome out;
   for (const Verdict& v : got) {
     if (v.check == run.check && v.node == run.node && v.measured) {
-      f.ran = true;
-      f.values[0] = *v.measured;
-      return f;
+      out.value = *v.measured;
+      return out;
     }
   }
-  // Did not run because a node failed on its own (its agent, a port it could not bind, its
-  // session): that node is blamed, and the rounds retest its partner.
+  // Did not run because a node failed on its own (its agent, a port it could not bind or that
+  // is down, its session): that node is blamed, and the rounds retest its partner.
   for (const Verdict& v : got) {
     if (v.state == State::kPass || v.state == State::kWarn || v.code == "pair.peer_failed" ||
         internal::WaitsOnOthers(v.code)) {
       continue;
     }
-    f.why = fmt::format("{}: {} {}", v.node, v.code, v.detail);
-    f.blamed = v.node == ta.node ? ia : v.node == tb.node ? ib : ia;
-    return f;
+    out.why = fmt::format("{}: {} {}", v.node, v.code, v.detail);
+    out.blamed = v.node == run.peer ? run.peer : run.node;
+    return out;
   }
   // Both ends were up and only waited on each other (the connection never came, the socket
   // went quiet: blame.cc's waiting codes): the path between them carried nothing. That is a
@@ -79,14 +58,74 @@ isolate::Figures RunOne(remote::Connector& connector, const remote::Target& ta, 
   // pair is low), not a node to blame.
   for (const Verdict& v : got) {
     if (v.state != State::kPass && internal::WaitsOnOthers(v.code)) {
-      f.ran = true;
-      f.values[0] = 0.0;
-      f.why = fmt::format("nothing crossed between {} and {}: {}: {} {}", ta.node, tb.node, v.node, v.code, v.detail);
-      return f;
+      out.value = 0.0;
+      out.why = fmt::format("nothing crossed between {} and {}: {}: {} {}", run.node, run.peer, v.node, v.code, v.detail);
+      return out;
     }
   }
-  f.why = fmt::format("{} and {}: the pair gave no figure", ta.node, tb.node);
+  out.why = fmt::format("{} and {}: the run gave no figure", run.node, run.peer);
+  return out;
+}
+
+// One pair of a wave: its runs in turn (one for TCP, one per rail for RDMA), as Figures.
+isolate::Figures RunOne(const IsolationMeasure& m, const model::Cluster& c, const PairRunner& runner,
+                        const std::vector<std::string>& nodes, int ia, int ib, const IsolateRunOptions& o) {
+  isolate::Figures f;
+  f.values.assign(m.names.size(), std::nullopt);
+  const model::Node* a = c.FindNode(nodes[static_cast<std::size_t>(ia)]);
+  const model::Node* b = c.FindNode(nodes[static_cast<std::size_t>(ib)]);
+  const std::vector<std::pair<int, PlannedRun>> runs = m.runs(*a, *b);
+  const bool rails = m.names.size() > 1;
+  int carried = 0;
+  std::optional<std::string> blamed;
+  std::vector<std::string> whys;
+  double sum = 0;
+  for (const auto& [measure, run] : runs) {
+    if (Interrupted(o.cancel)) {
+      whys.push_back("interrupted");
+      break;
+    }
+    RunOutcome r = Classify(run, runner(run));
+    const std::string label = rails ? m.names[static_cast<std::size_t>(measure)] + ": " : "";
+    if (!r.why.empty()) whys.push_back(label + r.why);
+    if (r.value) {
+      ++carried;
+      f.values[static_cast<std::size_t>(measure)] = *r.value;
+      sum += *r.value;
+    } else if (r.blamed && !blamed) {
+      blamed = r.blamed;
+    }
+    if (r.blamed && rails) {
+      // A rail that failed on one node's side (its port down, its device missing) carried
+      // nothing: zero on that rail, so the rounds find it low with every partner.
+      f.values[static_cast<std::size_t>(measure)] = 0.0;
+    }
+  }
+  for (const std::string& w : whys) f.why += (f.why.empty() ? "" : "; ") + w;
+  if (carried == 0) {
+    // Nothing crossed on any run: the pair did not run; the node that failed on its own is blamed.
+    f.values.assign(m.names.size(), std::nullopt);
+    if (blamed) f.blamed = *blamed == a->name ? ia : ib;
+    if (f.why.empty()) f.why = fmt::format("{} and {}: the pair gave no figure", a->name, b->name);
+    return f;
+  }
+  f.ran = true;
+  if (rails) f.values[0] = sum;
   return f;
+}
+
+std::string NicCable(const model::Cluster& c, const std::string& node, const std::string& nic) {
+  for (const model::Link& l : c.links) {
+    for (const auto& [self, other] : {std::pair{&l.a, &l.b}, std::pair{&l.b, &l.a}}) {
+      if (self->kind == model::Endpoint::Kind::kNic && self->device == node && self->nic == nic) {
+        // A link's position leaves the file out (load_fabric.cc): it is the inventory's own.
+        SourcePos at = l.where;
+        if (at.file.empty()) at.file = c.source_file;
+        return at.line > 0 ? fmt::format("{} ({})", other->ToString(), at.ToString()) : other->ToString();
+      }
+    }
+  }
+  return "";
 }
 
 // Suspects first (errors, failures, warnings), then the rest, each in node order.
@@ -133,11 +172,15 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
     const isolate::RunRecord& w = r.runs[*nv.worst_run];
     if (nv.measure < static_cast<int>(w.figures.values.size())) v.measured = w.figures.values[nv.measure];
   }
-  if (r.median) {
-    v.threshold = fmt::format(">= {:.2f} x the round-1 median {:.3g} {}", r.relative, *r.median, r.unit);
-    if (r.floor) v.threshold += fmt::format(", and >= {}", r.floor_text);
-  } else if (r.floor) {
-    v.threshold = ">= " + r.floor_text;
+  const std::size_t m = static_cast<std::size_t>(nv.measure);
+  const std::optional<double> median = m < r.medians.size() ? r.medians[m] : r.median;
+  const double floor = m < r.floors.size() ? r.floors[m] : r.floor.value_or(0);
+  const std::string on = m < r.measure_names.size() && r.measure_names.size() > 1 ? " on " + r.measure_names[m] : "";
+  if (median) {
+    v.threshold = fmt::format(">= {:.2f} x the round-1 median {:.3g} {}{}", r.relative, *median, r.unit, on);
+    if (floor > 0) v.threshold += fmt::format(", and >= {:.3g} {} ({})", floor, r.unit, r.floor_text);
+  } else if (floor > 0) {
+    v.threshold = fmt::format(">= {:.3g} {}{} ({})", floor, r.unit, on, r.floor_text);
   }
   const std::string partner = nv.partner ? r.nodes[*nv.partner] : "";
   const std::string ratio = Ratio(nv.worst_ratio);
@@ -154,6 +197,13 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
       Mark(v, "isolate.bad_rail");
       v.entity = fmt::format("rail {}", nv.measure - 1);
       v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      if (i < r.rail_nics.size() && static_cast<std::size_t>(nv.measure - 1) < r.rail_nics[i].size()) {
+        // The join with the design's cabling: which HCA, and the switch port its cable goes to.
+        const std::string& nic = r.rail_nics[i][static_cast<std::size_t>(nv.measure - 1)];
+        v.entity += " (" + nic + ")";
+        const auto cable = r.cables.find(v.node + ":" + nic);
+        if (cable != r.cables.end()) v.detail += fmt::format("; its cable: {}:{} to {}", v.node, nic, cable->second);
+      }
       break;
     case isolate::Verdict::kBadLink:
       Mark(v, "isolate.bad_link");
@@ -185,43 +235,193 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
   return v;
 }
 
-Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<const remote::Target> targets,
-                                     const model::Cluster& c, const Thresholds& t, const ValidatePlan& tcp_plan,
-                                     const plan::AgentBinary& agent, const IsolateRunOptions& o) {
+Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
+                                              std::span<const std::string> selected,
+                                              std::span<const std::string> probe_params) {
   const PlannedRun* tmpl = nullptr;
-  for (const PlannedRun& r : tcp_plan.runs) {
-    if (ShapeOf(r) == Shape::kPair) {
+  for (const PlannedRun& r : plan.runs) {
+    if (ShapeOf(r) == Shape::kPair && (r.check == "tcp.bandwidth" || r.check == "rdma.write_bw")) {
       tmpl = &r;
       break;
     }
   }
   if (tmpl == nullptr) {
+    std::string check = "tcp.bandwidth";
     std::string why = "fewer than two selected nodes share a storage or control network";
-    if (!tcp_plan.left_out.empty()) why = tcp_plan.left_out.front().detail;
-    return Error{fmt::format("--isolate runs {} pairs, and there is none to run: {}", "tcp.bandwidth", why)};
+    for (const Verdict& v : plan.left_out) {
+      if (v.check == "rdma.write_bw" || v.check == "tcp.bandwidth") {
+        check = v.check;
+        why = v.detail;
+        break;
+      }
+    }
+    return Error{fmt::format("--isolate runs {} pairs, and there is none to run: {}", check, why)};
   }
+  IsolationMeasure m;
+  m.check = tmpl->check;
+  if (m.check == "tcp.bandwidth") {
+    m.network = tmpl->params.count("network") ? tmpl->params.at("network") : "";
+    m.names = {"the pair"};
+    m.floors = {0};
+    if (const model::Network* net = c.FindNetwork(m.network); net != nullptr && net->rate_bytes_per_s > 0) {
+      const double line = net->rate_bytes_per_s * 8 / 1e9;
+      const double fraction = t.Get("tcp.bandwidth.min_fraction");
+      m.floors[0] = fraction * line;
+      m.floor_text = fmt::format("{:.0f}% of {:.3g} Gb/s, networks.{}.rate; {}", fraction * 100, line, net->name,
+                                 t.SourceOf("tcp.bandwidth.min_fraction"));
+    }
+    for (const std::string& name : selected) {
+      const model::Node* n = c.FindNode(name);
+      if (n == nullptr) continue;
+      const model::Profile& p = c.ProfileOf(*n);
+      if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == m.network; })) {
+        m.nodes.push_back(name);
+      }
+    }
+    const PlannedRun tcp = *tmpl;
+    m.runs = [tcp](const model::Node& a, const model::Node& b) {
+      PlannedRun run = tcp;
+      run.node = a.name;
+      run.peer = b.name;
+      run.peer_address = b.address.empty() ? b.name : b.address;
+      run.params["peer"] = run.peer_address;
+      run.entity = fmt::format("peer {} ({})", b.name, run.params.count("network") ? run.params.at("network") : "");
+      return std::vector<std::pair<int, PlannedRun>>{{0, std::move(run)}};
+    };
+    return m;
+  }
+
+  // rdma.write_bw: the nodes with compute HCAs; a measure per rail position, named by the
+  // first such node's HCA there, with the lowest line rate any node has there.
+  std::size_t rails = 0;
+  std::vector<double> line;  // per rail position, Gb/s
+  for (const std::string& name : selected) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) continue;
+    const std::vector<const model::NicSpec*> nics = internal::ComputeRdmaNics(c, c.ProfileOf(*n));
+    if (nics.empty()) continue;
+    if (m.names.empty()) {
+      m.names.push_back("the sum of rails");
+      for (std::size_t k = 0; k < nics.size(); ++k) m.names.push_back(fmt::format("rail {} ({})", k, nics[k]->name));
+      m.network = nics.front()->network;
+    }
+    rails = std::max(rails, nics.size());
+    line.resize(rails, 0);
+    for (std::size_t k = 0; k < nics.size(); ++k) {
+      const model::Network* net = c.FindNetwork(nics[k]->network);
+      const double rate = (nics[k]->rate_bytes_per_s > 0 ? nics[k]->rate_bytes_per_s
+                           : net != nullptr          ? net->rate_bytes_per_s
+                                                     : 0) * 8 / 1e9;
+      if (rate > 0 && (line[k] == 0 || rate < line[k])) line[k] = rate;
+    }
+    m.nodes.push_back(name);
+  }
+  for (std::size_t k = m.names.size() - 1; k < rails; ++k) m.names.push_back(fmt::format("rail {}", k));
+  const double fraction = t.Get("rdma.write.min_fraction");
+  m.floors.assign(rails + 1, 0);
+  for (std::size_t k = 0; k < rails; ++k) m.floors[k + 1] = fraction * line[k];
+  m.floor_text = fmt::format("a rail: {:.0f}% of its HCA's line rate; {}", fraction * 100,
+                             t.SourceOf("rdma.write.min_fraction"));
+  const CheckInfo* info = CheckOf(*tmpl);
+  const std::vector<std::string> params(probe_params.begin(), probe_params.end());
+  m.runs = [&c, info, params](const model::Node& a, const model::Node& b) {
+    ValidatePlan one;
+    std::vector<int> positions;
+    for (internal::RailRun& r : internal::RailRuns(c, *info, a, b)) {
+      positions.push_back(r.position);
+      one.runs.push_back(std::move(r.run));
+    }
+    // The --param words, as PlanRun applied them to validate's own runs (already checked there).
+    (void)ApplyParams(one, params);
+    std::vector<std::pair<int, PlannedRun>> out;
+    for (std::size_t k = 0; k < one.runs.size(); ++k) out.emplace_back(positions[k] + 1, std::move(one.runs[k]));
+    return out;
+  };
+  return m;
+}
+
+IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std::vector<std::string> nodes,
+                        const PairRunner& runner, const IsolateRunOptions& o, std::vector<Verdict> outside) {
   IsolationResult out;
   out.seed = o.seed;
   out.relative = o.relative;
-  out.check = tmpl->check;
-  out.unit = "Gb/s";
-  out.network = tmpl->params.count("network") ? tmpl->params.at("network") : "";
-  if (const model::Network* net = c.FindNetwork(out.network); net != nullptr && net->rate_bytes_per_s > 0) {
-    const double line = net->rate_bytes_per_s * 8 / 1e9;
-    const double fraction = t.Get("tcp.bandwidth.min_fraction");
-    out.floor = fraction * line;
-    out.floor_text = fmt::format("{:.3g} Gb/s ({:.0f}% of {:.3g} Gb/s, networks.{}.rate; {})", *out.floor,
-                                 fraction * 100, line, net->name, t.SourceOf("tcp.bandwidth.min_fraction"));
+  out.check = m.check;
+  out.unit = m.unit;
+  out.network = m.network;
+  out.measure_names = m.names;
+  out.floors = m.floors;
+  out.floor_text = m.floor_text;
+  if (!m.floors.empty() && m.floors[0] > 0) out.floor = m.floors[0];
+  if (m.names.size() > 1 || out.floor) {
+    out.floor_text = out.floor ? fmt::format("{:.3g} Gb/s ({})", *out.floor, m.floor_text) : m.floor_text;
+  }
+  out.nodes = std::move(nodes);
+  for (const std::string& name : out.nodes) {
+    std::vector<std::string> nics;
+    if (m.names.size() > 1) {
+      for (const model::NicSpec* nic : internal::ComputeRdmaNics(c, c.ProfileOf(*c.FindNode(name)))) {
+        nics.push_back(nic->name);
+        if (std::string cable = NicCable(c, name, nic->name); !cable.empty()) out.cables[name + ":" + nic->name] = cable;
+      }
+    }
+    out.rail_nics.push_back(std::move(nics));
   }
 
-  // The nodes on that network, in selection order.
-  std::vector<std::size_t> on;  // indices into targets
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const model::Node* n = c.FindNode(targets[i].node);
-    if (n == nullptr) continue;
-    const model::Profile& p = c.ProfileOf(*n);
-    if (std::any_of(p.nics.begin(), p.nics.end(), [&](const model::NicSpec& x) { return x.network == out.network; })) {
-      on.push_back(i);
+  isolate::Options io;
+  io.seed = o.seed;
+  io.measures = static_cast<int>(m.names.size());
+  io.relative = o.relative;
+  io.retries = o.retries;
+  io.floors = m.floors;
+  isolate::Isolator iso(out.nodes.size(), io);
+  while (std::optional<std::vector<isolate::PairRun>> wave = iso.Next()) {
+    std::vector<isolate::Figures> figures(wave->size());
+    if (Interrupted(o.cancel)) {
+      for (isolate::Figures& f : figures) {
+        f.values.assign(m.names.size(), std::nullopt);
+        f.why = "interrupted";
+      }
+      iso.Record(figures);
+      continue;
+    }
+    std::vector<std::future<isolate::Figures>> running;
+    for (const isolate::PairRun& p : *wave) {
+      running.push_back(std::async(std::launch::async, [&, p] { return RunOne(m, c, runner, out.nodes, p.a, p.b, o); }));
+    }
+    for (std::size_t k = 0; k < running.size(); ++k) figures[k] = running[k].get();
+    iso.Record(figures);
+  }
+
+  out.runs = iso.Runs();
+  out.node_verdicts = iso.Verdicts();
+  out.medians = iso.Medians();
+  if (!out.medians.empty()) out.median = out.medians.front();
+  out.notes = iso.Notes();
+  if (Interrupted(o.cancel)) out.notes.push_back("interrupted: the runs after Ctrl-C did not run");
+  out.rounds = iso.Rounds();
+  out.waves = iso.Waves();
+  std::vector<Verdict> judged;
+  for (std::size_t i = 0; i < out.nodes.size(); ++i) judged.push_back(IsolationVerdict(out, i));
+  for (Verdict& v : outside) v.check = "isolate." + out.check;
+  judged.insert(judged.end(), outside.begin(), outside.end());
+  std::stable_sort(judged.begin(), judged.end(), [](const Verdict& a, const Verdict& b) { return Rank(a) < Rank(b); });
+  out.verdicts = std::move(judged);
+  return out;
+}
+
+Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<const remote::Target> targets,
+                                     const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
+                                     std::span<const std::string> probe_params, const plan::AgentBinary& agent,
+                                     const IsolateRunOptions& o) {
+  std::vector<std::string> names;
+  for (const remote::Target& x : targets) names.push_back(x.node);
+  Result<IsolationMeasure> m = PlanIsolationMeasure(c, t, plan, names, probe_params);
+  if (!m.ok()) return m.error();
+
+  std::vector<remote::Target> selected;
+  for (const std::string& name : m->nodes) {
+    for (const remote::Target& x : targets) {
+      if (x.node == name) selected.push_back(x);
     }
   }
 
@@ -229,8 +429,6 @@ Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<con
   remote::FanoutOptions fo;
   fo.width = o.fanout;
   fo.cancel = o.cancel;
-  std::vector<remote::Target> selected;
-  for (std::size_t i : on) selected.push_back(targets[i]);
   remote::Fleet fleet(connector, selected, fo);
   std::vector<AgentOnNode> agents(selected.size());
   std::vector<Verdict> outside;
@@ -238,7 +436,6 @@ Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<con
   // A node that never enters a round: its own verdict, never good.
   auto Outside = [&](const std::string& node, std::string_view code, const std::string& why, std::string next) {
     Verdict v;
-    v.check = "isolate." + out.check;
     v.node = node;
     v.entity = "node";
     Mark(v, code);
@@ -257,61 +454,46 @@ Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<con
                               "gpuforge apply INVENTORY --only agent --nodes " + selected[i].node));
     return false;
   });
-  std::vector<std::size_t> in;  // indices into selected
+  std::vector<std::string> in;
+  std::map<std::string, std::size_t> index;  // node -> index into selected
   for (std::size_t i = 0; i < selected.size(); ++i) {
     if (fleet.lost(i)) {
       outside.push_back(Outside(selected[i].node, "node.unreachable", fleet.lost(i)->message,
                                 "gpuforge run INVENTORY --nodes " + selected[i].node + " -- true"));
     } else if (!agents[i].empty()) {
-      in.push_back(i);
-      out.nodes.push_back(selected[i].node);
+      in.push_back(selected[i].node);
+      index[selected[i].node] = i;
     }
   }
 
-  isolate::Options io;
-  io.seed = o.seed;
-  io.measures = 1;
-  io.relative = o.relative;
-  io.retries = o.retries;
-  if (out.floor) io.floors = {*out.floor};
-  isolate::Isolator iso(out.nodes.size(), io);
-  while (std::optional<std::vector<isolate::PairRun>> wave = iso.Next()) {
-    std::vector<isolate::Figures> figures(wave->size());
-    if (Interrupted(o.cancel)) {
-      for (isolate::Figures& f : figures) {
-        f.values.assign(1, std::nullopt);
-        f.why = "interrupted";
+  // Each run on fresh sessions to both nodes, as validate runs a pair check (RunPair).
+  const PairRunner runner = [&](const PlannedRun& run) -> std::vector<Verdict> {
+    const std::size_t a = index.at(run.node), b = index.at(run.peer);
+    std::array<std::unique_ptr<remote::Session>, 2> s;
+    for (const std::size_t k : {a, b}) {
+      Result<std::unique_ptr<remote::Session>> got = connector.Connect(selected[k]);
+      if (!got.ok()) {
+        Verdict v;
+        v.check = run.check;
+        v.node = selected[k].node;
+        v.entity = "node";
+        Mark(v, "node.unreachable");
+        v.detail = got.error().message;
+        return {v};
       }
-      iso.Record(figures);
-      continue;
+      s[k == a ? 0 : 1] = std::move(*got);
     }
-    std::vector<std::future<isolate::Figures>> running;
-    for (const isolate::PairRun& p : *wave) {
-      const std::size_t a = in[static_cast<std::size_t>(p.a)], b = in[static_cast<std::size_t>(p.b)];
-      running.push_back(std::async(std::launch::async, [&, a, b, p] {
-        return RunOne(connector, selected[a], selected[b], agents[a], agents[b], c, t, *tmpl, p.a, p.b, o);
-      }));
-    }
-    for (std::size_t k = 0; k < running.size(); ++k) figures[k] = running[k].get();
-    iso.Record(figures);
-  }
+    RunOptions ro;
+    ro.retries = 1;  // isolation's own rounds retry; a pair is run once per wave
+    ro.timeout_s = o.timeout_s;
+    ro.cancel = o.cancel;
+    return RunPair(*s[0], agents[a], *s[1], agents[b], c, t, run, ro);
+  };
+  IsolationResult out = Isolate(c, *m, std::move(in), runner, o, std::move(outside));
 
   // What validate pushed goes when the run ends, as RunPlan does.
   RemovePushedAgents(fleet, agents);
   fleet.Close();
-
-  out.runs = iso.Runs();
-  out.node_verdicts = iso.Verdicts();
-  if (!iso.Medians().empty()) out.median = iso.Medians().front();
-  out.notes = iso.Notes();
-  if (Interrupted(o.cancel)) out.notes.push_back("interrupted: the runs after Ctrl-C did not run");
-  out.rounds = iso.Rounds();
-  out.waves = iso.Waves();
-  std::vector<Verdict> judged;
-  for (std::size_t i = 0; i < out.nodes.size(); ++i) judged.push_back(IsolationVerdict(out, i));
-  judged.insert(judged.end(), outside.begin(), outside.end());
-  std::stable_sort(judged.begin(), judged.end(), [](const Verdict& a, const Verdict& b) { return Rank(a) < Rank(b); });
-  out.verdicts = std::move(judged);
   return out;
 }
 

@@ -163,34 +163,41 @@ void PlanRdmaPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan&
   }
   for (std::size_t i = 0; i < rdma_nodes.size(); ++i) {
     if (rdma_nodes.size() == 2 && i == 1) break;  // two nodes: one pair
-    const model::Node* self = rdma_nodes[i];
-    const model::Node* peer = rdma_nodes[(i + 1) % rdma_nodes.size()];
-    const auto mine = ComputeRdmaNics(c, c.ProfileOf(*self));
-    const auto theirs = ComputeRdmaNics(c, c.ProfileOf(*peer));
-    for (std::size_t k = 0; k < mine.size(); ++k) {
-      // The same rail when both say which; else the same position.
-      const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
-      if (mine[k]->rail) {
-        for (const model::NicSpec* t : theirs) {
-          if (t->rail == mine[k]->rail) other = t;
-        }
-      }
-      if (other == nullptr) continue;
-      PlannedRun r = RunOf(check, *self);
-      r.peer = peer->name;
-      r.peer_address = peer->address.empty() ? peer->name : peer->address;
-      r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer->name, other->name, other->port);
-      r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
-      r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
-      if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
-        // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
-        // with --param KEY.gid_index=N).
-        r.params["gid_index"] = "3";
-        r.peer_params["gid_index"] = "3";
-      }
-      plan.runs.push_back(std::move(r));
+    for (RailRun& r : RailRuns(c, check, *rdma_nodes[i], *rdma_nodes[(i + 1) % rdma_nodes.size()])) {
+      plan.runs.push_back(std::move(r.run));
     }
   }
+}
+
+std::vector<RailRun> RailRuns(const model::Cluster& c, const CheckInfo& check, const model::Node& self,
+                              const model::Node& peer) {
+  std::vector<RailRun> out;
+  const auto mine = ComputeRdmaNics(c, c.ProfileOf(self));
+  const auto theirs = ComputeRdmaNics(c, c.ProfileOf(peer));
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    // The same rail when both say which; else the same position.
+    const model::NicSpec* other = k < theirs.size() ? theirs[k] : nullptr;
+    if (mine[k]->rail) {
+      for (const model::NicSpec* t : theirs) {
+        if (t->rail == mine[k]->rail) other = t;
+      }
+    }
+    if (other == nullptr) continue;
+    PlannedRun r = RunOf(check, self);
+    r.peer = peer.name;
+    r.peer_address = peer.address.empty() ? peer.name : peer.address;
+    r.entity = fmt::format("{}:{} to {} {}:{}", mine[k]->name, mine[k]->port, peer.name, other->name, other->port);
+    r.params = {{"role", "client"}, {"device", mine[k]->name}, {"ib_port", std::to_string(mine[k]->port)}};
+    r.peer_params = {{"role", "server"}, {"device", other->name}, {"ib_port", std::to_string(other->port)}};
+    if (mine[k]->kind == model::NetKind::kRoce || other->kind == model::NetKind::kRoce) {
+      // RoCE addresses by GID; 3 is the RoCE v2 entry the guide's example uses (override
+      // with --param KEY.gid_index=N).
+      r.params["gid_index"] = "3";
+      r.peer_params["gid_index"] = "3";
+    }
+    out.push_back({static_cast<int>(k), mine[k], other, std::move(r)});
+  }
+  return out;
 }
 
 void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan) {

@@ -22,6 +22,17 @@ void PlanCheckpoint(const PlanContext& ctx, const CheckInfo& check, ValidatePlan
 // Pairs in a ring: per storage/control network (TCP), per compute HCA and rail (RDMA).
 void PlanTcpPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan);
 void PlanRdmaPairs(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan);
+// One RDMA run per compute HCA of `self` against the same rail of `peer` (the same position
+// where the profiles name no rails), `self` the client: PlanRdmaPairs' ring and validate
+// --isolate's pairs (isolate_run.cc) plan the same runs.
+struct RailRun {
+  int position = 0;                       // index among self's compute RDMA NICs
+  const model::NicSpec* mine = nullptr;
+  const model::NicSpec* theirs = nullptr;
+  PlannedRun run;
+};
+std::vector<RailRun> RailRuns(const model::Cluster& c, const CheckInfo& check, const model::Node& self,
+                              const model::Node& peer);
 // The selected NVIDIA GPU nodes as one NCCL job.
 void PlanNcclGroup(const PlanContext& ctx, const CheckInfo& check, ValidatePlan& plan);
 

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -127,9 +129,19 @@ TEST_F(IsolateNetnsE2e, NamesTheSlowNodeAsANodeAndTheSlowLinkAsALinkOnEverySeed)
     ShapeFabric(slow, link_a, link_b);
 
     testbed::CommandOutput run = Gpuforge(
-        fmt::format("validate {} --isolate --seed {} --param tcp.bandwidth.bytes=8MiB --format json", path, seed), "",
-        testbed::Stderr::kDropped);
+        fmt::format("validate {} --isolate --seed {} --param tcp.bandwidth.bytes=8MiB --format json --report {}.{}.html",
+                    path, seed, path, seed),
+        "", testbed::Stderr::kDropped);
     ASSERT_EQ(run.exit_code, 1) << run.output;
+    {
+      // The acceptance report has the pair matrix, with the slow node's runs low.
+      std::ifstream in(fmt::format("{}.{}.html", path, seed));
+      const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(html.find("<figure class=\"pairmatrix\">"), std::string::npos) << html.size();
+      EXPECT_NE(html.find(fmt::format("<rect class=\"cell low\" data-a=\"{}\"",
+                                      tb_->hosts()[static_cast<std::size_t>(slow)].name)),
+                std::string::npos);
+    }
     nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << run.output;
     const nlohmann::json& iso = j["isolation"];

@@ -115,7 +115,8 @@ std::unique_ptr<Probe> FindProbe(std::string_view key);
 gpuforge::Result<std::map<std::string, std::string>> ResolveParams(const Probe& p,
                                                                    const std::map<std::string, std::string>& given);
 
-// Runs a probe with its defaults filled in and its wall time recorded.
+// Runs a probe with `params` as given (ResolveParams fills the defaults first: the agent calls
+// it) and its wall time recorded.
 ProbeResult RunProbe(Probe& p, const std::map<std::string, std::string>& params, const std::atomic<bool>* cancel,
                      Exchange exchange = {});
 

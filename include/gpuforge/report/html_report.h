@@ -19,11 +19,15 @@
 #include "gpuforge/model/cluster.h"
 #include "gpuforge/report/baseline.h"
 #include "gpuforge/report/run_info.h"
+#include "gpuforge/validate/isolate_run.h"
 #include "gpuforge/validate/validate.h"
 
 namespace gpuforge::report {
 
+// `isolation`: validate --isolate's rounds, drawn as a pair matrix (and a node-by-rail map for
+// per-rail RDMA) after the summary.
 std::string ValidateHtml(const RunInfo& run, const model::Cluster& c, std::span<const validate::Verdict> verdicts,
-                         const std::optional<Comparison>& baseline = std::nullopt);
+                         const std::optional<Comparison>& baseline = std::nullopt,
+                         const validate::IsolationResult* isolation = nullptr);
 
 }  // namespace gpuforge::report

@@ -6,13 +6,21 @@
 // Isolator, and its verdicts come back as one validate Verdict per node (codes isolate.*), so
 // the reports, --drain-failed and the exit codes treat them as any other check's.
 //
-// The measure today is tcp.bandwidth between the nodes' inventory addresses on the storage or
-// control network the nodes share (its absolute floor is the check's: min_fraction x the
-// network's rate). NCCL and per-rail RDMA pairs are measures the Isolator already takes;
-// running them here is the next step of #32 (docs/validate.md#isolation).
+// Two measures (IsolationMeasure):
+//   rdma.write_bw   per compute rail: each pair runs ib_write_bw's method on every rail in turn
+//                   (node a's HCA against the same rail of node b, RailRuns in planners.h).
+//                   Measure 0 is the pair's sum over its rails, measure r rail r-1; a rail's
+//                   absolute floor is rdma.write.min_fraction x its line rate. The default where
+//                   the compute network is InfiniBand or RoCE.
+//   tcp.bandwidth   between the nodes' inventory addresses on the storage or control network
+//                   they share; its floor is tcp.bandwidth.min_fraction x the network's rate.
+// NCCL pairs are a measure the Isolator takes too; running them here is still to come (#32,
+// docs/validate.md#isolation).
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +45,30 @@ struct IsolateRunOptions {
   int fanout = 64;         // nodes worked on at once while the agent is made sure of
 };
 
+// What the pairs measure, planned from the validate plan of the one check --isolate runs.
+struct IsolationMeasure {
+  std::string check;                  // "rdma.write_bw", "tcp.bandwidth"
+  std::string unit = "Gb/s";
+  std::string network;                // the network the pairs run on
+  std::vector<std::string> names;     // per measure: "the pair" (TCP), "the sum of rails", "rail 0 (mlx5_0)"
+  std::vector<double> floors;         // per measure, in `unit`; 0: none
+  std::string floor_text;             // where the floors come from
+  std::vector<std::string> nodes;     // the selected nodes it applies to, in selection order
+  // The runs of one pair, `a` the client: (measure, run) for each.
+  std::function<std::vector<std::pair<int, PlannedRun>>(const model::Node& a, const model::Node& b)> runs;
+};
+
+// The measure for `plan` (validate's plan of tcp.bandwidth or rdma.write_bw over the selected
+// nodes, --param words applied). An error naming why when there is no pair to run.
+Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
+                                              std::span<const std::string> selected,
+                                              std::span<const std::string> probe_params);
+
+// How one planned pair run is carried out: the verdicts RunPair gives (a node it could not
+// reach: a node.unreachable verdict for it). RunIsolation's goes through the agent on fresh
+// sessions; the tests' runs the probes in-process against fakes.
+using PairRunner = std::function<std::vector<Verdict>(const PlannedRun& run)>;
+
 struct IsolationResult {
   std::uint64_t seed = 0;
   double relative = 0.9;
@@ -45,6 +77,11 @@ struct IsolationResult {
   std::string network;           // the network the pairs ran on
   std::optional<double> floor;   // the absolute floor, in `unit`; nullopt where none applies
   std::string floor_text;        // "0.8 Gb/s (80% of 1 Gb/s, ...)"
+  std::vector<std::string> measure_names;            // IsolationMeasure::names
+  std::vector<double> floors;                        // per measure; 0: none
+  std::vector<std::optional<double>> medians;        // round-1 median per measure
+  std::vector<std::vector<std::string>> rail_nics;   // per node: its compute HCA per rail position
+  std::map<std::string, std::string> cables;         // "node:nic" -> "leaf3:17 (inv.yaml:97)", the inventory's links
   std::vector<std::string> nodes;  // the Isolator's node index -> name
   std::vector<isolate::RunRecord> runs;
   std::vector<isolate::NodeVerdict> node_verdicts;  // by index, as nodes
@@ -57,11 +94,17 @@ struct IsolationResult {
   std::vector<Verdict> verdicts;
 };
 
-// Runs the isolation over `targets`. An error (nothing ran) when the plan has no pair to run:
-// fewer than two selected nodes on a storage or control network.
+// Runs the isolation over `targets` (PlanIsolationMeasure, the agent on each node, Isolate). An
+// error (nothing ran) when the plan has no pair to run.
 Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<const remote::Target> targets,
-                                     const model::Cluster& c, const Thresholds& t, const ValidatePlan& tcp_plan,
-                                     const plan::AgentBinary& agent, const IsolateRunOptions& o);
+                                     const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
+                                     std::span<const std::string> probe_params, const plan::AgentBinary& agent,
+                                     const IsolateRunOptions& o);
+
+// The rounds over `nodes` with `runner`, judged; `outside` (nodes that never entered a round)
+// is appended to the verdicts. The cabling join comes from the inventory's links.
+IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std::vector<std::string> nodes,
+                        const PairRunner& runner, const IsolateRunOptions& o, std::vector<Verdict> outside = {});
 
 // The Isolator's verdict for node i as a validate Verdict (pure; for tests and the reports).
 Verdict IsolationVerdict(const IsolationResult& r, std::size_t i);

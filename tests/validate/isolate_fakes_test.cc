@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -21,6 +22,7 @@
 #include "gpuforge/report/html_report.h"
 #include "gpuforge/report/isolate_report.h"
 #include "gpuforge/report/style.h"
+#include "gpuforge/validate/isolate.h"
 #include "gpuforge/validate/isolate_run.h"
 #include "gpuforge/validate/prepare.h"
 #include "probe/fake_verbs.h"
@@ -287,6 +289,61 @@ TEST_F(IsolateOnFakeVerbs, AHealthyFabricPassesEveryNode) {
   const IsolationResult r = Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
   for (const Verdict& v : r.verdicts) EXPECT_EQ(v.state, State::kPass) << v.node << ": " << v.code << " " << v.detail;
   EXPECT_EQ(r.rounds, 1) << "no suspect: no round 2";
+}
+
+// A node that dies after round 1 (its SSH no longer answers): every later run it is in does not
+// run and blames it, so it is never good, and no partner of it is blamed for its death.
+TEST_F(IsolateOnFakeVerbs, ANodeThatDiesMidRunIsNeverGoodAndItsPartnersAreNotBlamed) {
+  fabric_.gbits["g05-mlx5_2"] = 100;  // a suspect, so there is a round 2
+  const IsolationMeasure m = Measure();
+  for (const std::uint64_t seed : {1ULL, 7ULL, 2026ULL}) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    std::atomic<int> runs{0};
+    std::string dead;  // the round-1 partner of g05: it is in round 2 for sure
+    IsolateRunOptions o;
+    o.seed = seed;
+    {
+      isolate::Options io;
+      io.seed = seed;
+      io.measures = 5;
+      isolate::Isolator plan(8, io);
+      const std::optional<std::vector<isolate::PairRun>> first = plan.Next();
+      ASSERT_TRUE(first.has_value());
+      for (const isolate::PairRun& p : *first) {
+        if (p.a == 4) dead = Names()[static_cast<std::size_t>(p.b)];
+        if (p.b == 4) dead = Names()[static_cast<std::size_t>(p.a)];
+      }
+    }
+    ASSERT_FALSE(dead.empty());
+    const IsolationResult r = Isolate(
+        cluster_, m, Names(),
+        [&](const PlannedRun& run) -> std::vector<Verdict> {
+          // Round 1 is 4 pairs x 4 rails: after those, `dead` is gone.
+          if (runs.fetch_add(1) >= 16 && (run.node == dead || run.peer == dead)) {
+            Verdict v;
+            v.check = run.check;
+            v.node = dead;
+            v.entity = "node";
+            v.state = State::kError;
+            v.code = "node.unreachable";
+            v.detail = "ssh: connect to host: Connection refused";
+            return {v};
+          }
+          return Run(run);
+        },
+        o);
+    const Verdict* v = Of(r, dead);
+    ASSERT_NE(v, nullptr);
+    EXPECT_NE(v->state, State::kPass) << v->code << " " << v->detail;
+    EXPECT_EQ(v->code, "isolate.could_not_run");
+    EXPECT_NE(v->detail.find(dead + ": node.unreachable"), std::string::npos) << v->detail;
+    EXPECT_EQ(Of(r, "g05")->code, "isolate.bad_rail") << Of(r, "g05")->detail;
+    for (const Verdict& x : r.verdicts) {
+      if (x.node != dead && x.node != "g05") {
+        EXPECT_EQ(x.state, State::kPass) << x.node << ": " << x.detail;
+      }
+    }
+  }
 }
 
 TEST_F(IsolateOnFakeVerbs, ANodeWhoseEveryRailFailsIsBlamedAndNotJudgedGood) {

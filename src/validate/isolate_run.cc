@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/validate/agent.h"
@@ -114,18 +115,23 @@ isolate::Figures RunOne(const IsolationMeasure& m, const model::Cluster& c, cons
   return f;
 }
 
-std::string NicCable(const model::Cluster& c, const std::string& node, const std::string& nic) {
+// Every NIC end of the inventory's links: "node:nic" -> "leaf3:17 (inv.yaml:97)", the first
+// link that names it. One pass over the links, not one per NIC: a cluster of thousands of nodes
+// has a hundred thousand links.
+std::unordered_map<std::string, std::string> NicCables(const model::Cluster& c) {
+  std::unordered_map<std::string, std::string> out;
   for (const model::Link& l : c.links) {
     for (const auto& [self, other] : {std::pair{&l.a, &l.b}, std::pair{&l.b, &l.a}}) {
-      if (self->kind == model::Endpoint::Kind::kNic && self->device == node && self->nic == nic) {
-        // A link's position leaves the file out (load_fabric.cc): it is the inventory's own.
-        SourcePos at = l.where;
-        if (at.file.empty()) at.file = c.source_file;
-        return at.line > 0 ? fmt::format("{} ({})", other->ToString(), at.ToString()) : other->ToString();
-      }
+      if (self->kind != model::Endpoint::Kind::kNic) continue;
+      const std::string key = self->device + ":" + self->nic;
+      if (out.count(key) > 0) continue;
+      // A link's position leaves the file out (load_fabric.cc): it is the inventory's own.
+      SourcePos at = l.where;
+      if (at.file.empty()) at.file = c.source_file;
+      out.emplace(key, at.line > 0 ? fmt::format("{} ({})", other->ToString(), at.ToString()) : other->ToString());
     }
   }
-  return "";
+  return out;
 }
 
 // Suspects first (errors, failures, warnings), then the rest, each in node order.
@@ -356,12 +362,15 @@ IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std:
     out.floor_text = out.floor ? fmt::format("{:.3g} Gb/s ({})", *out.floor, m.floor_text) : m.floor_text;
   }
   out.nodes = std::move(nodes);
+  const std::unordered_map<std::string, std::string> cables =
+      m.names.size() > 1 ? NicCables(c) : std::unordered_map<std::string, std::string>{};
   for (const std::string& name : out.nodes) {
     std::vector<std::string> nics;
     if (m.names.size() > 1) {
       for (const model::NicSpec* nic : internal::ComputeRdmaNics(c, c.ProfileOf(*c.FindNode(name)))) {
         nics.push_back(nic->name);
-        if (std::string cable = NicCable(c, name, nic->name); !cable.empty()) out.cables[name + ":" + nic->name] = cable;
+        const auto cable = cables.find(name + ":" + nic->name);
+        if (cable != cables.end()) out.cables.insert(*cable);
       }
     }
     out.rail_nics.push_back(std::move(nics));

@@ -1,7 +1,7 @@
-// nccl.allreduce against the fake CUDA driver API (fake_cuda.h) and a fake NCCL: "device
-// memory" is host memory, and the fake NCCL really reduces every rank's buffer (across
-// threads, so two agents in two threads form one multi-node communicator through a fake
-// controller exchange). The fakes fail, corrupt, hang and report asynchronous errors on request. None of this has run on
+// nccl.allreduce against the fake CUDA driver API (fake_cuda.h) and the fake NCCL
+// (fake_nccl.h): "device memory" is host memory, and the fake NCCL really reduces every rank's
+// buffer (across threads, so two agents in two threads form one multi-node communicator
+// through a fake controller exchange). The fakes fail, corrupt, hang and report asynchronous errors on request. None of this has run on
 // a real GPU; one test opens the real libnccl.so.2 when it is there and asks its version.
 
 #include <gtest/gtest.h>
@@ -26,6 +26,7 @@
 
 #include "gpuforge/probe/probe.h"
 #include "probe/fake_cuda.h"
+#include "probe/fake_nccl.h"
 #include "probe/gpu/cuda_api.h"
 #include "probe/nccl/allreduce.h"
 #include "probe/nccl/nccl_api.h"
@@ -137,343 +138,6 @@ TEST(NcclLoaderTest, TheRealLibraryTellsItsVersion) {
                "unhandled system error (run with NCCL_DEBUG=INFO for details)");
 }
 
-// ---------------------------------------------------------------------------------------------
-// The check kernels on the fake driver (fake_cuda.h), element by element on the host (see
-// kernels/nccl_check_abi.h for what they compute).
-
-// The embedded fatbin, as far as the fake driver cares: where it lies.
-const std::array<unsigned char, 4> kFakeImage = {'f', 'a', 't', 0};
-
-// gpuforge_nccl_fill and gpuforge_nccl_verify; under cuda.m.
-CUresult CheckKernel(FakeCuda& cuda, const FakeKernelLaunch& l, bool fill) {
-  if (l.grid[0] == 0 || l.grid[1] != 1 || l.grid[2] != 1 || l.block[0] != 256 || l.block[1] != 1 ||
-      l.block[2] != 1 || l.stream == nullptr || l.extra != nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  void** params = l.params;
-  const CUdeviceptr p = *static_cast<CUdeviceptr*>(params[0]);
-  const auto n = *static_cast<unsigned long long*>(params[1]);
-  const auto phase = *static_cast<unsigned long long*>(params[2]);
-  const unsigned period = *static_cast<unsigned*>(params[3]);
-  if (period < 1 || period > 3) return CUDA_ERROR_INVALID_VALUE;
-  unsigned char* d = cuda.Resolve(p, n * 4);
-  if (d == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (fill) {
-    for (unsigned long long i = 0; i < n; ++i) {
-      const float v = static_cast<float>(1 + (i + phase) % period);
-      std::memcpy(d + 4 * i, &v, 4);
-    }
-    return CUDA_SUCCESS;
-  }
-  const float want[3] = {*static_cast<float*>(params[4]), *static_cast<float*>(params[5]),
-                         *static_cast<float*>(params[6])};
-  unsigned char* wrong = cuda.Resolve(*static_cast<CUdeviceptr*>(params[7]), 8);
-  unsigned char* first_bad = cuda.Resolve(*static_cast<CUdeviceptr*>(params[8]), 8);
-  if (wrong == nullptr || first_bad == nullptr) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  unsigned long long count = 0, first = 0;
-  std::memcpy(&count, wrong, 8);
-  std::memcpy(&first, first_bad, 8);
-  for (unsigned long long i = 0; i < n; ++i) {
-    float v = 0;
-    std::memcpy(&v, d + 4 * i, 4);
-    if (v == want[(i + phase) % period]) continue;
-    ++count;
-    first = std::min(first, i);
-  }
-  std::memcpy(wrong, &count, 8);
-  std::memcpy(first_bad, &first, 8);
-  return CUDA_SUCCESS;
-}
-
-FakeCuda* g = nullptr;  // the fixture's, for the fake NCCL
-
-// ---------------------------------------------------------------------------------------------
-// Fake NCCL: communicators grouped by their unique id; a collective completes when every rank
-// of the communicator has posted it, and then every rank's receive buffer gets the real
-// reduction of every rank's send buffer.
-
-struct FakeComm {
-  std::string clique;  // the unique id's bytes
-  int nranks = 0;
-  int rank = 0;
-  int device = -1;  // the context current at ncclCommInitRank
-  std::uint64_t seq = 0;
-  bool destroyed = false;
-  bool aborted = false;
-};
-
-struct QueuedOp {
-  const void* send;
-  void* recv;
-  std::size_t count;
-  ncclRedOp_t op;
-  FakeComm* comm;
-};
-
-struct Collective {
-  std::size_t count = 0;
-  ncclRedOp_t op = ncclSum;
-  std::map<int, std::vector<float>> in;  // per rank
-  std::map<int, CUdeviceptr> out;
-};
-
-struct FakeNccl {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<std::unique_ptr<FakeComm>> comms;
-  std::map<std::pair<std::string, std::uint64_t>, Collective> collectives;  // in progress
-  std::set<std::pair<std::string, std::uint64_t>> done;
-  int ids = 0;
-  std::string fail_call;  // "ncclCommInitRank", "ncclAllReduce", "ncclGroupEnd", ...
-  ncclResult_t fail_rc = ncclSystemError;
-  std::string last_error;
-  ncclResult_t async_error = ncclSuccess;
-  bool corrupt = false;           // element 1 of global rank 0's result is off by one
-  std::size_t corrupt_every = 0;  // with corrupt: and every this many after it
-  // ncclGroupEnd calls before the one that hangs (connecting to a peer that is gone) until a
-  // communicator is aborted; -1: none hangs. `on_hang` runs when it starts hanging. Being
-  // non-blocking, that ncclGroupEnd answers ncclInProgress and the communicators' asynchronous
-  // error stays ncclInProgress (for 5 s at most, then ncclSystemError).
-  int group_ends_before_hang = -1;
-  std::function<void()> on_hang;
-  bool connecting = false;
-  std::chrono::steady_clock::time_point give_up;
-  int allreduce_calls = 0, groups = 0, bad_releases = 0;
-  // Every thread that called into NCCL: one, the sweep's.
-  std::set<std::thread::id> threads;
-  // (send, recv) of every ncclAllReduce, as addresses.
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> buffers;
-};
-
-FakeNccl* n = nullptr;
-thread_local int group_depth = 0;
-thread_local std::vector<QueuedOp> queued;
-thread_local std::string thread_last_error;
-
-bool AnyCommAborted() {
-  std::lock_guard lock(n->m);
-  for (const auto& c : n->comms) {
-    if (c->aborted) return true;
-  }
-  return false;
-}
-
-ncclResult_t Fails(const char* call) {  // under n->m
-  if (n->fail_call != call) return ncclSuccess;
-  thread_last_error = n->last_error;
-  return n->fail_rc;
-}
-
-ncclResult_t GetVersion(int* v) {
-  *v = 22809;
-  return ncclSuccess;
-}
-ncclResult_t GetUniqueId(ncclUniqueId* id) {
-  std::lock_guard lock(n->m);
-  if (ncclResult_t rc = Fails("ncclGetUniqueId")) return rc;
-  std::memset(id->internal, 0, sizeof id->internal);
-  // Like NCCL's: a magic and a socket address, binary, with zero bytes in it.
-  const std::string text = "fake-id-" + std::to_string(++n->ids);
-  std::memcpy(id->internal + 2, text.data(), text.size());
-  id->internal[100] = static_cast<char>(0xff);
-  return ncclSuccess;
-}
-ncclResult_t CommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
-  std::lock_guard lock(n->m);
-  if (ncclResult_t rc = Fails("ncclCommInitRank")) return rc;
-  if (group_depth == 0 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  auto c = std::make_unique<FakeComm>();
-  c->clique.assign(id.internal, sizeof id.internal);
-  c->nranks = nranks;
-  c->rank = rank;
-  c->device = FakeCuda::Current();
-  for (const auto& other : n->comms) {
-    if (other->clique == c->clique && (other->rank == rank || other->nranks != nranks)) {
-      return ncclInvalidUsage;
-    }
-  }
-  *comm = reinterpret_cast<ncclComm_t>(c.get());
-  n->comms.push_back(std::move(c));
-  return ncclSuccess;
-}
-ncclResult_t CommInitAll(ncclComm_t*, int, const int*) { return ncclInvalidUsage; }
-ncclResult_t GroupStart() {
-  ++group_depth;
-  return ncclSuccess;
-}
-
-float Reduce(ncclRedOp_t op, float a, float b) {
-  switch (op) {
-    case ncclProd:
-      return a * b;
-    case ncclMax:
-      return std::max(a, b);
-    case ncclMin:
-      return std::min(a, b);
-    default:
-      return a + b;
-  }
-}
-
-// Posts this thread's queued collectives and waits for every rank of each.
-ncclResult_t RunQueued() {
-  std::vector<QueuedOp> ops;
-  ops.swap(queued);
-  std::vector<std::pair<std::string, std::uint64_t>> keys;
-  {
-    std::lock_guard cuda(g->m);
-    std::lock_guard lock(n->m);
-    for (const QueuedOp& op : ops) {
-      const unsigned char* src = g->Resolve(reinterpret_cast<CUdeviceptr>(op.send), op.count * 4);
-      unsigned char* dst = g->Resolve(reinterpret_cast<CUdeviceptr>(op.recv), op.count * 4);
-      if (src == nullptr || dst == nullptr) return ncclInvalidArgument;
-      if (op.comm->nranks == 1 && !n->corrupt) {
-        std::memmove(dst, src, op.count * 4);  // the reduction of one rank; fast for big buffers
-        continue;
-      }
-      auto key = std::make_pair(op.comm->clique, op.comm->seq++);
-      Collective& c = n->collectives[key];
-      c.count = op.count;
-      c.op = op.op;
-      std::vector<float> data(op.count);
-      std::memcpy(data.data(), src, op.count * 4);
-      c.in[op.comm->rank] = std::move(data);
-      c.out[op.comm->rank] = reinterpret_cast<CUdeviceptr>(op.recv);
-      if (static_cast<int>(c.in.size()) == op.comm->nranks) {
-        std::vector<float> reduced = c.in.begin()->second;
-        for (auto it = std::next(c.in.begin()); it != c.in.end(); ++it) {
-          for (std::size_t i = 0; i < reduced.size(); ++i)
-            reduced[i] = Reduce(c.op, reduced[i], it->second[i]);
-        }
-        for (const auto& [rank, dst] : c.out) {
-          std::vector<float> result = reduced;
-          if (n->corrupt && rank == 0) {
-            const std::size_t every = n->corrupt_every > 0 ? n->corrupt_every : result.size();
-            for (std::size_t i = 1; i < result.size(); i += every) result[i] += 1;
-          }
-          std::memcpy(g->Resolve(dst, c.count * 4), result.data(), c.count * 4);
-        }
-        n->collectives.erase(key);
-        n->done.insert(key);
-        n->cv.notify_all();
-      }
-      keys.push_back(key);
-    }
-  }
-  std::unique_lock lock(n->m);
-  for (const auto& key : keys) {
-    if (!n->cv.wait_for(lock, std::chrono::seconds(5), [&] { return n->done.contains(key); })) {
-      thread_last_error = "fake: a peer never posted its part";
-      return ncclSystemError;
-    }
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t GroupEnd() {
-  bool hang = false;
-  {
-    std::lock_guard lock(n->m);
-    n->threads.insert(std::this_thread::get_id());
-    ++n->groups;
-    if (ncclResult_t rc = Fails("ncclGroupEnd")) {
-      --group_depth;
-      queued.clear();
-      return rc;
-    }
-    hang = n->group_ends_before_hang == 0;
-    if (n->group_ends_before_hang >= 0) --n->group_ends_before_hang;
-    if (hang) {
-      n->connecting = true;
-      n->give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    }
-  }
-  if (hang) {
-    if (n->on_hang) n->on_hang();
-    --group_depth;
-    queued.clear();
-    return ncclInProgress;
-  }
-  if (--group_depth > 0) return ncclSuccess;
-  return RunQueued();
-}
-ncclResult_t AllReduce(const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  {
-    std::lock_guard lock(n->m);
-    ++n->allreduce_calls;
-    if (ncclResult_t rc = Fails("ncclAllReduce")) return rc;
-    auto* c = reinterpret_cast<FakeComm*>(comm);
-    if (type != ncclFloat || stream == nullptr || c->destroyed || c->aborted)
-      return ncclInvalidArgument;
-    n->buffers.emplace_back(reinterpret_cast<std::uintptr_t>(send), reinterpret_cast<std::uintptr_t>(recv));
-  }
-  queued.push_back({send, recv, count, op, reinterpret_cast<FakeComm*>(comm)});
-  if (group_depth == 0) return RunQueued();
-  return ncclSuccess;
-}
-ncclResult_t Release(ncclComm_t comm, bool abort) {
-  std::lock_guard lock(n->m);
-  n->threads.insert(std::this_thread::get_id());
-  auto* c = reinterpret_cast<FakeComm*>(comm);
-  if (c->destroyed || c->aborted) {
-    ++n->bad_releases;
-    return ncclInvalidArgument;
-  }
-  (abort ? c->aborted : c->destroyed) = true;
-  return ncclSuccess;
-}
-ncclResult_t CommDestroy(ncclComm_t comm) { return Release(comm, false); }
-ncclResult_t CommAbort(ncclComm_t comm) { return Release(comm, true); }
-ncclResult_t CommGetAsyncError(ncclComm_t comm, ncclResult_t* e) {
-  std::lock_guard lock(n->m);
-  n->threads.insert(std::this_thread::get_id());
-  if (reinterpret_cast<FakeComm*>(comm)->aborted) return ncclInvalidArgument;
-  *e = n->async_error;
-  if (*e == ncclSuccess && n->connecting) {
-    *e = std::chrono::steady_clock::now() < n->give_up ? ncclInProgress : ncclSystemError;
-  }
-  if (*e != ncclSuccess && *e != ncclInProgress) thread_last_error = n->last_error;
-  return ncclSuccess;
-}
-ncclResult_t CommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
-                                ncclConfig_t* config) {
-  // The probe's communicators are non-blocking, with NCCL's own initializer otherwise.
-  if (config == nullptr || config->blocking != 0 || config->size != sizeof(ncclConfig_t)) {
-    return ncclInvalidArgument;
-  }
-  return CommInitRank(comm, nranks, id, rank);
-}
-const char* GetErrorString(ncclResult_t rc) {
-  switch (rc) {
-    case ncclSystemError:
-      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclRemoteError:
-      return "remote process exited or there was a network error";
-    default:
-      return "";
-  }
-}
-const char* GetLastError(ncclComm_t) { return thread_last_error.c_str(); }
-
-NcclApi FakeNcclApi() {
-  NcclApi api;
-  api.ncclGetVersion = GetVersion;
-  api.ncclGetUniqueId = GetUniqueId;
-  api.ncclCommInitRank = CommInitRank;
-  api.ncclCommInitAll = CommInitAll;
-  api.ncclCommInitRankConfig = CommInitRankConfig;
-  api.ncclGroupStart = GroupStart;
-  api.ncclGroupEnd = GroupEnd;
-  api.ncclAllReduce = AllReduce;
-  api.ncclCommDestroy = CommDestroy;
-  api.ncclCommAbort = CommAbort;
-  api.ncclCommGetAsyncError = CommGetAsyncError;
-  api.ncclGetErrorString = GetErrorString;
-  api.ncclGetLastError = GetLastError;
-  api.library = "fake libnccl.so.2";
-  return api;
-}
 
 // Hands back the fixture's lines, remembering the level it was started with.
 struct FakeLog : NcclLogCapture {
@@ -483,48 +147,11 @@ struct FakeLog : NcclLogCapture {
   std::vector<std::string> Finish() override { return kFixtureLog; }
 };
 
-// The controller's exchange between agents in threads: each round returns once every agent
-// has handed in its part.
-class ThreadExchange {
- public:
-  explicit ThreadExchange(int agents) : agents_(agents) {}
-  Exchange For(int index) {
-    return [this, index](const std::string& mine) -> gpuforge::Result<std::vector<std::string>> {
-      if (!ValidExchangePart(mine)) return Error{"invalid part: " + mine};
-      std::unique_lock lock(m_);
-      const int round = rounds_[index]++;
-      std::vector<std::string>& parts = parts_[round];
-      parts.resize(agents_);
-      parts[index] = mine;
-      ++handed_[round];
-      cv_.notify_all();
-      if (!cv_.wait_for(lock, std::chrono::seconds(5), [&] { return handed_[round] == agents_; })) {
-        return Error{"timed out waiting for the other agents"};
-      }
-      offered_.push_back(mine);
-      return parts_[round];
-    };
-  }
-  std::vector<std::string> offered() {
-    std::lock_guard lock(m_);
-    return offered_;
-  }
-
- private:
-  int agents_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::map<int, int> rounds_;
-  std::map<int, std::vector<std::string>> parts_;
-  std::map<int, int> handed_;
-  std::vector<std::string> offered_;
-};
 
 class NcclAllReduceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    g = &cuda_;
-    n = &nccl_;
+    UseFakeNccl(&cuda_, &nccl_);
     // The driver lists the GPUs out of bus order: gpu0 is device 1.
     cuda_.devices = {{"0000:9A:00.0"}, {"0000:1B:00.0"}};
     cuda_.image = kFakeImage;
@@ -546,9 +173,8 @@ class NcclAllReduceTest : public ::testing::Test {
     EXPECT_EQ(FakeCuda::Current(), -1);
     for (const auto& c : nccl_.comms) EXPECT_TRUE(c->destroyed || c->aborted) << "rank " << c->rank;
     EXPECT_EQ(nccl_.bad_releases, 0);
-    EXPECT_EQ(group_depth, 0);
-    g = nullptr;
-    n = nullptr;
+    EXPECT_EQ(FakeNcclGroupDepth(), 0);
+    UseFakeNccl(nullptr, nullptr);
   }
 
   // With the check kernels by default; an empty span is a build without them.

@@ -240,8 +240,9 @@ namespace {
 class AllReduceProbe : public Probe {
  public:
   AllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
-                 std::span<const unsigned char> kernels)
-      : cuda_(std::move(cuda)), nccl_(std::move(nccl)), log_(std::move(log)), kernels_(kernels) {}
+                 std::span<const unsigned char> kernels, std::function<double()> clock)
+      : cuda_(std::move(cuda)), nccl_(std::move(nccl)), log_(std::move(log)), kernels_(kernels),
+        clock_(std::move(clock)) {}
 
   std::string key() const override { return kKey; }
   std::string description() const override {
@@ -256,6 +257,7 @@ class AllReduceProbe : public Probe {
   ProbeResult Run(const Context& ctx) override {
     gpuforge::Result<Settings> s = ParseSettings(ctx);
     if (!s.ok()) return Fail(kKey, "probe.bad_param", s.error().message);
+    s->clock = clock_;
     if (s->nodes > 1 && !ctx.exchange) {
       return Fail(
           kKey, "exchange.missing",
@@ -335,6 +337,7 @@ class AllReduceProbe : public Probe {
   NcclLoader nccl_;
   NcclLogFactory log_;
   std::span<const unsigned char> kernels_;
+  std::function<double()> clock_;
 };
 
 }  // namespace
@@ -342,9 +345,10 @@ class AllReduceProbe : public Probe {
 }  // namespace allreduce
 
 std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
-                                              std::span<const unsigned char> kernels) {
+                                              std::span<const unsigned char> kernels,
+                                              std::function<double()> clock) {
   return std::make_unique<allreduce::AllReduceProbe>(std::move(cuda), std::move(nccl), std::move(log),
-                                          kernels);
+                                                     kernels, std::move(clock));
 }
 
 std::unique_ptr<Probe> MakeNcclAllReduceProbe() {

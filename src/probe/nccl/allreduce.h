@@ -36,6 +36,7 @@
 //
 // NCCL's own log is captured into the result's log (see NcclLogCapture in nccl_log.h).
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,8 +53,10 @@ namespace gpuforge::probe::internal {
 // With the real loaders, log capture and embedded kernels. `kernels` is a fatbin with
 // gpuforge_nccl_fill and gpuforge_nccl_verify (see kernels.h); when it is empty, or a GPU is
 // older than compute capability 8.0, the data are filled and checked on the host instead.
+// `clock` (seconds) times the operations where given; tests pass a fake's virtual clock.
 std::unique_ptr<Probe> MakeNcclAllReduceProbe();
 std::unique_ptr<Probe> MakeNcclAllReduceProbe(CudaLoader cuda, NcclLoader nccl, NcclLogFactory log,
-                                              std::span<const unsigned char> kernels);
+                                              std::span<const unsigned char> kernels,
+                                              std::function<double()> clock = {});
 
 }  // namespace gpuforge::probe::internal

@@ -36,6 +36,9 @@ struct Settings {
   bool quick = false;
   std::string nccl_debug = "INFO";
   bool need_ib = false;  // stop at init when NCCL chose sockets
+  // Not a parameter: the clock the timed operations are read on, in seconds; empty:
+  // std::chrono::steady_clock. Tests give a fake's virtual clock (MakeNcclAllReduceProbe).
+  std::function<double()> clock;
 };
 
 #if GPUFORGE_HAVE_CUDA && GPUFORGE_HAVE_NCCL

@@ -381,23 +381,28 @@ struct Sweeper {
     return std::nullopt;
   }
 
+  double Now() const {
+    if (s.clock) return s.clock();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
   std::optional<Failure> Time(std::uint64_t count, bool in_place, double* seconds) {
     const ncclRedOp_t op = RedOp(s.op);
     for (int i = 0; i < s.warmup; ++i) {
       if (auto f = clique.AllReduce(count, op, in_place, Offset(count, i))) return f;
     }
     if (auto f = clique.Wait()) return f;
-    const auto start = std::chrono::steady_clock::now();
+    const double start = Now();
     for (int i = 0; i < s.iters; ++i) {
       if (auto f = clique.AllReduce(count, op, in_place, Offset(count, i))) return f;
     }
     if (auto f = clique.Wait()) return f;
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (!(took.count() > 0)) {
+    const double took = Now() - start;
+    if (!(took > 0)) {
       return Failure{"probe.bad_timing",
                      fmt::format("{} operations of {} elements took no time", s.iters, count)};
     }
-    *seconds = took.count() / s.iters;
+    *seconds = took / s.iters;
     return std::nullopt;
   }
 

@@ -67,7 +67,7 @@ int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::ui
     return static_cast<int>(kExitUsage);
   }
   // The measure: per-rail RDMA where the compute network is InfiniBand or RoCE
-  // (what training traffic crosses), else TCP; --checks picks one of the two.
+  // (what training traffic crosses), else TCP; --checks picks one of them or NCCL pairs.
   const model::Network* compute = c.ComputeNetwork();
   std::string measure = compute != nullptr && compute->kind != model::NetKind::kEthernet
                             ? "rdma.write_bw"
@@ -81,7 +81,7 @@ int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::ui
     }
   }
   if (words.size() > 1) {
-    ctx.Error("--isolate runs one measure: give --checks rdma or --checks tcp, not both");
+    ctx.Error("--isolate runs one measure: give one of --checks rdma, --checks nccl or --checks tcp");
     return static_cast<int>(kExitUsage);
   }
   for (const std::string& k : words) {
@@ -89,9 +89,11 @@ int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::ui
       measure = "tcp.bandwidth";
     } else if (k == "rdma" || k == "rdma.write_bw") {
       measure = "rdma.write_bw";
+    } else if (k == "nccl" || k == "nccl.multinode") {
+      measure = "nccl.multinode";
     } else {
-      ctx.Error(fmt::format("--isolate runs rdma.write_bw (per rail) or tcp.bandwidth pairs; --checks {} "
-                            "is not one it can run yet (NCCL pairs are still to come, #32)", k));
+      ctx.Error(fmt::format("--isolate runs rdma.write_bw (per rail), nccl.multinode (2-node all-reduce) or "
+                            "tcp.bandwidth pairs; --checks {} is not one of them", k));
       return static_cast<int>(kExitUsage);
     }
   }
@@ -201,7 +203,8 @@ Command ValidateCommand() {
             app.add_flag("--isolate", o->isolate,
                          "Find the bad node or link: rounds of seeded random pairs, suspects retested with two "
                          "known-good nodes, a verdict per node (docs/validate.md#isolation); per-rail rdma.write_bw pairs "
-                         "where the compute network is InfiniBand or RoCE, else tcp.bandwidth (--checks picks)");
+                         "where the compute network is InfiniBand or RoCE, else tcp.bandwidth; --checks nccl for 2-node "
+                         "NCCL all-reduce pairs");
             app.add_option("--seed", o->seed, "With --isolate: the pairing's seed (a run prints its own; default random)")
                 ->option_text("N");
             app.add_option("--retries", o->retries, "Attempts for performance checks; the first good one counts (default 3)")

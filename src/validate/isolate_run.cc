@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "gpuforge/base/hostlist.h"
 #include "gpuforge/remote/fanout.h"
 #include "gpuforge/validate/agent.h"
 #include "gpuforge/validate/runner.h"
@@ -36,8 +37,19 @@ struct RunOutcome {
 
 RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
   RunOutcome out;
+  // A group run (NCCL pairs) is judged as one job, on the folded names of its members.
+  const std::string whole = run.group.empty() ? run.node : hostlist::Fold(run.group);
   for (const Verdict& v : got) {
-    if (v.check == run.check && v.node == run.node && v.measured) {
+    if (v.check == run.check && v.code == "nccl.wrong_data") {
+      // Data corrupted between the two: never a good pair, whatever its speed; a node that
+      // corrupts with every partner is a bad node, one path that does is a bad link.
+      out.value = 0.0;
+      out.why = fmt::format("{}: nccl.wrong_data {}", v.node, v.detail);
+      return out;
+    }
+  }
+  for (const Verdict& v : got) {
+    if (v.check == run.check && (v.node == run.node || v.node == whole) && v.measured) {
       out.value = *v.measured;
       return out;
     }
@@ -146,6 +158,50 @@ int Rank(const Verdict& v) {
   return 5;
 }
 
+
+// NCCL pairs: a 2-node all-reduce of nccl.multinode (one agent per node, the unique id through
+// the exchange) between the members of validate's group run. Its figure is the bus bandwidth at
+// the largest size (GB/s); the floor is nccl.allreduce.min_fraction x what the slowest member's
+// compute NICs carry at once, as JudgeNcclGroup takes the theoretical figure across nodes.
+Result<IsolationMeasure> NcclPairs(const model::Cluster& c, const Thresholds& t, const PlannedRun& group,
+                                   std::span<const std::string> probe_params) {
+  IsolationMeasure m;
+  m.check = group.check;
+  m.unit = "GB/s";
+  m.names = {"the pair"};
+  m.floors = {0};
+  m.nodes = group.group;
+  if (const model::Network* net = c.ComputeNetwork(); net != nullptr) m.network = net->name;
+  const double slowest = internal::SlowestComputeGBs(c, m.nodes);
+  if (slowest > 0) {
+    const double fraction = t.Get("nccl.allreduce.min_fraction");
+    m.floors[0] = fraction * slowest;
+    m.floor_text = fmt::format("nccl.allreduce.min_fraction {:.0f}% of {:.4g} GB/s, the compute NICs' line rate of "
+                               "the slowest node; {}",
+                               fraction * 100, slowest, t.SourceOf("nccl.allreduce.min_fraction"));
+  } else {
+    m.floor_text = "none: a node's compute NICs have no known line rate (the relative rule judges alone)";
+  }
+  const std::vector<std::string> params(probe_params.begin(), probe_params.end());
+  m.runs = [group, params](const model::Node& a, const model::Node& b) {
+    ValidatePlan one;
+    PlannedRun run = group;
+    run.node = a.name;
+    run.peer = b.name;  // whom a failure that is not a's blames (Classify)
+    run.group = {a.name, b.name};
+    run.entity = "pair with " + b.name;
+    run.params["nodes"] = "2";
+    // #32: a 2-node all-reduce at 1-8 GiB, big enough to fill the rails, without the small
+    // sizes the group check sweeps; --param nccl.multinode.min_bytes/max_bytes change it.
+    run.params["min_bytes"] = "1GiB";
+    run.params["max_bytes"] = "8GiB";
+    one.runs.push_back(std::move(run));
+    (void)ApplyParams(one, params);
+    return std::vector<std::pair<int, PlannedRun>>{{0, std::move(one.runs.front())}};
+  };
+  return m;
+}
+
 }  // namespace
 
 Result<std::uint64_t> ParseSeed(std::string_view text) {
@@ -246,7 +302,8 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
                                               std::span<const std::string> probe_params) {
   const PlannedRun* tmpl = nullptr;
   for (const PlannedRun& r : plan.runs) {
-    if (ShapeOf(r) == Shape::kPair && (r.check == "tcp.bandwidth" || r.check == "rdma.write_bw")) {
+    if ((ShapeOf(r) == Shape::kPair && (r.check == "tcp.bandwidth" || r.check == "rdma.write_bw")) ||
+        (ShapeOf(r) == Shape::kGroup && r.check == "nccl.multinode")) {
       tmpl = &r;
       break;
     }
@@ -255,7 +312,7 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
     std::string check = "tcp.bandwidth";
     std::string why = "fewer than two selected nodes share a storage or control network";
     for (const Verdict& v : plan.left_out) {
-      if (v.check == "rdma.write_bw" || v.check == "tcp.bandwidth") {
+      if (v.check == "rdma.write_bw" || v.check == "tcp.bandwidth" || v.check == "nccl.multinode") {
         check = v.check;
         why = v.detail;
         break;
@@ -265,6 +322,7 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
   }
   IsolationMeasure m;
   m.check = tmpl->check;
+  if (m.check == "nccl.multinode") return NcclPairs(c, t, *tmpl, probe_params);
   if (m.check == "tcp.bandwidth") {
     m.network = tmpl->params.count("network") ? tmpl->params.at("network") : "";
     m.names = {"the pair"};
@@ -478,6 +536,10 @@ Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<con
   // Each run on fresh sessions to both nodes, as validate runs a pair check (RunPair).
   const PairRunner runner = [&](const PlannedRun& run) -> std::vector<Verdict> {
     const std::size_t a = index.at(run.node), b = index.at(run.peer);
+    RunOptions ro;
+    ro.retries = 1;  // isolation's own rounds retry; a pair is run once per wave
+    ro.timeout_s = o.timeout_s;
+    ro.cancel = o.cancel;
     std::array<std::unique_ptr<remote::Session>, 2> s;
     for (const std::size_t k : {a, b}) {
       Result<std::unique_ptr<remote::Session>> got = connector.Connect(selected[k]);
@@ -492,10 +554,12 @@ Result<IsolationResult> RunIsolation(remote::Connector& connector, std::span<con
       }
       s[k == a ? 0 : 1] = std::move(*got);
     }
-    RunOptions ro;
-    ro.retries = 1;  // isolation's own rounds retry; a pair is run once per wave
-    ro.timeout_s = o.timeout_s;
-    ro.cancel = o.cancel;
+    if (ShapeOf(run) == Shape::kGroup) {
+      // NCCL pairs: both agents at once, node_index 0 and 1, as validate runs a group check.
+      const std::array<remote::Session*, 2> sessions = {s[0].get(), s[1].get()};
+      const std::array<AgentOnNode, 2> pair_agents = {agents[a], agents[b]};
+      return RunGroupCheck(sessions, pair_agents, c, t, run, ro);
+    }
     return RunPair(*s[0], agents[a], *s[1], agents[b], c, t, run, ro);
   };
   IsolationResult out = Isolate(c, *m, std::move(in), runner, o, std::move(outside));

@@ -307,6 +307,26 @@ std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, cons
   return out;
 }
 
+// Theoretical bus bandwidth across nodes: the slowest node's compute NICs all busy at once
+// (one ring per rail), as the estimate's allreduce.ring_inter_s takes it.
+double SlowestComputeGBs(const model::Cluster& c, std::span<const std::string> nodes) {
+  double slowest = -1;
+  for (const std::string& name : nodes) {
+    const model::Node* n = c.FindNode(name);
+    if (n == nullptr) continue;
+    double total = 0;
+    bool unknown = false;
+    for (const model::NicSpec* nic : ComputeRdmaNics(c, c.ProfileOf(*n))) {
+      const double g = LineGbits(c, *nic);
+      if (g <= 0) unknown = true;
+      total += g / 8;
+    }
+    if (unknown || total <= 0) return -1;
+    slowest = slowest < 0 ? total : std::min(slowest, total);
+  }
+  return slowest;
+}
+
 std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t, const PlannedRun& run,
                                     std::span<const probe::ProbeResult* const> results) {
   std::vector<Verdict> out;
@@ -329,25 +349,7 @@ std::vector<Verdict> JudgeNcclGroup(const model::Cluster& c, const Thresholds& t
   if (judged == nullptr) return out;
   PlannedRun whole = run;
   whole.node = hostlist::Fold(run.group);
-  // Theoretical bus bandwidth across nodes: the slowest node's compute NICs all busy at once
-  // (one ring per rail), as the estimate's allreduce.ring_inter_s takes it.
-  double slowest = -1;
-  for (const std::string& name : run.group) {
-    const model::Node* n = c.FindNode(name);
-    if (n == nullptr) continue;
-    double total = 0;
-    bool unknown = false;
-    for (const model::NicSpec* nic : ComputeRdmaNics(c, c.ProfileOf(*n))) {
-      const double g = LineGbits(c, *nic);
-      if (g <= 0) unknown = true;
-      total += g / 8;
-    }
-    if (unknown || total <= 0) {
-      slowest = -1;
-      break;
-    }
-    slowest = slowest < 0 ? total : std::min(slowest, total);
-  }
+  const double slowest = SlowestComputeGBs(c, run.group);
   std::vector<Verdict> v = JudgeNccl(c, t, whole, *judged, entity, slowest > 0 ? slowest : -1);
   AttachBusbwCurve(*judged, v);
   out.insert(out.end(), v.begin(), v.end());

@@ -3,6 +3,7 @@
 // Building blocks of the judges (validate.cc, judge_fabric.cc): finding a measurement, the
 // verdict skeletons for "at least", "at most" and "missing", and number formatting.
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,9 @@ Verdict Missing(const PlannedRun& run, std::string_view metric);
 
 // The profile's RDMA NICs (InfiniBand or RoCE) on a compute network, or on no named network.
 std::vector<const model::NicSpec*> ComputeRdmaNics(const model::Cluster& c, const model::Profile& p);
+// What the slowest of `nodes` carries across nodes with all its compute RDMA NICs busy at once,
+// in GB/s (the theoretical NCCL bus bandwidth between nodes); -1 where a NIC has no known rate.
+double SlowestComputeGBs(const model::Cluster& c, std::span<const std::string> nodes);
 
 // A SKIP or ERROR result as its verdict: the probe's code and reason, never a pass.
 Verdict NotOk(const PlannedRun& run, const probe::ProbeResult& r);

@@ -25,6 +25,7 @@
 #include "gpuforge/validate/isolate.h"
 #include "gpuforge/validate/isolate_run.h"
 #include "gpuforge/validate/prepare.h"
+#include "validate/isolate_measure.h"
 #include "probe/fake_verbs.h"
 #include "probe/rdma/write.h"
 #include "report/consumers.h"
@@ -85,27 +86,10 @@ class IsolateOnFakeVerbs : public ::testing::Test {
   // so a run takes milliseconds).
   IsolationMeasure Measure(const std::vector<std::string>& params = {"rdma.write_bw.size=64KiB",
                                                                      "rdma.write_bw.iters=40"}) {
-    Result<RunSetup> setup = SetUpRun(cluster_, {{"rdma.write_bw"}, false, "", params});
-    EXPECT_TRUE(setup.ok()) << setup.error().message;
-    thresholds_ = setup->thresholds;
-    std::vector<remote::Target> targets;
-    for (const model::Node& n : cluster_.nodes) {
-      remote::Target t;
-      t.node = n.name;
-      targets.push_back(t);
-    }
-    Result<ValidatePlan> plan = PlanRun(cluster_, targets, setup->checks, setup->probe_params);
-    EXPECT_TRUE(plan.ok()) << plan.error().message;
-    Result<IsolationMeasure> m = PlanIsolationMeasure(cluster_, thresholds_, *plan, Names(), setup->probe_params);
-    EXPECT_TRUE(m.ok()) << m.error().message;
-    return *m;
+    return PlanMeasureForTest(cluster_, "rdma.write_bw", params, &thresholds_);
   }
 
-  std::vector<std::string> Names() const {
-    std::vector<std::string> out;
-    for (const model::Node& n : cluster_.nodes) out.push_back(n.name);
-    return out;
-  }
+  std::vector<std::string> Names() const { return NodeNames(cluster_); }
 
   // One planned run, as the agent pair would: the server on the peer's device, the client
   // on the node's, both probes in this process, the client's clock the fabric's for its device.

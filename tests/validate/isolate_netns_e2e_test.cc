@@ -220,6 +220,35 @@ TEST_F(IsolateNetnsE2e, NamesTheSlowNodeAsANodeAndTheSlowLinkAsALinkOnEverySeed)
     }
     EXPECT_EQ(zero, 3) << "round 1 and two tries in round 3: " << iso.dump(1);
   }
+
+  // NCCL pairs (--checks nccl) through the real agents, on hosts that cannot run CUDA: each pair
+  // is a 2-node nccl.multinode group run, both agents SKIP with their own reason, so no node is
+  // judged, none is good, and the run says so (exit 2) instead of passing what did not run.
+  {
+    SCOPED_TRACE("NCCL pairs without CUDA");
+    std::string gpus = inv;
+    const std::string cpu = "    cpu: {sockets: 1";
+    ASSERT_NE(gpus.find(cpu), std::string::npos) << gpus;
+    gpus.insert(gpus.find(cpu), "    gpus: {model: H200, count: 1}\n");
+    const std::string gpu_path = WriteFile("isolate-nccl.yaml", gpus);
+    testbed::CommandOutput run =
+        Gpuforge(fmt::format("validate {} --isolate --checks nccl --seed 5 --timeout 60 --format json", gpu_path), "",
+                 testbed::Stderr::kDropped);
+    ASSERT_EQ(run.exit_code, 2) << run.output;
+    nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << run.output;
+    const nlohmann::json& iso = j["isolation"];
+    EXPECT_EQ(iso["check"], "nccl.multinode") << iso.dump(1);
+    ASSERT_EQ(iso["nodes"].size(), static_cast<std::size_t>(kHosts)) << iso.dump(1);
+    for (const nlohmann::json& n : iso["nodes"]) EXPECT_NE(n["verdict"], "good") << iso.dump(1);
+    ASSERT_FALSE(iso["runs"].empty());
+    for (const nlohmann::json& r : iso["runs"]) {
+      EXPECT_FALSE(r["ran"].get<bool>()) << r.dump();
+      const std::string why = r["why"];
+      EXPECT_TRUE(why.find("gpu.") != std::string::npos || why.find("nccl.") != std::string::npos) << r.dump();
+    }
+    for (const nlohmann::json& r : j["results"]) EXPECT_NE(r["state"], "PASS") << r.dump();
+  }
 }
 
 }  // namespace

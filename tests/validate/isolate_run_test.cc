@@ -165,7 +165,8 @@ TEST(IsolateCli, RefusesBadSeedsOtherChecksAndFlagsItDoesNotTake) {
       {{"--isolate", "--seed", "abc"}, "--seed abc: not a number"},
       {{"--isolate", "--seed", "99999999999999999999999"}, "larger than 2^64-1"},
       {{"--seed", "5"}, "--seed orders the pairs of --isolate"},
-      {{"--isolate", "--checks", "nccl"}, "--isolate runs rdma.write_bw (per rail) or tcp.bandwidth pairs; --checks nccl"},
+      {{"--isolate", "--checks", "gpu"}, "--isolate runs rdma.write_bw (per rail), nccl.multinode (2-node all-reduce) or tcp.bandwidth pairs; --checks gpu is not one of them"},
+      {{"--isolate", "--checks", "nccl,rdma"}, "--isolate runs one measure"},
       {{"--isolate", "--checks", "rdma,tcp"}, "--isolate runs one measure"},
       {{"--isolate", "--health", "--local"}, "--isolate writes its own report"},
   };

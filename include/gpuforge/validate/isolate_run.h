@@ -14,8 +14,11 @@
 //                   the compute network is InfiniBand or RoCE.
 //   tcp.bandwidth   between the nodes' inventory addresses on the storage or control network
 //                   they share; its floor is tcp.bandwidth.min_fraction x the network's rate.
-// NCCL pairs are a measure the Isolator takes too; running them here is still to come (#32,
-// docs/validate.md#isolation).
+//   nccl.multinode  (--checks nccl) a 2-node NCCL all-reduce per pair, 1 to 8 GiB, one agent per
+//                   node as validate's group check runs it (RunGroupCheck); the figure is the
+//                   bus bandwidth at the largest size, the floor nccl.allreduce.min_fraction x
+//                   the slowest node's compute NICs together. A slow GPU or NVLink shows here
+//                   and not in the RDMA measure.
 
 #include <atomic>
 #include <cstdint>
@@ -47,8 +50,8 @@ struct IsolateRunOptions {
 
 // What the pairs measure, planned from the validate plan of the one check --isolate runs.
 struct IsolationMeasure {
-  std::string check;                  // "rdma.write_bw", "tcp.bandwidth"
-  std::string unit = "Gb/s";
+  std::string check;                  // "rdma.write_bw", "tcp.bandwidth", "nccl.multinode"
+  std::string unit = "Gb/s";          // "GB/s" for NCCL's bus bandwidth
   std::string network;                // the network the pairs run on
   std::vector<std::string> names;     // per measure: "the pair" (TCP), "the sum of rails", "rail 0 (mlx5_0)"
   std::vector<double> floors;         // per measure, in `unit`; 0: none
@@ -58,7 +61,7 @@ struct IsolationMeasure {
   std::function<std::vector<std::pair<int, PlannedRun>>(const model::Node& a, const model::Node& b)> runs;
 };
 
-// The measure for `plan` (validate's plan of tcp.bandwidth or rdma.write_bw over the selected
+// The measure for `plan` (validate's plan of tcp.bandwidth, rdma.write_bw or nccl.multinode over the selected
 // nodes, --param words applied). An error naming why when there is no pair to run.
 Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thresholds& t, const ValidatePlan& plan,
                                               std::span<const std::string> selected,

@@ -61,6 +61,7 @@
 #include "gpuforge/render/measured.h"
 #include "gpuforge/render/render.h"
 #include "gpuforge/validate/drain.h"
+#include "gpuforge/validate/isolate_run.h"
 
 extern char** environ;
 
@@ -934,6 +935,60 @@ TEST_F(RenderSlurmDaemons, ValidateDrainsFailedNodesResumesItsOwnAndLeavesAForei
     shown = node();
     EXPECT_NE(shown.find("Reason=RMA ticket 4711"), std::string::npos) << shown;
     EXPECT_NE(shown.find("DRAIN"), std::string::npos) << shown;
+  }
+  ::unsetenv("SLURM_CONF");
+}
+
+// validate --isolate --drain-failed (#32): the isolation's verdicts, as IsolationVerdict makes
+// them from the rounds, through the same drain against the real slurmctld. The bad node and both
+// ends of a bad link are drained, each with a reason naming the code, and for the link the
+// partner; g02 and g03 have no slurmd running (slurmctld takes a drain for them all the same).
+TEST_F(RenderSlurmDaemons, IsolationDrainsTheBadNodeAndBothEndsOfABadLinkNamingThePartner) {
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  ASSERT_NO_FATAL_FAILURE(StartSlurmd(g01_));
+  const std::string g02 = prefix_ + "g02", g03 = prefix_ + "g03";
+  validate::IsolationResult r;
+  r.check = "tcp.bandwidth";
+  r.unit = "Gb/s";
+  r.nodes = {g01_, g02, g03};
+  r.measure_names = {"the pair"};
+  r.floors = {5};
+  r.floor = 5;
+  r.floor_text = "5 Gb/s (50% of 10 Gb/s)";
+  r.medians = {9.4};
+  r.median = 9.4;
+  auto run = [](int a, int b, double v) {
+    validate::isolate::RunRecord k;
+    k.run.a = a;
+    k.run.b = b;
+    k.figures.ran = true;
+    k.figures.values = {v};
+    k.ratio = {v / 9.4};
+    k.low = v < 5;
+    return k;
+  };
+  r.runs = {run(0, 1, 1.1), run(1, 2, 0.9), run(0, 2, 1.0)};
+  using validate::isolate::Verdict;
+  r.node_verdicts = {{Verdict::kBadNode, 0, std::nullopt, 0, 1.1 / 9.4, "low with two known-good nodes"},
+                     {Verdict::kBadLink, 0, 2, 1, 0.9 / 9.4, "low only with " + g03 + ", on every try"},
+                     {Verdict::kBadLink, 0, 1, 1, 0.9 / 9.4, "low only with " + g02 + ", on every try"}};
+  std::vector<validate::Verdict> verdicts;
+  for (std::size_t i = 0; i < r.nodes.size(); ++i) verdicts.push_back(validate::IsolationVerdict(r, i));
+
+  ::setenv("SLURM_CONF", (dir_ / "etc" / "slurm.conf").c_str(), 1);
+  remote::Target here;
+  here.node = ctl_;
+  auto session = std::move(remote::MakeLocalConnector()->Connect(here)).value();
+  const validate::DrainResult d = validate::RunDrain(session.get(), ctl_, cluster_, verdicts, {.drain_failed = true});
+  EXPECT_TRUE(d.errors.empty()) << (d.errors.empty() ? "" : d.errors[0].detail);
+  const std::map<std::string, std::string> want = {
+      {g01_, "Reason=gpuforge: isolate.bad_node isolate.tcp.bandwidth node"},
+      {g02, "Reason=gpuforge: isolate.bad_link isolate.tcp.bandwidth link to " + g03},
+      {g03, "Reason=gpuforge: isolate.bad_link isolate.tcp.bandwidth link to " + g02}};
+  for (const auto& [node, reason] : want) {
+    const std::string shown = Shell(Env() + "scontrol show node " + node).output;
+    EXPECT_NE(shown.find("DRAIN"), std::string::npos) << node << ": " << shown;
+    EXPECT_NE(shown.find(reason), std::string::npos) << node << ": " << shown;
   }
   ::unsetenv("SLURM_CONF");
 }

@@ -158,7 +158,6 @@ int Rank(const Verdict& v) {
   return 5;
 }
 
-
 // NCCL pairs: a 2-node all-reduce of nccl.multinode (one agent per node, the unique id through
 // the exchange) between the members of validate's group run. Its figure is the bus bandwidth at
 // the largest size (GB/s); the floor is nccl.allreduce.min_fraction x what the slowest member's
@@ -197,6 +196,14 @@ Result<IsolationMeasure> NcclPairs(const model::Cluster& c, const Thresholds& t,
     run.params["max_bytes"] = "8GiB";
     one.runs.push_back(std::move(run));
     (void)ApplyParams(one, params);
+    // A max_bytes given alone may be below the 1 GiB start: then that one size, not a refusal
+    // on every node ("max_bytes is smaller than min_bytes").
+    const auto given = [&](std::string_view key) {
+      return std::any_of(params.begin(), params.end(), [&](const std::string& p) {
+        return p.starts_with(fmt::format("{}.{}=", one.runs.front().check, key));
+      });
+    };
+    if (given("max_bytes") && !given("min_bytes")) one.runs.front().params["min_bytes"] = one.runs.front().params["max_bytes"];
     return std::vector<std::pair<int, PlannedRun>>{{0, std::move(one.runs.front())}};
   };
   return m;

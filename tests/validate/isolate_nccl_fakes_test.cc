@@ -171,9 +171,13 @@ TEST_F(IsolateOnFakeNccl, TheMeasureIsATwoNodeAllReduceAtOneToEightGiBWithTheNic
   EXPECT_EQ(run.params.at("min_bytes"), "1GiB");
   EXPECT_EQ(run.params.at("max_bytes"), "8GiB");
   EXPECT_EQ(run.params.at("need_ib"), "1") << "a socket fallback on an IB fabric ends the run at init";
-  // --param reaches the pairs.
+  // --param reaches the pairs; a max_bytes given alone is the one size.
   EXPECT_EQ(Measure().runs(*cluster_.FindNode("g02"), *cluster_.FindNode("g07"))[0].second.params.at("max_bytes"),
             "4KiB");
+  const PlannedRun one = Measure({"nccl.multinode.max_bytes=256MiB"}).runs(*cluster_.FindNode("g02"),
+                                                                          *cluster_.FindNode("g07"))[0].second;
+  EXPECT_EQ(one.params.at("min_bytes"), "256MiB");
+  EXPECT_EQ(one.params.at("max_bytes"), "256MiB");
 }
 
 TEST_F(IsolateOnFakeNccl, ASlowGpuIsABadNodeAndASlowPathABadLinkOnEverySeed) {

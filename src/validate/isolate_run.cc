@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "gpuforge/base/hostlist.h"
@@ -142,6 +143,53 @@ std::unordered_map<std::string, std::string> NicCables(const model::Cluster& c) 
       if (at.file.empty()) at.file = c.source_file;
       out.emplace(key, at.line > 0 ? fmt::format("{} ({})", other->ToString(), at.ToString()) : other->ToString());
     }
+  }
+  return out;
+}
+
+// Bad links are paths between two nodes; several of them with an end on one switch that not
+// every node hangs off point at something they share there (an uplink, the switch itself), which
+// no node-to-node verdict can name: bench/isolate's path-aware run turns one bad uplink into a
+// few `bad link` pairs, each with an end on its leaf. A note per such switch (at most 3),
+// from the inventory's links.
+std::vector<std::string> SharedSwitchNotes(const model::Cluster& c, const IsolationResult& r) {
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (std::size_t i = 0; i < r.node_verdicts.size(); ++i) {
+    const isolate::NodeVerdict& nv = r.node_verdicts[i];
+    if ((nv.verdict != isolate::Verdict::kBadLink && nv.verdict != isolate::Verdict::kLinkOrPartner) || !nv.partner) continue;
+    pairs.insert(std::minmax(r.nodes[i], r.nodes[*nv.partner]));
+  }
+  if (pairs.size() < 2) return {};
+  const std::set<std::string> in(r.nodes.begin(), r.nodes.end());
+  std::map<std::string, std::set<std::string>> on;  // switch -> the isolation's nodes cabled to it
+  for (const model::Link& l : c.links) {
+    for (const auto& [self, other] : {std::pair{&l.a, &l.b}, std::pair{&l.b, &l.a}}) {
+      if (self->kind == model::Endpoint::Kind::kNic && other->kind == model::Endpoint::Kind::kSwitchPort &&
+          in.count(self->device) > 0) {
+        on[other->device].insert(self->device);
+      }
+    }
+  }
+  std::vector<std::pair<std::size_t, std::string>> shared;  // (pairs with an end there, switch)
+  for (const auto& [sw, nodes] : on) {
+    if (nodes.size() >= in.size()) continue;  // every node hangs off it: it tells nothing apart
+    std::size_t n = 0;
+    for (const auto& [a, b] : pairs) n += nodes.count(a) > 0 || nodes.count(b) > 0 ? 1 : 0;
+    if (n >= 2) shared.emplace_back(n, sw);
+  }
+  std::stable_sort(shared.begin(), shared.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < shared.size() && k < 3; ++k) {
+    const auto& [n, sw] = shared[k];
+    std::vector<std::string> ends;
+    for (const auto& [a, b] : pairs) {
+      if (on[sw].count(a) > 0) ends.push_back(a);
+      if (on[sw].count(b) > 0) ends.push_back(b);
+    }
+    out.push_back(fmt::format("{} of the {} suspect links have an end on {} ({}), which {} of the {} nodes hang off: "
+                              "a fault they share there (an uplink, the switch) is likelier than {} bad paths; "
+                              "check {}'s ports and uplinks and run gpuforge cabling",
+                              n, pairs.size(), sw, hostlist::Fold(ends), on[sw].size(), in.size(), n, sw));
   }
   return out;
 }
@@ -471,6 +519,7 @@ IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std:
   out.medians = iso.Medians();
   if (!out.medians.empty()) out.median = out.medians.front();
   out.notes = iso.Notes();
+  for (std::string& n : SharedSwitchNotes(c, out)) out.notes.push_back(std::move(n));
   if (Interrupted(o.cancel)) out.notes.push_back("interrupted: the runs after Ctrl-C did not run");
   out.rounds = iso.Rounds();
   out.waves = iso.Waves();

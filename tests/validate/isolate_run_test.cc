@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/run_cli.h"
+#include "gpuforge/inventory/loader.h"
 #include "gpuforge/report/isolate_report.h"
 
 namespace gpuforge::validate {
@@ -144,6 +145,90 @@ TEST(IsolateVerdicts, NotJudgedAndCouldNotRunAreNeverAPass) {
   const std::string text = report::IsolationText(r, report::Style{});
   EXPECT_NE(text.find("did not run"), std::string::npos) << text;
   EXPECT_NE(text.find("no absolute floor"), std::string::npos) << text;
+}
+
+
+// Two leaves of eight nodes, and an out-of-band switch every node hangs off. Slow paths whose
+// ends share a leaf (a bad uplink would make them) get a note naming that leaf; one slow path,
+// or a switch every node is on, does not.
+TEST(IsolateVerdicts, BadLinksSharingALeafGetANoteNamingIt) {
+  std::string inv = R"Y(version: 1
+cluster: {name: leaves}
+profiles:
+  n:
+    cpu: {sockets: 1, cores_per_socket: 8}
+    nics:
+      - {name: eth0, kind: ethernet, rate: 10Gb/s, network: oob}
+      - {name: eth1, kind: ethernet, rate: 100Gb/s, network: fab}
+networks:
+  oob: {role: control, kind: ethernet, rate: 10Gb/s}
+  fab: {role: compute, kind: ethernet, rate: 100Gb/s}
+software:
+  os: {distro: debian}
+switches:
+  - {name: "leaf[1-2]", tier: leaf, network: fab, ports: 32, port_rate: 100Gb/s}
+  - {name: oob, tier: leaf, network: oob, ports: 32, port_rate: 10Gb/s}
+nodes:
+  - {name: "n[01-16]", profile: n, address: "198.18.2.[1-16]"}
+links:
+)Y";
+  for (int i = 1; i <= 16; ++i) {
+    inv += fmt::format("  - {{from: \"n{:02}:eth1\", to: \"leaf{}:{}\"}}\n", i, i <= 8 ? 1 : 2, i);
+    inv += fmt::format("  - {{from: \"n{:02}:eth0\", to: \"oob:{}\"}}\n", i, i);
+  }
+  inventory::LoadOutcome loaded = inventory::LoadString(inv, "leaves.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.FormatDiagnostics();
+  const model::Cluster& c = *loaded.cluster;
+  std::vector<std::string> names;
+  for (const model::Node& n : c.nodes) names.push_back(n.name);
+  IsolationMeasure m;
+  m.check = "tcp.bandwidth";
+  m.names = {"the pair"};
+  m.floors = {0};
+  m.nodes = names;
+  m.runs = [](const model::Node& a, const model::Node& b) {
+    PlannedRun run;
+    run.check = "tcp.bandwidth";
+    run.node = a.name;
+    run.peer = b.name;
+    return std::vector<std::pair<int, PlannedRun>>{{0, run}};
+  };
+  // Round 1's pairs across the two leaves, for this seed.
+  const std::uint64_t seed = 3;
+  isolate::Options io;
+  io.seed = seed;
+  isolate::Isolator plan(names.size(), io);
+  std::vector<std::pair<std::string, std::string>> across;
+  const std::optional<std::vector<isolate::PairRun>> first = plan.Next();
+  ASSERT_TRUE(first);
+  for (const isolate::PairRun& p : *first) {
+    if ((p.a < 8) != (p.b < 8)) across.emplace_back(names[p.a], names[p.b]);
+  }
+  ASSERT_GE(across.size(), 2u) << "seed " << seed << " pairs too few nodes across the leaves";
+  const auto run_with = [&](std::size_t slow) {
+    return Isolate(c, m, names, [&](const PlannedRun& run) {
+      Verdict v;
+      v.check = run.check;
+      v.node = run.node;
+      v.state = State::kPass;
+      bool low = false;
+      for (std::size_t k = 0; k < slow; ++k) {
+        low = low || std::minmax(run.node, run.peer) == std::minmax(across[k].first, across[k].second);
+      }
+      v.measured = low ? 40.0 : 94.0;
+      return std::vector<Verdict>{v};
+    }, IsolateRunOptions{.seed = seed});
+  };
+  const IsolationResult two = run_with(2);
+  std::string notes;
+  for (const std::string& n : two.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("2 of the 2 suspect links have an end on leaf1"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("which 8 of the 16 nodes hang off"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("on oob"), std::string::npos) << "every node is on oob: " << notes;
+  EXPECT_NE(report::IsolationText(two, report::Style{}).find("note: 2 of the 2 suspect links"), std::string::npos);
+  for (const IsolationResult& one : {run_with(1), run_with(0)}) {
+    for (const std::string& n : one.notes) EXPECT_EQ(n.find("suspect links"), std::string::npos) << n;
+  }
 }
 
 }  // namespace

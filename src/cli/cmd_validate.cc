@@ -81,7 +81,8 @@ int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::ui
     }
   }
   if (words.size() > 1) {
-    ctx.Error("--isolate runs one measure: give one of --checks rdma, --checks nccl or --checks tcp");
+    ctx.Error("--isolate runs one measure: give one of --checks rdma, --checks rdma.write_lat, --checks nccl or "
+              "--checks tcp (run it again for another)");
     return static_cast<int>(kExitUsage);
   }
   for (const std::string& k : words) {
@@ -89,11 +90,13 @@ int IsolateUsage(Context& ctx, ValidateOpts& o, const model::Cluster& c, std::ui
       measure = "tcp.bandwidth";
     } else if (k == "rdma" || k == "rdma.write_bw") {
       measure = "rdma.write_bw";
+    } else if (k == "rdma.write_lat") {
+      measure = "rdma.write_lat";
     } else if (k == "nccl" || k == "nccl.multinode") {
       measure = "nccl.multinode";
     } else {
-      ctx.Error(fmt::format("--isolate runs rdma.write_bw (per rail), nccl.multinode (2-node all-reduce) or "
-                            "tcp.bandwidth pairs; --checks {} is not one of them", k));
+      ctx.Error(fmt::format("--isolate runs rdma.write_bw or rdma.write_lat (per rail), nccl.multinode (2-node "
+                            "all-reduce) or tcp.bandwidth pairs; --checks {} is not one of them", k));
       return static_cast<int>(kExitUsage);
     }
   }

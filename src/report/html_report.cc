@@ -424,6 +424,9 @@ std::string MatrixFill(std::optional<double> ratio, bool low, bool ran) {
   return fmt::format("hsl(356,70%,{:.0f}%)", 30 + std::clamp(*ratio, 0.0, 1.0) * 30);
 }
 
+// A ratio as a cell shows it; "-" where there is none (a latency with no reply has none).
+std::string Ratio2(std::optional<double> ratio) { return ratio ? fmt::format("{:.2f}", *ratio) : "-"; }
+
 void IsolationSection(std::string& o, const validate::IsolationResult& r) {
   namespace iso = validate::isolate;
   std::vector<std::size_t> order;  // node indices, suspects first
@@ -442,10 +445,12 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
 
   o += "<section id=\"isolation\"><h2>Isolation</h2>\n";
   o += fmt::format("<p class=\"note\">{} pairs on network {}, seed {} (<code>--seed {}</code> repeats the pairing): "
-                   "{} rounds, {} pair runs. A cell is a pair's lowest figure; green at the round-1 median, red below "
-                   "{:.2f} x it or below the floor, grey where the run did not run, blank where the two never ran "
+                   "{} rounds, {} pair runs. A cell is a pair's {} figure; green at the round-1 median, red {} "
+                   "{:.2f} x it or {} the {}, grey where the run did not run, blank where the two never ran "
                    "together.</p>\n",
-                   E(r.check), E(r.network), r.seed, r.seed, r.rounds, r.runs.size(), r.relative);
+                   E(r.check), E(r.network), r.seed, r.seed, r.rounds, r.runs.size(), r.lower_is_better ? "slowest" : "lowest",
+                   r.lower_is_better ? "above" : "below", r.lower_is_better ? 1 / r.relative : r.relative,
+                   r.lower_is_better ? "above" : "below", r.lower_is_better ? "ceiling" : "floor");
   // The pair matrix, symmetric: cell (a, b) and (b, a) are the lowest run of the pair.
   struct Cell {
     std::optional<double> value, ratio;
@@ -460,7 +465,7 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
     const std::optional<double> ratio = k.ratio.empty() ? std::nullopt : k.ratio[0];
     for (const auto& key : {std::pair{a, b}, std::pair{b, a}}) {
       Cell& c = cells[key];
-      const bool lower = !c.any || (k.figures.ran && (!c.ran || (value && c.value && *value < *c.value)));
+      const bool lower = !c.any || (k.figures.ran && (!c.ran || (value && c.value && r.Worse(*value, *c.value))));
       c.any = true;
       c.low = c.low || k.low;
       if (!lower) continue;
@@ -470,7 +475,7 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
       c.title = fmt::format("{} with {}, round {}: {}", r.nodes[static_cast<std::size_t>(k.run.a)],
                             r.nodes[static_cast<std::size_t>(k.run.b)], k.run.round,
                             k.figures.ran ? fmt::format("{} {}{}", value ? Num(*value) : "-", r.unit,
-                                                        ratio ? fmt::format(", {:.2f} x median", *ratio) : "")
+                                                        r.Shown(ratio) ? fmt::format(", {:.2f} x median", *r.Shown(ratio)) : "")
                                           : "did not run: " + k.figures.why);
     }
   }
@@ -497,7 +502,7 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
                        c.low ? " low" : "", E(r.nodes[order[i]]), E(r.nodes[order[j]]), x, y, cw, ch,
                        MatrixFill(c.ratio, c.low, c.ran), E(c.title));
       o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\">{}</text>", x + cw / 2,
-                       y + 15, c.ratio ? fmt::format("{:.2f}", *c.ratio) : "-");
+                       y + 15, Ratio2(r.Shown(c.ratio)));
     }
     o += '\n';
   }
@@ -536,21 +541,22 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
         const bool ran = !ratios.empty();
         const std::optional<double> lowest =
             ran ? std::optional<double>(*std::max_element(ratios.begin(), ratios.end())) : std::nullopt;
-        const std::optional<double> value =
-            ran ? std::optional<double>(*std::max_element(values.begin(), values.end())) : std::nullopt;
-        const bool low = lowest && (*lowest < r.relative ||
-                                    (m < r.floors.size() && r.floors[m] > 0 && value && *value < r.floors[m]));
+        const auto best = r.lower_is_better ? std::min_element(values.begin(), values.end())
+                                            : std::max_element(values.begin(), values.end());
+        const std::optional<double> value = ran ? std::optional<double>(*best) : std::nullopt;
+        const bool low = lowest && (*lowest < r.relative || (value && r.BeyondFloor(m, *value)));
         const int x = label + static_cast<int>(m - 1) * rw;
         o += fmt::format("<rect class=\"cell{}\" data-node=\"{}\" data-rail=\"{}\" x=\"{}\" y=\"{}\" "
                          "width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{} {}: {}</title></rect>",
                          low ? " low" : "", E(r.nodes[node]), m - 1, x, y, rw, ch, MatrixFill(lowest, low, ran),
                          E(r.nodes[node]), E(r.measure_names[m]),
-                         E(value ? fmt::format("{} {}, {:.2f} x the rail's median (the best of its {} run{}; the worst {:.2f})",
-                                             Num(*value), r.unit, *lowest, ratios.size(), ratios.size() == 1 ? "" : "s",
-                                             *std::min_element(ratios.begin(), ratios.end()))
+                         E(value ? fmt::format("{} {}, {} x the rail's median (the best of its {} run{}; the worst {})",
+                                             Num(*value), r.unit, Ratio2(r.Shown(lowest)), ratios.size(),
+                                             ratios.size() == 1 ? "" : "s",
+                                             Ratio2(r.Shown(*std::min_element(ratios.begin(), ratios.end()))))
                                  : "no run"));
         o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\">{}</text>", x + rw / 2,
-                         y + 15, lowest ? fmt::format("{:.2f}", *lowest) : "-");
+                         y + 15, Ratio2(r.Shown(lowest)));
       }
       o += '\n';
     }

@@ -46,18 +46,22 @@ std::string RunLine(const validate::IsolationResult& r, const isolate::RunRecord
                                  s.Safe(r.nodes[static_cast<std::size_t>(other)]));
   if (!k.figures.ran) return line + s.Red("did not run") + ": " + s.Safe(k.figures.why);
   line += fmt::format("{} {}", Num(k.figures.values.empty() ? std::nullopt : k.figures.values[0]), r.unit);
-  if (!k.ratio.empty() && k.ratio[0]) line += fmt::format(", {:.2f} x median", *k.ratio[0]);
-  // Per-rail measures: the rails that were low (below the relative rule or their floor).
+  if (const std::optional<double> shown = r.Shown(k.ratio.empty() ? std::nullopt : k.ratio[0])) {
+    line += fmt::format(", {:.2f} x median", *shown);
+  }
+  // Per-rail measures: the rails that were low (below the relative rule or their floor; for a
+  // latency above them).
   for (std::size_t m = 1; m < k.figures.values.size() && m < r.measure_names.size(); ++m) {
     const std::optional<double>& v = k.figures.values[m];
     const std::optional<double> ratio = m < k.ratio.size() ? k.ratio[m] : std::nullopt;
-    const bool under = v && m < r.floors.size() && r.floors[m] > 0 && *v < r.floors[m];
+    const bool under = v && r.BeyondFloor(m, *v);
     if (v && (under || (ratio && *ratio < r.relative))) {
+      const std::optional<double> shown = r.Shown(ratio);
       line += fmt::format("; {} {} {}{}", s.Safe(r.measure_names[m]), Num(v), r.unit,
-                          ratio ? fmt::format(", {:.2f} x median", *ratio) : "");
+                          shown ? fmt::format(", {:.2f} x median", *shown) : "");
     }
   }
-  if (k.low) line += " " + s.Red("LOW");
+  if (k.low) line += " " + s.Red(r.lower_is_better ? "SLOW" : "LOW");
   if (!k.figures.why.empty()) line += " (" + s.Safe(k.figures.why) + ")";
   return line;
 }
@@ -73,20 +77,25 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
   out += fmt::format("  {} node{} in the rounds; {} round{}, {} wave{}, {} pair run{} ({} ran)\n", r.nodes.size(),
                      r.nodes.size() == 1 ? "" : "s", r.rounds, r.rounds == 1 ? "" : "s", r.waves,
                      r.waves == 1 ? "" : "s", r.runs.size(), r.runs.size() == 1 ? "" : "s", ran);
+  const char* beyond = r.lower_is_better ? "above" : "below";
+  const double times = r.lower_is_better ? 1 / r.relative : r.relative;
   if (r.measure_names.size() > 1) {
-    out += fmt::format("  measured per rail, one rail at a time; suspect below {:.2f} x the round-1 median of the rail "
-                       "or of the sum, or below the rail's floor ({})\n",
-                       r.relative, s.Safe(r.floor_text));
+    out += fmt::format("  measured per rail, one rail at a time; suspect {} {:.2f} x the round-1 median of the rail "
+                       "or of {}, or {} the rail's {} ({})\n",
+                       beyond, times, r.lower_is_better ? "the slowest rail" : "the sum", beyond,
+                       r.lower_is_better ? "ceiling" : "floor", s.Safe(r.floor_text));
     out += "  round-1 medians:";
     for (std::size_t m = 0; m < r.measure_names.size(); ++m) {
       out += fmt::format("{} {} {} {}", m == 0 ? "" : ";", s.Safe(r.measure_names[m]),
                          Num(m < r.medians.size() ? r.medians[m] : std::nullopt), r.unit);
-      if (m < r.floors.size() && r.floors[m] > 0) out += fmt::format(" (floor {:.3g})", r.floors[m]);
+      if (m < r.floors.size() && r.floors[m] > 0) {
+        out += fmt::format(" ({} {:.3g})", r.lower_is_better ? "ceiling" : "floor", r.floors[m]);
+      }
     }
     out += "\n";
   } else {
-    out += fmt::format("  suspect below {:.2f} x the round-1 median ({} {})", r.relative, Num(r.median), r.unit);
-    out += r.floor ? fmt::format(" or below {}\n", s.Safe(r.floor_text))
+    out += fmt::format("  suspect {} {:.2f} x the round-1 median ({} {})", beyond, times, Num(r.median), r.unit);
+    out += r.floor ? fmt::format(" or {} {}\n", beyond, s.Safe(r.floor_text))
                    : std::string(" (no absolute floor: the network has no rate)\n");
   }
   for (const std::string& n : r.notes) out += "  note: " + s.Safe(n) + "\n";
@@ -121,7 +130,10 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
   if (!good.empty()) {
     out += fmt::format("{:<5} {} good ({} node{}){}\n", s.Green("PASS"), s.Safe(hostlist::Fold(good)), good.size(),
                        good.size() == 1 ? "" : "s",
-                       lowest_good ? fmt::format("; the lowest of their runs {:.2f} x the median", *lowest_good) : "");
+                       !lowest_good              ? ""
+                       : r.lower_is_better       ? fmt::format("; the slowest of their runs {:.2f} x the median latency",
+                                                                r.Shown(lowest_good).value_or(0))
+                                                 : fmt::format("; the lowest of their runs {:.2f} x the median", *lowest_good));
   }
   return out;
 }
@@ -132,6 +144,8 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
   j["network"] = r.network;
   j["seed"] = r.seed;
   j["unit"] = r.unit;
+  // Latency: floors are ceilings, and a ratio above 1 is the worse side.
+  j["lower_is_better"] = r.lower_is_better;
   j["relative"] = r.relative;
   j["median"] = r.median ? nlohmann::ordered_json(*r.median) : nlohmann::ordered_json(nullptr);
   j["floor"] = r.floor ? nlohmann::ordered_json(*r.floor) : nlohmann::ordered_json(nullptr);
@@ -159,7 +173,8 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
     n["measure"] = nv.measure;
     n["partner"] = nv.partner ? nlohmann::ordered_json(r.nodes[static_cast<std::size_t>(*nv.partner)])
                               : nlohmann::ordered_json(nullptr);
-    n["worst_ratio"] = nv.worst_ratio ? nlohmann::ordered_json(*nv.worst_ratio) : nlohmann::ordered_json(nullptr);
+    const std::optional<double> worst = r.Shown(nv.worst_ratio);
+    n["worst_ratio"] = worst ? nlohmann::ordered_json(*worst) : nlohmann::ordered_json(nullptr);
     n["why"] = nv.why;
     nodes.push_back(std::move(n));
   }
@@ -174,7 +189,7 @@ nlohmann::ordered_json IsolationJson(const validate::IsolationResult& r) {
     x["ran"] = k.figures.ran;
     const std::optional<double> value = k.figures.values.empty() ? std::nullopt : k.figures.values[0];
     x["value"] = value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
-    const std::optional<double> ratio = k.ratio.empty() ? std::nullopt : k.ratio[0];
+    const std::optional<double> ratio = r.Shown(k.ratio.empty() ? std::nullopt : k.ratio[0]);
     x["ratio"] = ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json(nullptr);
     if (r.measure_names.size() > 1) {
       nlohmann::ordered_json values = nlohmann::ordered_json::array();

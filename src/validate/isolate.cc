@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -94,8 +95,15 @@ bool Isolator::LowOn(const RunRecord& r, int m) const {
   const std::size_t mi = static_cast<std::size_t>(m);
   if (!r.figures.ran || mi >= r.figures.values.size() || !r.figures.values[mi]) return false;
   const double v = *r.figures.values[mi];
-  if (o_.floors[mi] > 0 && v < o_.floors[mi]) return true;
-  return relative_on_[mi] && medians_[mi] && *medians_[mi] > 0 && v < o_.relative * *medians_[mi];
+  const double floor = o_.floors[mi];
+  const bool rel = relative_on_[mi] && medians_[mi] && *medians_[mi] > 0;
+  if (o_.lower_is_better) {
+    // A latency: the floor is a ceiling, and the relative rule is the same 0.9 turned over
+    // (a run taking longer than median / 0.9 is as suspect as one moving less than 0.9 x).
+    return (floor > 0 && v > floor) || (rel && v > *medians_[mi] / o_.relative);
+  }
+  if (floor > 0 && v < floor) return true;
+  return rel && v < o_.relative * *medians_[mi];
 }
 
 void Isolator::Schedule(const std::vector<std::pair<int, int>>& pairs, int round) {
@@ -149,9 +157,9 @@ void Isolator::JudgeRound1() {
     } else if (values.size() < 2) {
       notes_.push_back(fmt::format("{}: {} run{} measured it; the absolute floor alone judges", MeasureName(static_cast<int>(m)),
                                    values.size(), values.size() == 1 ? "" : "s"));
-    } else if (!medians_[m] || *medians_[m] <= 0) {
-      notes_.push_back(fmt::format("{}: the round's median is zero; the absolute floor alone judges",
-                                   MeasureName(static_cast<int>(m))));
+    } else if (!medians_[m] || *medians_[m] <= 0 || !std::isfinite(*medians_[m])) {
+      notes_.push_back(fmt::format("{}: the round's median is {}; the absolute floor alone judges",
+                                   MeasureName(static_cast<int>(m)), medians_[m] && *medians_[m] > 0 ? "unbounded" : "zero"));
     } else {
       relative_on_[m] = true;
     }
@@ -213,7 +221,7 @@ void Isolator::PlanRound2() {
     }
     if (with.size() < 2) {
       Set(static_cast<int>(s), {Verdict::kUnjudged, suspect_on_[s].front(), {}, {}, {},
-                                fmt::format("low in round 1, and {} known-good node{} to pair it with (two are needed)",
+                                fmt::format("{} in round 1, and {} known-good node{} to pair it with (two are needed)", Low(),
                                             with.size() == 0 ? "no" : "only one", with.size() == 1 ? "" : "s")});
       suspect_on_[s].clear();
       continue;
@@ -250,13 +258,13 @@ void Isolator::JudgeRound2() {
       }
       if (measured == 0) {
         Set(s, {Verdict::kCouldNotRun, m, {}, {}, {},
-                fmt::format("low in round 1; no run with a known-good node measured {}{}", MeasureName(m),
+                fmt::format("{} in round 1; no run with a known-good node measured {}{}", Low(), MeasureName(m),
                             not_run.empty() ? "" : ": " + not_run)});
       } else if (static_cast<int>(low_with.size()) == measured && measured >= 2) {
         bad.push_back(m);
       } else if (!low_with.empty()) {
         Set(s, {Verdict::kLinkOrPartner, m, low_with.front(), {}, {},
-                fmt::format("low on {} with one known-good node and not with another", MeasureName(m))});
+                fmt::format("{} on {} with one known-good node and not with another", Low(), MeasureName(m))});
       } else {
         // Fine with others: the round-1 runs it was low in are tried again, unless the partner
         // there turns out bad on the same measure.
@@ -280,16 +288,16 @@ void Isolator::JudgeRound2() {
     const bool pair_low = !bad.empty() && bad.front() == 0;
     if (pair_low && static_cast<int>(rails.size()) == o_.measures - 1) {
       Set(s, {Verdict::kBadNode, 0, {}, {}, {},
-              fmt::format("low on {} with {} different known-good nodes{}", MeasureName(0), 2,
+              fmt::format("{} on {} with {} different known-good nodes{}", Low(), MeasureName(0), 2,
                           rails.empty() ? "" : ", and on every rail")});
     } else if (!rails.empty()) {
       std::string which;
       for (int m : rails) which += (which.empty() ? "" : ", ") + std::to_string(m - 1);
       Set(s, {Verdict::kBadRail, rails.front(), {}, {}, {},
-              fmt::format("rail{} {} low with 2 different known-good nodes, the other rails not{}", rails.size() == 1 ? "" : "s",
-                          which, pair_low ? "; it drags the pair figure down" : "")});
+              fmt::format("rail{} {} {} with 2 different known-good nodes, the other rails not{}", rails.size() == 1 ? "" : "s",
+                          which, Low(), pair_low ? "; it drags the pair figure down" : "")});
     } else if (pair_low) {
-      Set(s, {Verdict::kBadNode, 0, {}, {}, {}, fmt::format("low on {} with 2 different known-good nodes", MeasureName(0))});
+      Set(s, {Verdict::kBadNode, 0, {}, {}, {}, fmt::format("{} on {} with 2 different known-good nodes", Low(), MeasureName(0))});
     }
   }
   std::vector<std::pair<int, int>> retries;
@@ -325,14 +333,14 @@ void Isolator::JudgeRound3() {
     }
     for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
       if (tries == 0) {
-        Set(x, {Verdict::kCouldNotRun, 0, y, {}, {}, "low in round 1 with " + std::to_string(y) + "; no retry ran: " + not_run});
+        Set(x, {Verdict::kCouldNotRun, 0, y, {}, {}, fmt::format("{} in round 1 with {}; no retry ran: {}", Low(), y, not_run)});
       } else if (low == tries) {
         Set(x, {Verdict::kBadLink, 0, y, {}, {},
-                fmt::format("low with this partner in round 1 and in {} of {} tries since, fine with known-good nodes", low,
-                            tries)});
+                fmt::format("{} with this partner in round 1 and in {} of {} tries since, fine with known-good nodes", Low(),
+                            low, tries)});
       } else {
         Set(x, {Verdict::kFlaky, 0, y, {}, {},
-                fmt::format("low with this partner in round 1, then in {} of {} tries; fine with known-good nodes", low, tries)});
+                fmt::format("{} with this partner in round 1, then in {} of {} tries; fine with known-good nodes", Low(), low, tries)});
       }
     }
   }
@@ -341,8 +349,15 @@ void Isolator::JudgeRound3() {
 void Isolator::Finish() {
   for (RunRecord& r : runs_) {
     for (std::size_t m = 0; m < r.ratio.size(); ++m) {
-      if (r.figures.ran && m < r.figures.values.size() && r.figures.values[m] && medians_[m] && *medians_[m] > 0) {
-        r.ratio[m] = *r.figures.values[m] / *medians_[m];
+      if (!r.figures.ran || m >= r.figures.values.size() || !r.figures.values[m] || !medians_[m] || *medians_[m] <= 0 ||
+          !std::isfinite(*medians_[m])) {
+        continue;
+      }
+      const double v = *r.figures.values[m];
+      if (!o_.lower_is_better) {
+        r.ratio[m] = v / *medians_[m];
+      } else if (v > 0) {
+        r.ratio[m] = *medians_[m] / v;  // 0 for a latency that never came (+inf)
       }
     }
   }

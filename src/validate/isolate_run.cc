@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -27,7 +28,14 @@ using internal::Mark;
 
 bool Interrupted(const std::atomic<bool>* cancel) { return cancel != nullptr && cancel->load(); }
 
-std::string Ratio(std::optional<double> r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
+// A node's worst run as its verdict's detail says it: "lowest run 0.42 x the median", or for a
+// latency "slowest run 2.31 x the median latency".
+std::string WorstRun(const IsolationResult& r, std::optional<double> ratio) {
+  if (!r.lower_is_better) return fmt::format("lowest run {} x the median", ratio ? fmt::format("{:.2f}", *ratio) : "-");
+  const std::optional<double> shown = r.Shown(ratio);
+  return shown ? fmt::format("slowest run {:.2f} x the median latency", *shown)
+               : std::string(ratio ? "slowest run: no reply at all" : "slowest run: -");
+}
 
 // What one planned run gave: its figure, or why not and whom that blames.
 struct RunOutcome {
@@ -36,7 +44,8 @@ struct RunOutcome {
   std::optional<std::string> blamed;  // node name
 };
 
-RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
+// `worst` is the figure of a run that carried nothing: 0 for a bandwidth, +inf for a latency.
+RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got, double worst) {
   RunOutcome out;
   // A group run (NCCL pairs) is judged as one job, on the folded names of its members.
   const std::string whole = run.group.empty() ? run.node : hostlist::Fold(run.group);
@@ -44,7 +53,7 @@ RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
     if (v.check == run.check && v.code == "nccl.wrong_data") {
       // Data corrupted between the two: never a good pair, whatever its speed; a node that
       // corrupts with every partner is a bad node, one path that does is a bad link.
-      out.value = 0.0;
+      out.value = worst;
       out.why = fmt::format("{}: nccl.wrong_data {}", v.node, v.detail);
       return out;
     }
@@ -72,7 +81,7 @@ RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
   // pair is low), not a node to blame.
   for (const Verdict& v : got) {
     if (v.state != State::kPass && internal::WaitsOnOthers(v.code)) {
-      out.value = 0.0;
+      out.value = worst;
       out.why = fmt::format("nothing crossed between {} and {}: {}: {} {}", run.node, run.peer, v.node, v.code, v.detail);
       return out;
     }
@@ -81,7 +90,8 @@ RunOutcome Classify(const PlannedRun& run, const std::vector<Verdict>& got) {
   return out;
 }
 
-// One pair of a wave: its runs in turn (one for TCP, one per rail for RDMA), as Figures.
+// One pair of a wave: its runs in turn (one for TCP, one per rail for RDMA), as Figures. With
+// rails, measure 0 is their sum (bandwidth) or the slowest of them (latency).
 isolate::Figures RunOne(const IsolationMeasure& m, const model::Cluster& c, const PairRunner& runner,
                         const std::vector<std::string>& nodes, int ia, int ib, const IsolateRunOptions& o) {
   isolate::Figures f;
@@ -93,26 +103,29 @@ isolate::Figures RunOne(const IsolationMeasure& m, const model::Cluster& c, cons
   int carried = 0;
   std::optional<std::string> blamed;
   std::vector<std::string> whys;
-  double sum = 0;
+  const double worst = m.lower_is_better ? std::numeric_limits<double>::infinity() : 0.0;
+  double whole = 0;
   for (const auto& [measure, run] : runs) {
     if (Interrupted(o.cancel)) {
       whys.push_back("interrupted");
       break;
     }
-    RunOutcome r = Classify(run, runner(run));
+    RunOutcome r = Classify(run, runner(run), worst);
     const std::string label = rails ? m.names[static_cast<std::size_t>(measure)] + ": " : "";
     if (!r.why.empty()) whys.push_back(label + r.why);
     if (r.value) {
       ++carried;
       f.values[static_cast<std::size_t>(measure)] = *r.value;
-      sum += *r.value;
+      whole = m.lower_is_better ? std::max(whole, *r.value) : whole + *r.value;
     } else if (r.blamed && !blamed) {
       blamed = r.blamed;
     }
     if (r.blamed && rails) {
       // A rail that failed on one node's side (its port down, its device missing) carried
-      // nothing: zero on that rail, so the rounds find it low with every partner.
-      f.values[static_cast<std::size_t>(measure)] = 0.0;
+      // nothing: zero on that rail (a latency without end), so the rounds find it low with
+      // every partner; never the best figure of the round.
+      f.values[static_cast<std::size_t>(measure)] = worst;
+      if (m.lower_is_better) whole = worst;
     }
   }
   for (const std::string& w : whys) f.why += (f.why.empty() ? "" : "; ") + w;
@@ -124,7 +137,7 @@ isolate::Figures RunOne(const IsolationMeasure& m, const model::Cluster& c, cons
     return f;
   }
   f.ran = true;
-  if (rails) f.values[0] = sum;
+  if (rails) f.values[0] = whole;
   return f;
 }
 
@@ -293,27 +306,35 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
   const std::optional<double> median = m < r.medians.size() ? r.medians[m] : r.median;
   const double floor = m < r.floors.size() ? r.floors[m] : r.floor.value_or(0);
   const std::string on = m < r.measure_names.size() && r.measure_names.size() > 1 ? " on " + r.measure_names[m] : "";
+  // Latency turns both rules over: at most median / relative, at most the ceiling.
+  const char* side = r.lower_is_better ? "<=" : ">=";
+  const double times = r.lower_is_better ? 1 / r.relative : r.relative;
   if (median) {
-    v.threshold = fmt::format(">= {:.2f} x the round-1 median {:.3g} {}{}", r.relative, *median, r.unit, on);
-    if (floor > 0) v.threshold += fmt::format(", and >= {:.3g} {} ({})", floor, r.unit, r.floor_text);
+    v.threshold = fmt::format("{} {:.2f} x the round-1 median {:.3g} {}{}", side, times, *median, r.unit, on);
+    if (floor > 0) v.threshold += fmt::format(", and {} {:.3g} {} ({})", side, floor, r.unit, r.floor_text);
   } else if (floor > 0) {
-    v.threshold = fmt::format(">= {:.3g} {}{} ({})", floor, r.unit, on, r.floor_text);
+    v.threshold = fmt::format("{} {:.3g} {}{} ({})", side, floor, r.unit, on, r.floor_text);
   }
   const std::string partner = nv.partner ? r.nodes[*nv.partner] : "";
-  const std::string ratio = Ratio(nv.worst_ratio);
+  const std::string ratio = WorstRun(r, nv.worst_ratio);
   switch (nv.verdict) {
     case isolate::Verdict::kGood:
       v.state = State::kPass;
-      v.detail = nv.worst_ratio ? fmt::format("its lowest run: {} x the round-1 median", ratio) : nv.why;
+      // With whom: a good node's lowest run is often the one with a bad partner.
+      v.detail = nv.worst_ratio ? "its " + ratio : nv.why;
+      if (nv.worst_ratio && nv.worst_run) {
+        const isolate::PairRun& w = r.runs[*nv.worst_run].run;
+        v.detail += fmt::format(" (with {})", r.nodes[static_cast<std::size_t>(w.a == static_cast<int>(i) ? w.b : w.a)]);
+      }
       break;
     case isolate::Verdict::kBadNode:
       Mark(v, "isolate.bad_node");
-      v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      v.detail = fmt::format("{} ({})", nv.why, ratio);
       break;
     case isolate::Verdict::kBadRail:
       Mark(v, "isolate.bad_rail");
       v.entity = fmt::format("rail {}", nv.measure - 1);
-      v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      v.detail = fmt::format("{} ({})", nv.why, ratio);
       if (i < r.rail_nics.size() && static_cast<std::size_t>(nv.measure - 1) < r.rail_nics[i].size()) {
         // The join with the design's cabling: which HCA, and the switch port its cable goes to.
         const std::string& nic = r.rail_nics[i][static_cast<std::size_t>(nv.measure - 1)];
@@ -325,16 +346,16 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
     case isolate::Verdict::kBadLink:
       Mark(v, "isolate.bad_link");
       v.entity = "link to " + partner;
-      v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      v.detail = fmt::format("{} ({})", nv.why, ratio);
       break;
     case isolate::Verdict::kLinkOrPartner:
       Mark(v, "isolate.link_or_partner");
       v.entity = "link to " + partner;
-      v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      v.detail = fmt::format("{} ({})", nv.why, ratio);
       break;
     case isolate::Verdict::kFlaky:
       Mark(v, "isolate.flaky");
-      v.detail = fmt::format("{} (lowest run {} x the median)", nv.why, ratio);
+      v.detail = fmt::format("{} ({})", nv.why, ratio);
       break;
     case isolate::Verdict::kCouldNotRun:
       Mark(v, "isolate.could_not_run");
@@ -357,7 +378,8 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
                                               std::span<const std::string> probe_params) {
   const PlannedRun* tmpl = nullptr;
   for (const PlannedRun& r : plan.runs) {
-    if ((ShapeOf(r) == Shape::kPair && (r.check == "tcp.bandwidth" || r.check == "rdma.write_bw")) ||
+    if ((ShapeOf(r) == Shape::kPair &&
+         (r.check == "tcp.bandwidth" || r.check == "rdma.write_bw" || r.check == "rdma.write_lat")) ||
         (ShapeOf(r) == Shape::kGroup && r.check == "nccl.multinode")) {
       tmpl = &r;
       break;
@@ -367,7 +389,8 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
     std::string check = "tcp.bandwidth";
     std::string why = "fewer than two selected nodes share a storage or control network";
     for (const Verdict& v : plan.left_out) {
-      if (v.check == "rdma.write_bw" || v.check == "tcp.bandwidth" || v.check == "nccl.multinode") {
+      if (v.check == "rdma.write_bw" || v.check == "rdma.write_lat" || v.check == "tcp.bandwidth" ||
+          v.check == "nccl.multinode") {
         check = v.check;
         why = v.detail;
         break;
@@ -410,8 +433,13 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
     return m;
   }
 
-  // rdma.write_bw: the nodes with compute HCAs; a measure per rail position, named by the
-  // first such node's HCA there, with the lowest line rate any node has there.
+  // rdma.write_bw and rdma.write_lat: the nodes with compute HCAs; a measure per rail position,
+  // named by the first such node's HCA there, with the lowest line rate any node has there.
+  const bool latency = m.check == "rdma.write_lat";
+  if (latency) {
+    m.unit = "us";
+    m.lower_is_better = true;
+  }
   std::size_t rails = 0;
   std::vector<double> line;  // per rail position, Gb/s
   for (const std::string& name : selected) {
@@ -420,7 +448,7 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
     const std::vector<const model::NicSpec*> nics = internal::ComputeRdmaNics(c, c.ProfileOf(*n));
     if (nics.empty()) continue;
     if (m.names.empty()) {
-      m.names.push_back("the sum of rails");
+      m.names.push_back(latency ? "the slowest rail" : "the sum of rails");
       for (std::size_t k = 0; k < nics.size(); ++k) m.names.push_back(fmt::format("rail {} ({})", k, nics[k]->name));
       m.network = nics.front()->network;
     }
@@ -436,11 +464,19 @@ Result<IsolationMeasure> PlanIsolationMeasure(const model::Cluster& c, const Thr
     m.nodes.push_back(name);
   }
   for (std::size_t k = m.names.size() - 1; k < rails; ++k) m.names.push_back(fmt::format("rail {}", k));
-  const double fraction = t.Get("rdma.write.min_fraction");
-  m.floors.assign(rails + 1, 0);
-  for (std::size_t k = 0; k < rails; ++k) m.floors[k + 1] = fraction * line[k];
-  m.floor_text = fmt::format("a rail: {:.0f}% of its HCA's line rate; {}", fraction * 100,
-                             t.SourceOf("rdma.write.min_fraction"));
+  if (latency) {
+    // The ceiling validate's rdma.write_lat judges a rail by (JudgeRdma), for every rail and so
+    // for the slowest one: it does not scale with the line rate.
+    const double ceiling = t.Get("rdma.write_lat.max_us");
+    m.floors.assign(rails + 1, ceiling);
+    m.floor_text = fmt::format("a rail: rdma.write_lat.max_us {:.3g} us; {}", ceiling, t.SourceOf("rdma.write_lat.max_us"));
+  } else {
+    const double fraction = t.Get("rdma.write.min_fraction");
+    m.floors.assign(rails + 1, 0);
+    for (std::size_t k = 0; k < rails; ++k) m.floors[k + 1] = fraction * line[k];
+    m.floor_text = fmt::format("a rail: {:.0f}% of its HCA's line rate; {}", fraction * 100,
+                               t.SourceOf("rdma.write.min_fraction"));
+  }
   const CheckInfo* info = CheckOf(*tmpl);
   const std::vector<std::string> params(probe_params.begin(), probe_params.end());
   m.runs = [&c, info, params](const model::Node& a, const model::Node& b) {
@@ -466,14 +502,14 @@ IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std:
   out.relative = o.relative;
   out.check = m.check;
   out.unit = m.unit;
+  out.lower_is_better = m.lower_is_better;
   out.network = m.network;
   out.measure_names = m.names;
   out.floors = m.floors;
   out.floor_text = m.floor_text;
   if (!m.floors.empty() && m.floors[0] > 0) out.floor = m.floors[0];
-  if (m.names.size() > 1 || out.floor) {
-    out.floor_text = out.floor ? fmt::format("{:.3g} Gb/s ({})", *out.floor, m.floor_text) : m.floor_text;
-  }
+  // One measure: the floor with where it comes from; per rail, each rail's floor is listed apart.
+  if (m.names.size() == 1 && out.floor) out.floor_text = fmt::format("{:.3g} {} ({})", *out.floor, m.unit, m.floor_text);
   out.nodes = std::move(nodes);
   const std::unordered_map<std::string, std::string> cables =
       m.names.size() > 1 ? NicCables(c) : std::unordered_map<std::string, std::string>{};
@@ -495,6 +531,7 @@ IsolationResult Isolate(const model::Cluster& c, const IsolationMeasure& m, std:
   io.relative = o.relative;
   io.retries = o.retries;
   io.floors = m.floors;
+  io.lower_is_better = m.lower_is_better;
   isolate::Isolator iso(out.nodes.size(), io);
   while (std::optional<std::vector<isolate::PairRun>> wave = iso.Next()) {
     std::vector<isolate::Figures> figures(wave->size());

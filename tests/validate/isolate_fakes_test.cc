@@ -91,6 +91,13 @@ class IsolateOnFakeVerbs : public ::testing::Test {
 
   std::vector<std::string> Names() const { return NodeNames(cluster_); }
 
+  // The isolation's rounds over every node on `seed`, each pair run by Run below.
+  IsolationResult Rounds(const IsolationMeasure& m, std::uint64_t seed) {
+    IsolateRunOptions o;
+    o.seed = seed;
+    return Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
+  }
+
   // One planned run, as the agent pair would: the server on the peer's device, the client
   // on the node's, both probes in this process, the client's clock the fabric's for its device.
   std::vector<Verdict> Run(const PlannedRun& run) {
@@ -105,8 +112,9 @@ class IsolateOnFakeVerbs : public ::testing::Test {
     const pi::CudaLoader no_cuda = [] { return pi::CudaLoad{nullptr, "gpu.no_cuda_driver", "no CUDA here"}; };
     pi::RdmaTestHooks hooks;
     hooks.clock = fabric_.DeviceClock(cp["device"]);
-    auto server = pi::MakeRdmaWriteBwProbe(loader, no_cuda);
-    auto client = pi::MakeRdmaWriteBwProbe(loader, no_cuda, hooks);
+    const bool lat = run.check == "rdma.write_lat";
+    auto server = lat ? pi::MakeRdmaWriteLatProbe(loader) : pi::MakeRdmaWriteBwProbe(loader, no_cuda);
+    auto client = lat ? pi::MakeRdmaWriteLatProbe(loader, hooks) : pi::MakeRdmaWriteBwProbe(loader, no_cuda, hooks);
     // The defaults filled in and the words checked, as the agent does before it runs a probe.
     Result<std::map<std::string, std::string>> rs = probe::ResolveParams(*server, sp);
     Result<std::map<std::string, std::string>> rc = probe::ResolveParams(*client, cp);
@@ -179,9 +187,7 @@ TEST_F(IsolateOnFakeVerbs, ASlowRailAndADownPortAreNamedAsRailsWithTheirCablesOn
   const IsolationMeasure m = Measure();
   for (const std::uint64_t seed : {1ULL, 7ULL, 2026ULL}) {
     SCOPED_TRACE(fmt::format("seed {}", seed));
-    IsolateRunOptions o;
-    o.seed = seed;
-    const IsolationResult r = Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
+    const IsolationResult r = Rounds(m, seed);
     ASSERT_EQ(r.verdicts.size(), 8u);
     ASSERT_EQ(r.medians.size(), 5u);
     ASSERT_TRUE(r.medians[1].has_value());
@@ -226,14 +232,86 @@ TEST_F(IsolateOnFakeVerbs, ASlowRailAndADownPortAreNamedAsRailsWithTheirCablesOn
   EXPECT_EQ(devices_used_.size(), static_cast<std::size_t>(kNodes * kRails)) << "every rail of every node ran";
 }
 
+// --checks rdma.write_lat: ib_write_lat's ping-pong per rail on the same fake fabric, where a
+// write takes its bytes at the slower end's rate, so the quarter-rate rail takes four times as
+// long. Lower is better: the ceiling is rdma.write_lat.max_us, the relative rule median / 0.9,
+// and the down port's rail a latency without end (never the best figure).
+TEST_F(IsolateOnFakeVerbs, OnLatencyASlowRailAndADownPortAreNamedAsRailsAboveTheMedian) {
+  fabric_.gbits["g05-mlx5_2"] = 100;
+  fabric_.Dev("g03-mlx5_0")->port.state = IBV_PORT_DOWN;
+  // 8 round trips: a wave's ping-pong threads spin in turn on two cores, a time slice a hop.
+  const IsolationMeasure m = PlanMeasureForTest(cluster_, "rdma.write_lat", {"rdma.write_lat.iters=8"}, &thresholds_);
+  ASSERT_TRUE(m.runs);
+  EXPECT_EQ(m.check, "rdma.write_lat");
+  EXPECT_TRUE(m.lower_is_better);
+  EXPECT_EQ(m.unit, "us");
+  EXPECT_EQ(m.names.front(), "the slowest rail");
+  ASSERT_EQ(m.floors.size(), 5u);
+  for (double f : m.floors) EXPECT_DOUBLE_EQ(f, 5.0) << "rdma.write_lat.max_us on every rail";
+  for (const std::uint64_t seed : {1ULL, 7ULL, 2026ULL}) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    const IsolationResult r = Rounds(m, seed);
+    ASSERT_EQ(r.verdicts.size(), 8u);
+    ASSERT_TRUE(r.medians[3].has_value());
+    EXPECT_GT(*r.medians[3], 0);
+
+    const Verdict* slow = Of(r, "g05");
+    ASSERT_NE(slow, nullptr);
+    EXPECT_EQ(slow->code, "isolate.bad_rail") << slow->detail;
+    EXPECT_EQ(slow->entity, "rail 2 (mlx5_2)");
+    EXPECT_NE(slow->detail.find("slow with 2 different known-good nodes"), std::string::npos) << slow->detail;
+    EXPECT_NE(slow->detail.find("its cable: g05:mlx5_2 to rail2:5"), std::string::npos) << slow->detail;
+    ASSERT_TRUE(slow->measured.has_value());
+    EXPECT_NEAR(*slow->measured / *r.medians[3], 4, 0.05) << "a quarter of the rate, four times the time";
+    EXPECT_NE(slow->detail.find("slowest run 4.00 x the median latency"), std::string::npos) << slow->detail;
+    EXPECT_NE(slow->threshold.find("<= 1.11 x the round-1 median"), std::string::npos) << slow->threshold;
+    EXPECT_NE(slow->threshold.find("<= 5 us"), std::string::npos) << slow->threshold;
+    EXPECT_NE(slow->threshold.find("rdma.write_lat.max_us"), std::string::npos) << slow->threshold;
+
+    const Verdict* down = Of(r, "g03");
+    ASSERT_NE(down, nullptr);
+    EXPECT_EQ(down->code, "isolate.bad_rail") << down->detail;
+    EXPECT_EQ(down->entity, "rail 0 (mlx5_0)");
+
+    for (const char* good : {"g01", "g02", "g04", "g06", "g07", "g08"}) {
+      const Verdict* v = Of(r, good);
+      ASSERT_NE(v, nullptr);
+      EXPECT_EQ(v->state, State::kPass) << good << ": " << v->code << " " << v->detail;
+      // Its slowest run, with whom: a round-1 partner of g03 saw no reply on g03's rail 0.
+      EXPECT_TRUE(v->detail.find("x the median latency (with g") != std::string::npos ||
+                  v->detail.find("no reply at all (with g03)") != std::string::npos)
+          << v->detail;
+    }
+    const std::string text = report::IsolationText(r, report::Style{});
+    EXPECT_NE(text.find("suspect above 1.11 x the round-1 median of the rail or of the slowest rail, or above the "
+                        "rail's ceiling"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("4.00 x median"), std::string::npos) << "the slow rail's runs, as figure / median: " << text;
+    EXPECT_NE(text.find("SLOW"), std::string::npos) << text;
+    const nlohmann::ordered_json j = report::IsolationJson(r);
+    EXPECT_EQ(j["lower_is_better"], true);
+    // The down rail's +inf goes out as null (JSON has no infinity), and the text parses back.
+    nlohmann::json back;
+    EXPECT_NO_THROW(back = nlohmann::json::parse(j.dump()));
+    EXPECT_EQ(back["lower_is_better"], true);
+    bool null_rail = false;
+    for (const auto& run : back["runs"]) null_rail |= (run["a"] == "g03" || run["b"] == "g03") && run["values"][1].is_null();
+    EXPECT_TRUE(null_rail);
+    const report::RunInfo info{"rails", "rails.yaml", std::chrono::system_clock::now(), 0, false};
+    const std::string html = report::ValidateHtml(info, cluster_, r.verdicts, std::nullopt, &r);
+    EXPECT_EQ(Count(html, "<rect class=\"cell low\" data-node="), 2u) << "the two bad rails, and only they";
+    EXPECT_EQ(Count(html, "<rect class=\"cell low\" data-node=\"g05\" data-rail=\"2\""), 1u);
+    EXPECT_EQ(Count(html, "<rect class=\"cell low\" data-node=\"g03\" data-rail=\"0\""), 1u);
+  }
+}
+
 // The acceptance report's pair matrix and rail map: the slow rail's cell is the one low cell of
 // its column, and Chromium (the consumer) parses and draws it with nothing refused.
 TEST_F(IsolateOnFakeVerbs, TheReportDrawsThePairMatrixAndTheRailMapWithTheBadRailLow) {
   fabric_.gbits["g05-mlx5_2"] = 100;
   const IsolationMeasure m = Measure();
-  IsolateRunOptions o;
-  o.seed = 2026;
-  const IsolationResult r = Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
+  const IsolationResult r = Rounds(m, 2026);
   const report::RunInfo info{"rails", "rails.yaml", std::chrono::system_clock::now(), 0, false};
   const std::string html = report::ValidateHtml(info, cluster_, r.verdicts, std::nullopt, &r);
   ASSERT_NE(html.find("<section id=\"isolation\">"), std::string::npos);
@@ -268,9 +346,7 @@ TEST_F(IsolateOnFakeVerbs, TheReportDrawsThePairMatrixAndTheRailMapWithTheBadRai
 
 TEST_F(IsolateOnFakeVerbs, AHealthyFabricPassesEveryNode) {
   const IsolationMeasure m = Measure();
-  IsolateRunOptions o;
-  o.seed = 42;
-  const IsolationResult r = Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
+  const IsolationResult r = Rounds(m, 42);
   for (const Verdict& v : r.verdicts) EXPECT_EQ(v.state, State::kPass) << v.node << ": " << v.code << " " << v.detail;
   EXPECT_EQ(r.rounds, 1) << "no suspect: no round 2";
 }
@@ -335,9 +411,7 @@ TEST_F(IsolateOnFakeVerbs, ANodeWhoseEveryRailFailsIsBlamedAndNotJudgedGood) {
   // run fails on g04's side, so its pairs do not run and g04 is blamed, never a PASS.
   for (int k = 0; k < kRails; ++k) fabric_.Dev(fmt::format("g04-mlx5_{}", k))->port.state = IBV_PORT_DOWN;
   const IsolationMeasure m = Measure();
-  IsolateRunOptions o;
-  o.seed = 7;
-  const IsolationResult r = Isolate(cluster_, m, Names(), [this](const PlannedRun& run) { return Run(run); }, o);
+  const IsolationResult r = Rounds(m, 7);
   const Verdict* v = Of(r, "g04");
   ASSERT_NE(v, nullptr);
   EXPECT_NE(v->state, State::kPass) << v->code << " " << v->detail;

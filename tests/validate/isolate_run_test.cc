@@ -250,7 +250,7 @@ TEST(IsolateCli, RefusesBadSeedsOtherChecksAndFlagsItDoesNotTake) {
       {{"--isolate", "--seed", "abc"}, "--seed abc: not a number"},
       {{"--isolate", "--seed", "99999999999999999999999"}, "larger than 2^64-1"},
       {{"--seed", "5"}, "--seed orders the pairs of --isolate"},
-      {{"--isolate", "--checks", "gpu"}, "--isolate runs rdma.write_bw (per rail), nccl.multinode (2-node all-reduce) or tcp.bandwidth pairs; --checks gpu is not one of them"},
+      {{"--isolate", "--checks", "gpu"}, "--isolate runs rdma.write_bw or rdma.write_lat (per rail), nccl.multinode (2-node all-reduce) or tcp.bandwidth pairs; --checks gpu is not one of them"},
       {{"--isolate", "--checks", "nccl,rdma"}, "--isolate runs one measure"},
       {{"--isolate", "--checks", "rdma,tcp"}, "--isolate runs one measure"},
       {{"--isolate", "--health", "--local"}, "--isolate writes its own report"},

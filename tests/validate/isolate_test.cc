@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <functional>
 #include <map>
 #include <set>
@@ -232,6 +234,85 @@ TEST(Isolate, TheOddNodeJoinsAPairInASecondWave) {
   EXPECT_EQ(r1, 4);
   EXPECT_EQ(last_wave, 1);
   EXPECT_EQ(Count(iso)[Verdict::kGood], 7);
+}
+
+// Latency (rdma.write_lat): the Sim's rates as ping-pong times, 1.3 us at full speed; measure 0
+// is the slowest rail. A rail that never replied is +inf, as the run layer records it.
+Figures AsLatency(Figures f, const std::set<std::pair<int, int>>& dead = {}, const PairRun* r = nullptr) {
+  double slowest = 0;
+  for (std::size_t m = 1; m < f.values.size(); ++m) {
+    f.values[m] = 1.3 * 48.0 / *f.values[m];
+    if (r != nullptr && (dead.count({r->a, static_cast<int>(m) - 1}) || dead.count({r->b, static_cast<int>(m) - 1}))) {
+      f.values[m] = std::numeric_limits<double>::infinity();
+    }
+    slowest = std::max(slowest, *f.values[m]);
+  }
+  f.values[0] = slowest;
+  return f;
+}
+
+Options Latency(std::uint64_t seed, double ceiling) {
+  Options o = Opt(seed, std::vector<double>(5, ceiling));
+  o.lower_is_better = true;
+  return o;
+}
+
+TEST(IsolateLatency, ASlowRailIsThatRailAndItsRatioIsTheMedianOverItsTime) {
+  for (std::uint64_t seed : {1u, 7u, 2026u}) {
+    Sim sim(32, 4);
+    sim.rail_speed[{9, 2}] = 0.4;   // 3.25 us on rail 2, 1.3 us elsewhere: under the 5 us ceiling
+    Isolator iso = Drive(sim, Latency(seed, 5), [&](const PairRun& r) {
+      Figures f = AsLatency(sim.Run(r));
+      if (r.a == 20 || r.b == 20) f.values[2] = 0.6;  // faster than the rest on rail 1: never a suspect
+      return f;
+    });
+    const NodeVerdict& v = iso.Verdicts()[9];
+    EXPECT_EQ(v.verdict, Verdict::kBadRail) << "seed " << seed << ": " << v.why;
+    EXPECT_EQ(v.measure, 3) << "rail 2 is measure 3";
+    EXPECT_NE(v.why.find("slow with 2 different known-good nodes"), std::string::npos) << v.why;
+    ASSERT_TRUE(v.worst_ratio);
+    EXPECT_NEAR(*v.worst_ratio, 0.4, 1e-9) << "median / figure: 1.3 / 3.25";
+    EXPECT_EQ(iso.Verdicts()[20].verdict, Verdict::kGood) << "a faster rail is not a slow one";
+    EXPECT_EQ(Count(iso)[Verdict::kGood], 31) << "seed " << seed;
+    ASSERT_TRUE(iso.Medians()[3]);
+    EXPECT_NEAR(*iso.Medians()[3], 1.3, 1e-9);
+  }
+}
+
+// The ceiling judges where the relative rule cannot: a fabric slow everywhere (6 us, over the
+// 5 us ceiling) leaves no known-good node, so nothing passes; at 4 us everything does.
+TEST(IsolateLatency, TheCeilingIsAnUpperBound) {
+  Sim sim(8, 4);
+  auto at = [&](double us) {
+    return [&, us](const PairRun& r) {
+      Figures f = AsLatency(sim.Run(r));
+      for (auto& v : f.values) v = *v * us / 1.3;
+      return f;
+    };
+  };
+  Isolator slow = Drive(sim, Latency(3, 5), at(6));
+  EXPECT_EQ(Count(slow)[Verdict::kGood], 0);
+  EXPECT_EQ(Count(slow)[Verdict::kUnjudged], 8) << "slow in round 1, and no known-good node to pair with";
+  Isolator fine = Drive(sim, Latency(3, 5), at(4));
+  EXPECT_EQ(Count(fine)[Verdict::kGood], 8);
+}
+
+// A rail that gave no reply (+inf) is the slowest figure there is, never the best: its node's
+// rail is bad, its ratio 0, and the medians stay finite.
+TEST(IsolateLatency, ARailThatNeverRepliedIsSlowNotFast) {
+  Sim sim(16, 4);
+  const std::set<std::pair<int, int>> dead = {{5, 1}};
+  Isolator iso = Drive(sim, Latency(11, 5), [&](const PairRun& r) { return AsLatency(sim.Run(r), dead, &r); });
+  const NodeVerdict& v = iso.Verdicts()[5];
+  EXPECT_EQ(v.verdict, Verdict::kBadRail) << v.why;
+  EXPECT_EQ(v.measure, 2);
+  ASSERT_TRUE(v.worst_ratio);
+  EXPECT_EQ(*v.worst_ratio, 0.0);
+  for (const std::optional<double>& m : iso.Medians()) {
+    ASSERT_TRUE(m);
+    EXPECT_TRUE(std::isfinite(*m));
+  }
+  EXPECT_EQ(Count(iso)[Verdict::kGood], 15);
 }
 
 }  // namespace

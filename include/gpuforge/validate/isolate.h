@@ -50,7 +50,8 @@ struct PairRun {
 
 // What one run measured. Measure 0 is the pair's figure (NCCL bus bandwidth, or TCP
 // throughput where that is all there is); measures 1..R its rails (RDMA write bandwidth on
-// rail r-1). Higher is better.
+// rail r-1). Higher is better, unless Options::lower_is_better (RDMA write latency: measure 0
+// the slowest rail's, r rail r-1's).
 struct Figures {
   bool ran = false;
   std::string why;             // when it did not run: "gpu017: peer never connected"
@@ -64,6 +65,9 @@ struct Options {
   std::vector<double> floors;    // absolute floor per measure; 0 or missing: none
   double relative = 0.9;         // a run below this x its round-1 median is suspect
   int retries = 2;               // round 3: tries of a round-1 pair whose nodes passed with others
+  // Latency: a run is suspect above its floor (a ceiling then) or above median / `relative`,
+  // and its ratio is median / figure, so a ratio below 1 is the worse side on every measure.
+  bool lower_is_better = false;
 };
 
 enum class Verdict {
@@ -83,11 +87,13 @@ struct NodeVerdict {
   int measure = 0;                // the measure the verdict is on
   std::optional<int> partner;     // kBadLink, kLinkOrPartner
   std::optional<std::size_t> worst_run;  // index into Isolator::Runs() of its lowest figure on `measure`
-  std::optional<double> worst_ratio;     // that figure / the round-1 median of `measure`
+  std::optional<double> worst_ratio;     // that figure / the round-1 median of `measure` (inverted where lower is better)
   std::string why;
 };
 
-// A run with what it measured, and each figure's ratio to the round-1 median of its measure.
+// A run with what it measured, and each figure's ratio to the round-1 median of its measure
+// (median / figure where lower is better: below 1 is worse either way; 0 for a latency that
+// never came, +inf).
 struct RunRecord {
   PairRun run;
   Figures figures;
@@ -116,6 +122,7 @@ class Isolator {
 
  private:
   bool LowOn(const RunRecord& r, int m) const;
+  const char* Low() const { return o_.lower_is_better ? "slow" : "low"; }
   void PlanRound1();
   void JudgeRound1();
   void PlanRound2();

@@ -19,6 +19,11 @@
 //                   bus bandwidth at the largest size, the floor nccl.allreduce.min_fraction x
 //                   the slowest node's compute NICs together. A slow GPU or NVLink shows here
 //                   and not in the RDMA measure.
+//   rdma.write_lat  (--checks rdma.write_lat) per compute rail as rdma.write_bw, ib_write_lat's
+//                   ping-pong; lower is better: measure 0 is the pair's slowest rail, measure r
+//                   rail r-1, each with rdma.write_lat.max_us as its ceiling. Its own run, not
+//                   folded into the bandwidth pairs: a ping-pong behind a bandwidth stream
+//                   measures the queue, not the path.
 
 #include <atomic>
 #include <cstdint>
@@ -50,10 +55,11 @@ struct IsolateRunOptions {
 
 // What the pairs measure, planned from the validate plan of the one check --isolate runs.
 struct IsolationMeasure {
-  std::string check;                  // "rdma.write_bw", "tcp.bandwidth", "nccl.multinode"
-  std::string unit = "Gb/s";          // "GB/s" for NCCL's bus bandwidth
+  std::string check;                  // "rdma.write_bw", "rdma.write_lat", "tcp.bandwidth", "nccl.multinode"
+  std::string unit = "Gb/s";          // "GB/s" for NCCL's bus bandwidth, "us" for latency
+  bool lower_is_better = false;       // rdma.write_lat: floors are ceilings (isolate::Options)
   std::string network;                // the network the pairs run on
-  std::vector<std::string> names;     // per measure: "the pair" (TCP), "the sum of rails", "rail 0 (mlx5_0)"
+  std::vector<std::string> names;     // per measure: "the pair" (TCP), "the sum of rails", "the slowest rail", "rail 0 (mlx5_0)"
   std::vector<double> floors;         // per measure, in `unit`; 0: none
   std::string floor_text;             // where the floors come from
   std::vector<std::string> nodes;     // the selected nodes it applies to, in selection order
@@ -77,6 +83,7 @@ struct IsolationResult {
   double relative = 0.9;
   std::string check;             // "tcp.bandwidth"
   std::string unit;              // "Gb/s"
+  bool lower_is_better = false;  // latency: floors are ceilings, ratios median / figure
   std::string network;           // the network the pairs ran on
   std::optional<double> floor;   // the absolute floor, in `unit`; nullopt where none applies
   std::string floor_text;        // "0.8 Gb/s (80% of 1 Gb/s, ...)"
@@ -95,6 +102,16 @@ struct IsolationResult {
   // One per selected node (isolate.* codes; node.unreachable or agent.missing for a node that
   // never got into a round), suspects first.
   std::vector<Verdict> verdicts;
+
+  // `x` is worse than `y` on this measure's direction.
+  bool Worse(double x, double y) const { return lower_is_better ? x > y : x < y; }
+  // `v` is on the wrong side of measure m's floor (a ceiling for latency).
+  bool BeyondFloor(std::size_t m, double v) const { return m < floors.size() && floors[m] > 0 && Worse(v, floors[m]); }
+  // A ratio as the Isolator keeps it (below 1 is worse) as the reader wants it: figure / median.
+  std::optional<double> Shown(std::optional<double> ratio) const {
+    if (!ratio || !lower_is_better) return ratio;
+    return *ratio > 0 ? std::optional<double>(1 / *ratio) : std::nullopt;
+  }
 };
 
 // Runs the isolation over `targets` (PlanIsolationMeasure, the agent on each node, Isolate). An

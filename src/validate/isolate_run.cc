@@ -242,30 +242,31 @@ Result<IsolationMeasure> NcclPairs(const model::Cluster& c, const Thresholds& t,
   } else {
     m.floor_text = "none: a node's compute NICs have no known line rate (the relative rule judges alone)";
   }
-  const std::vector<std::string> params(probe_params.begin(), probe_params.end());
-  m.runs = [group, params](const model::Node& a, const model::Node& b) {
-    ValidatePlan one;
-    PlannedRun run = group;
+  // The --param words once, on the template every pair copies (PlanRun checked them already).
+  // The sizes are left out first, so that what the words set shows: #32 asks for 1-8 GiB, big
+  // enough to fill the rails, without the small sizes the group check sweeps; a max_bytes given
+  // alone is the one size run, since it may be below the 1 GiB start ("max_bytes is smaller
+  // than min_bytes" on every node otherwise).
+  ValidatePlan one;
+  one.runs.push_back(group);
+  PlannedRun& tmpl = one.runs.front();
+  tmpl.params.erase("min_bytes");
+  tmpl.params.erase("max_bytes");
+  tmpl.params["nodes"] = "2";
+  (void)ApplyParams(one, probe_params);
+  if (tmpl.params.count("max_bytes") == 0) {
+    tmpl.params["max_bytes"] = "8GiB";
+    tmpl.params.emplace("min_bytes", "1GiB");
+  } else {
+    tmpl.params.emplace("min_bytes", tmpl.params.at("max_bytes"));
+  }
+  m.runs = [pair = std::move(tmpl)](const model::Node& a, const model::Node& b) {
+    PlannedRun run = pair;
     run.node = a.name;
     run.peer = b.name;  // whom a failure that is not a's blames (Classify)
     run.group = {a.name, b.name};
     run.entity = "pair with " + b.name;
-    run.params["nodes"] = "2";
-    // #32: a 2-node all-reduce at 1-8 GiB, big enough to fill the rails, without the small
-    // sizes the group check sweeps; --param nccl.multinode.min_bytes/max_bytes change it.
-    run.params["min_bytes"] = "1GiB";
-    run.params["max_bytes"] = "8GiB";
-    one.runs.push_back(std::move(run));
-    (void)ApplyParams(one, params);
-    // A max_bytes given alone may be below the 1 GiB start: then that one size, not a refusal
-    // on every node ("max_bytes is smaller than min_bytes").
-    const auto given = [&](std::string_view key) {
-      return std::any_of(params.begin(), params.end(), [&](const std::string& p) {
-        return p.starts_with(fmt::format("{}.{}=", one.runs.front().check, key));
-      });
-    };
-    if (given("max_bytes") && !given("min_bytes")) one.runs.front().params["min_bytes"] = one.runs.front().params["max_bytes"];
-    return std::vector<std::pair<int, PlannedRun>>{{0, std::move(one.runs.front())}};
+    return std::vector<std::pair<int, PlannedRun>>{{0, std::move(run)}};
   };
   return m;
 }

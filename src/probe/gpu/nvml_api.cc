@@ -61,6 +61,9 @@ NvmlLoad Load() {
   Bind(l, &api->nvmlDeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth");
   Bind(l, &api->nvmlDeviceGetNvLinkState, "nvmlDeviceGetNvLinkState");
   Bind(l, &api->nvmlDeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode");
+  Bind(l, &api->nvmlDeviceGetClockInfo, "nvmlDeviceGetClockInfo");
+  Bind(l, &api->nvmlDeviceGetPcieReplayCounter, "nvmlDeviceGetPcieReplayCounter");
+  Bind(l, &api->nvmlDeviceGetNvLinkErrorCounter, "nvmlDeviceGetNvLinkErrorCounter");
   return {std::move(api), "", ""};
 }
 

@@ -41,6 +41,14 @@ inline constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
 // nvmlEnableState_t: 0 NVML_FEATURE_DISABLED, 1 NVML_FEATURE_ENABLED
 inline constexpr unsigned kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
+// nvmlClockType_t (nvmlDeviceGetClockInfo): 0 NVML_CLOCK_GRAPHICS, 1 NVML_CLOCK_SM, 2 NVML_CLOCK_MEM.
+inline constexpr int kClockSm = 1;
+inline constexpr int kClockMem = 2;
+// nvmlNvLinkErrorCounter_t: 0 NVML_NVLINK_ERROR_DL_REPLAY, 1 NVML_NVLINK_ERROR_DL_RECOVERY,
+// 2 NVML_NVLINK_ERROR_DL_CRC_FLIT, 3 NVML_NVLINK_ERROR_DL_CRC_DATA.
+inline constexpr int kNvLinkErrorDlReplay = 0;
+inline constexpr int kNvLinkErrorDlCrcData = 3;
+
 // Buffer sizes NVML documents as always large enough.
 inline constexpr unsigned kNameBuffer = 96;    // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned kUuidBuffer = 96;    // NVML_DEVICE_UUID_V2_BUFFER_SIZE
@@ -102,6 +110,12 @@ struct NvmlApi {
   R (*nvmlDeviceGetMaxPcieLinkWidth)(D, unsigned*) = nullptr;
   R (*nvmlDeviceGetNvLinkState)(D, unsigned, int*) = nullptr;
   R (*nvmlDeviceGetPersistenceMode)(D, int*) = nullptr;
+  // Burn-in's sampler (sampler.h); optional: where one is missing (an old driver) its field is
+  // not sampled, and gpu.health never needs them.
+  R (*nvmlDeviceGetClockInfo)(D, int, unsigned*) = nullptr;  // (device, nvmlClockType_t, MHz)
+  R (*nvmlDeviceGetPcieReplayCounter)(D, unsigned*) = nullptr;
+  // (device, link, nvmlNvLinkErrorCounter_t, count)
+  R (*nvmlDeviceGetNvLinkErrorCounter)(D, unsigned, int, unsigned long long*) = nullptr;
 };
 
 // NVML, or why there is none: code "gpu.no_nvml" (the library does not load; reason quotes

@@ -77,6 +77,33 @@ std::span<const ThresholdDefault> DefaultThresholds() {
       ThresholdDefault{"gpu.d2h.reference_fraction", 1.0, "of the model's figure",
                        "pinned device-to-host copy bandwidth against the model's pass mark",
                        "anchors.md: Azure HPC health checks (nvbandwidth)"},
+      // Burn-in (#30, validate/burnin.cc; docs/burnin.md).
+      ThresholdDefault{"burnin.power.min_limit_fraction", 0.9, "of the enforced power limit",
+                       "a GPU's median power under sustained GEMM against its enforced power limit",
+                       "gpuforge's mark, stricter than DCGM targeted_power's 0.75 (anchors.md, Burn-in): guide 004's "
+                       "\"GPUs will throttle to 300W\" of 400 W is 0.75 and passes DCGM"},
+      ThresholdDefault{"burnin.peers.max_deficit", 0.05, "below the peers' median",
+                       "how far a GPU's loaded SM clock or GEMM TFLOPS may fall below the median of the other GPUs of "
+                       "its model, on its node and across the run",
+                       "gpuforge's default (#30); anchors.md: NVIDIA/DCGM #122, an A100 at 6.7 of 19.2 TFLOPS passed "
+                       "--run xlong: only a comparison with peers catches it"},
+      ThresholdDefault{"burnin.throttle.hw_consecutive_samples", 3, "samples in a row",
+                       "HW slowdown (0x8), HW thermal (0x40) or power brake (0x80) set for this many 1 Hz samples in "
+                       "a row fails",
+                       "anchors.md: NVSentinel #1666's fix reads bit 0x80 over 3 consecutive polls (a raw watch fired "
+                       "on 69% of 288 nodes)"},
+      ThresholdDefault{"burnin.throttle.sw_thermal_max_fraction", 0.01, "of the samples",
+                       "SW thermal slowdown (0x20) set in more than this share of the samples warns",
+                       "gpuforge's default (#30); anchors.md: 0x20 SW thermal is a warning sign, not a failure"},
+      ThresholdDefault{"burnin.temperature.max_above_peers_c", 8, "C",
+                       "how much hotter than the median of its model's other GPUs a GPU may run under load at equal "
+                       "power",
+                       "gpuforge's default (#30): guide 004, Thermal throttling: a cooling fault shows as heat before "
+                       "it shows as a throttle"},
+      ThresholdDefault{"burnin.temperature.equal_power_fraction", 0.05, "above the peers' median power",
+                       "a GPU drawing at most this much more power than its peers counts as at equal power; one "
+                       "drawing more is not compared on temperature",
+                       "gpuforge's default (#30)"},
   };
   return kDefaults;
 }

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
+#include <map>
+
 #include "probe/fake_nvml.h"
 #include "probe/gpu/sampler.h"
 
@@ -82,6 +86,94 @@ TEST_F(GpuSamplerTest, AGpuLostMidReadEndsTheSampleNamingTheCall) {
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->power_w.has_value());
   EXPECT_TRUE(other->gpu_temp_c.has_value());
+}
+
+// The sampler's loop on a clock that never sleeps: time jumps to each wait, and what a test
+// wants to happen at a second (a GPU lost, Ctrl-C, a stall) runs as the clock reaches it.
+class GpuSamplerLoopTest : public GpuSamplerTest {
+ protected:
+  void SetUp() override {
+    GpuSamplerTest::SetUp();
+    nvml_.gpus.resize(2);
+    nvml_.gpus[1].bus_id = "00000000:9A:00.0";
+  }
+  struct Got {
+    std::vector<std::vector<GpuWindow>> windows = std::vector<std::vector<GpuWindow>>(2);
+    std::vector<std::string> ended = std::vector<std::string>(2);
+  };
+  Got Run(double seconds, const std::atomic<bool>* cancel = nullptr) {
+    Got got;
+    double t = 0;
+    SamplerClock clock{[&t] { return t; },
+                       [&](double until) {
+                         t = std::max(t, until);
+                         if (auto it = at_.find(static_cast<int>(until)); it != at_.end()) it->second(t);
+                       }};
+    const nvml::Device devices[] = {Handle(0), Handle(1)};
+    RunSampler(
+        FakeApi(), devices, seconds, [](double start) { return start < 20 ? "gemm" : "idle"; }, cancel, clock,
+        SamplerSink{[&](std::size_t i, GpuWindow w) { got.windows[i].push_back(std::move(w)); },
+                    [&](std::size_t i, std::string why) { got.ended[i] = std::move(why); }});
+    return got;
+  }
+  static nvml::Device Handle(unsigned i) { return reinterpret_cast<nvml::Device>(static_cast<std::uintptr_t>(i + 1)); }
+  std::map<int, std::function<void(double&)>> at_;  // second -> what happens then
+};
+
+TEST_F(GpuSamplerLoopTest, TenSecondWindowsPerGpuWithTheirPhaseAndAShortLastOne) {
+  nvml_.gpus[1].clock_reasons = nvml::kReasonHwThermalSlowdown;
+  const Got got = Run(35);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(got.windows[i].size(), 4u) << i;
+    EXPECT_EQ(got.windows[i][0].start_s, 0);
+    EXPECT_EQ(got.windows[i][3].start_s, 30);
+    EXPECT_EQ(got.windows[i][0].samples, 10);
+    EXPECT_EQ(got.windows[i][3].samples, 5);
+    EXPECT_EQ(got.windows[i][1].phase, "gemm");
+    EXPECT_EQ(got.windows[i][2].phase, "idle");
+    EXPECT_TRUE(got.ended[i].empty());
+  }
+  ASSERT_EQ(got.windows[1][0].reasons.size(), 1u);
+  EXPECT_EQ(got.windows[1][0].reasons[0].second, (BitStreaks{10, 10, 10, 10}));
+  // A run of whole windows ends without an empty one.
+  EXPECT_EQ(Run(30).windows[0].size(), 3u);
+  EXPECT_TRUE(Run(0).windows[0].empty());
+}
+
+TEST_F(GpuSamplerLoopTest, AGpuLostMidRunEndsItsSeriesWithTheReasonAndTheOtherGoesOn) {
+  at_[12] = [this](double&) { nvml_.gpus[0].fail_call = "nvmlDeviceGetPowerUsage"; };
+  const Got got = Run(30);
+  ASSERT_EQ(got.windows[0].size(), 2u);
+  EXPECT_EQ(got.windows[0][1].start_s, 10);
+  EXPECT_EQ(got.windows[0][1].samples, 2);  // seconds 10 and 11
+  EXPECT_EQ(got.ended[0], "nvmlDeviceGetPowerUsage failed: GPU is lost (NVML error 15)");
+  EXPECT_EQ(got.windows[1].size(), 3u);
+  EXPECT_TRUE(got.ended[1].empty());
+}
+
+TEST_F(GpuSamplerLoopTest, CtrlCStopsAtTheNextSecondAndAStallLosesTheSecondsItMissed) {
+  std::atomic<bool> stop{false};
+  at_[5] = [](double& t) { t += 2.5; };  // the reads stalled: seconds 5 and 6 are not seen
+  at_[23] = [&stop](double&) { stop = true; };
+  const Got got = Run(60, &stop);
+  ASSERT_EQ(got.windows[0].size(), 3u);
+  EXPECT_EQ(got.windows[0][0].samples, 8);
+  EXPECT_EQ(got.windows[0][1].samples, 10);
+  EXPECT_EQ(got.windows[0][2].samples, 3);  // 20, 21, 22
+}
+
+TEST_F(GpuSamplerTest, ASeriesStartsWithTheModelTheLinkMaximumAndTheCounters) {
+  gpu().ecc_uncorrected_volatile = 3;
+  gpu().gen_max = 5;
+  gpu().width_max = 16;
+  const GpuSeries g = StartSeries(FakeApi(), Device(), "gpu0", 3600);
+  EXPECT_EQ(g.gpu, "gpu0");
+  EXPECT_EQ(g.model, "NVIDIA H200");
+  EXPECT_EQ(g.pcie_gen_max, 5);
+  EXPECT_EQ(g.pcie_width_max, 16);
+  EXPECT_EQ(g.start_counters.ecc_uncorrectable, 3);
+  EXPECT_EQ(g.planned_s, 3600);
+  EXPECT_TRUE(g.windows.empty());
 }
 
 }  // namespace

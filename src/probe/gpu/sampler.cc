@@ -1,6 +1,10 @@
 #include "probe/gpu/sampler.h"
 
+#include <chrono>
+#include <cmath>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace gpuforge::probe::internal {
 namespace {
@@ -93,6 +97,81 @@ PcieMax ReadPcieMax(const NvmlApi& api, nvml::Device d) {
   }
   if (r.Call(api.nvmlDeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth", d, &u)) m.width = static_cast<int>(u);
   return m;
+}
+
+GpuSeries StartSeries(const NvmlApi& api, nvml::Device d, std::string entity, double planned_s) {
+  GpuSeries g;
+  g.gpu = std::move(entity);
+  g.planned_s = planned_s;
+  char name[nvml::kNameBuffer] = {};
+  if (api.nvmlDeviceGetName != nullptr && api.nvmlDeviceGetName(d, name, sizeof name) == nvml::kSuccess) {
+    name[sizeof name - 1] = '\0';
+    g.model = name;
+  }
+  const PcieMax max = ReadPcieMax(api, d);
+  g.pcie_gen_max = max.gen;
+  g.pcie_width_max = max.width;
+  if (gpuforge::Result<GpuSample> s = ReadGpuSample(api, d); s.ok()) g.start_counters = s->counters;
+  return g;
+}
+
+SamplerClock SteadyClock() {
+  const auto start = std::chrono::steady_clock::now();
+  return SamplerClock{
+      [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); },
+      [start](double t) {
+        std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                  std::chrono::duration<double>(t)));
+      }};
+}
+
+void RunSampler(const NvmlApi& api, std::span<const nvml::Device> gpus, double seconds,
+                const std::function<std::string(double start_s)>& phase_at, const std::atomic<bool>* cancel,
+                const SamplerClock& clock, const SamplerSink& sink) {
+  const long long total = static_cast<long long>(std::floor(std::max(0.0, seconds)));
+  const long long per_window = static_cast<long long>(kGpuWindowSeconds);
+  struct Open {
+    std::vector<GpuSample> samples;
+    bool lost = false;
+  };
+  std::vector<Open> open(gpus.size());
+  long long window = 0;  // the index of the window the open samples belong to
+  auto close = [&](std::size_t i) {
+    const double start = static_cast<double>(window * per_window);
+    sink.window(i, FoldWindow(start, phase_at(start), open[i].samples));
+    open[i].samples.clear();
+  };
+  auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
+  long long k = 0;
+  for (; k < total && !cancelled(); ++k) {
+    if (k / per_window != window) {
+      for (std::size_t i = 0; i < gpus.size(); ++i) {
+        if (!open[i].lost) close(i);
+      }
+      window = k / per_window;
+    }
+    clock.wait_until(static_cast<double>(k));
+    if (cancelled()) break;
+    // Fallen a whole second behind: this second was not seen.
+    if (clock.now() >= static_cast<double>(k + 1)) continue;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (open[i].lost) continue;
+      gpuforge::Result<GpuSample> s = ReadGpuSample(api, gpus[i]);
+      if (!s.ok()) {
+        open[i].lost = true;
+        close(i);
+        sink.ended(i, s.error().message);
+        continue;
+      }
+      open[i].samples.push_back(std::move(*s));
+    }
+  }
+  // The last window, short where the run was cut or its length is not a multiple of 10 s; none
+  // when the run ended exactly on a window's edge before a sample of the next.
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (open[i].lost) continue;
+    if (k > window * per_window || !open[i].samples.empty()) close(i);
+  }
 }
 
 }  // namespace gpuforge::probe::internal

@@ -6,7 +6,11 @@
 // that says the GPU is lost or the driver is gone ends the read with an error naming the call:
 // the GPU's series ends there, with that reason.
 
+#include <atomic>
+#include <functional>
 #include <optional>
+#include <span>
+#include <string>
 
 #include "gpuforge/base/result.h"
 #include "gpuforge/probe/gpu_series.h"
@@ -22,5 +26,32 @@ struct PcieMax {
   std::optional<int> width;
 };
 PcieMax ReadPcieMax(const NvmlApi& api, nvml::Device d);
+
+// What the series of one GPU starts with, read before the load: its model, what its link trains
+// to, and its counters (what "new" errors count from). `entity` is "gpuN".
+GpuSeries StartSeries(const NvmlApi& api, nvml::Device d, std::string entity, double planned_s);
+
+// The sampler's clock: seconds since the run began, and a wait until such a time (returning at
+// once when it has passed). Tests drive a fake one that never sleeps.
+struct SamplerClock {
+  std::function<double()> now;
+  std::function<void(double)> wait_until;
+};
+SamplerClock SteadyClock();
+
+struct SamplerSink {
+  std::function<void(std::size_t gpu, GpuWindow window)> window;  // a window as it closes
+  std::function<void(std::size_t gpu, std::string reason)> ended;  // a GPU lost: no more windows
+};
+
+// Samples every GPU once a second, sample k at second k, for `seconds` (or until `cancel`),
+// folds each GPU's samples into 10 s windows (FoldWindow) with the phase `phase_at` gives for the
+// window's start, and hands each window over as it closes (the last one, short, at the end). A
+// sample whose second has already passed when its turn comes (the reads fell behind) is not
+// taken, so a window's `samples` says how many seconds were really seen. A GPU whose read says it
+// is lost is dropped: its open window goes out with what it had, then `ended` with the reason.
+void RunSampler(const NvmlApi& api, std::span<const nvml::Device> gpus, double seconds,
+                const std::function<std::string(double start_s)>& phase_at, const std::atomic<bool>* cancel,
+                const SamplerClock& clock, const SamplerSink& sink);
 
 }  // namespace gpuforge::probe::internal

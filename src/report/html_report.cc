@@ -448,9 +448,8 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
                    "{} rounds, {} pair runs. A cell is a pair's {} figure; green at the round-1 median, red {} "
                    "{:.2f} x it or {} the {}, grey where the run did not run, blank where the two never ran "
                    "together.</p>\n",
-                   E(r.check), E(r.network), r.seed, r.seed, r.rounds, r.runs.size(), r.lower_is_better ? "slowest" : "lowest",
-                   r.lower_is_better ? "above" : "below", r.lower_is_better ? 1 / r.relative : r.relative,
-                   r.lower_is_better ? "above" : "below", r.lower_is_better ? "ceiling" : "floor");
+                   E(r.check), E(r.network), r.seed, r.seed, r.rounds, r.runs.size(), r.words().worst,
+                   r.words().beyond, r.RelativeShown(), r.words().beyond, r.words().bound);
   // The pair matrix, symmetric: cell (a, b) and (b, a) are the lowest run of the pair.
   struct Cell {
     std::optional<double> value, ratio;
@@ -472,10 +471,11 @@ void IsolationSection(std::string& o, const validate::IsolationResult& r) {
       c.ran = k.figures.ran;
       c.value = value;
       c.ratio = ratio;
+      const std::optional<double> shown = r.Shown(ratio);
       c.title = fmt::format("{} with {}, round {}: {}", r.nodes[static_cast<std::size_t>(k.run.a)],
                             r.nodes[static_cast<std::size_t>(k.run.b)], k.run.round,
                             k.figures.ran ? fmt::format("{} {}{}", value ? Num(*value) : "-", r.unit,
-                                                        r.Shown(ratio) ? fmt::format(", {:.2f} x median", *r.Shown(ratio)) : "")
+                                                        shown ? fmt::format(", {:.2f} x median", *shown) : "")
                                           : "did not run: " + k.figures.why);
     }
   }

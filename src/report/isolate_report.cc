@@ -61,7 +61,7 @@ std::string RunLine(const validate::IsolationResult& r, const isolate::RunRecord
                           shown ? fmt::format(", {:.2f} x median", *shown) : "");
     }
   }
-  if (k.low) line += " " + s.Red(r.lower_is_better ? "SLOW" : "LOW");
+  if (k.low) line += " " + s.Red(r.words().flag);
   if (!k.figures.why.empty()) line += " (" + s.Safe(k.figures.why) + ")";
   return line;
 }
@@ -77,19 +77,20 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
   out += fmt::format("  {} node{} in the rounds; {} round{}, {} wave{}, {} pair run{} ({} ran)\n", r.nodes.size(),
                      r.nodes.size() == 1 ? "" : "s", r.rounds, r.rounds == 1 ? "" : "s", r.waves,
                      r.waves == 1 ? "" : "s", r.runs.size(), r.runs.size() == 1 ? "" : "s", ran);
-  const char* beyond = r.lower_is_better ? "above" : "below";
-  const double times = r.lower_is_better ? 1 / r.relative : r.relative;
+  const auto w = r.words();
+  const char* beyond = w.beyond;
+  const double times = r.RelativeShown();
   if (r.measure_names.size() > 1) {
     out += fmt::format("  measured per rail, one rail at a time; suspect {} {:.2f} x the round-1 median of the rail "
                        "or of {}, or {} the rail's {} ({})\n",
-                       beyond, times, r.lower_is_better ? "the slowest rail" : "the sum", beyond,
-                       r.lower_is_better ? "ceiling" : "floor", s.Safe(r.floor_text));
+                       beyond, times, r.lower_is_better ? "the slowest rail" : "the sum", beyond, w.bound,
+                       s.Safe(r.floor_text));
     out += "  round-1 medians:";
     for (std::size_t m = 0; m < r.measure_names.size(); ++m) {
       out += fmt::format("{} {} {} {}", m == 0 ? "" : ";", s.Safe(r.measure_names[m]),
                          Num(m < r.medians.size() ? r.medians[m] : std::nullopt), r.unit);
       if (m < r.floors.size() && r.floors[m] > 0) {
-        out += fmt::format(" ({} {:.3g})", r.lower_is_better ? "ceiling" : "floor", r.floors[m]);
+        out += fmt::format(" ({} {:.3g})", w.bound, r.floors[m]);
       }
     }
     out += "\n";
@@ -130,10 +131,9 @@ std::string IsolationText(const validate::IsolationResult& r, const Style& s) {
   if (!good.empty()) {
     out += fmt::format("{:<5} {} good ({} node{}){}\n", s.Green("PASS"), s.Safe(hostlist::Fold(good)), good.size(),
                        good.size() == 1 ? "" : "s",
-                       !lowest_good              ? ""
-                       : r.lower_is_better       ? fmt::format("; the slowest of their runs {:.2f} x the median latency",
-                                                                r.Shown(lowest_good).value_or(0))
-                                                 : fmt::format("; the lowest of their runs {:.2f} x the median", *lowest_good));
+                       !lowest_good ? ""
+                                    : fmt::format("; the {} of their runs {:.2f} x the median{}", r.words().worst,
+                                                  r.Shown(lowest_good).value_or(0), r.lower_is_better ? " latency" : ""));
   }
   return out;
 }

@@ -308,8 +308,8 @@ Verdict IsolationVerdict(const IsolationResult& r, std::size_t i) {
   const double floor = m < r.floors.size() ? r.floors[m] : r.floor.value_or(0);
   const std::string on = m < r.measure_names.size() && r.measure_names.size() > 1 ? " on " + r.measure_names[m] : "";
   // Latency turns both rules over: at most median / relative, at most the ceiling.
-  const char* side = r.lower_is_better ? "<=" : ">=";
-  const double times = r.lower_is_better ? 1 / r.relative : r.relative;
+  const char* side = r.words().side;
+  const double times = r.RelativeShown();
   if (median) {
     v.threshold = fmt::format("{} {:.2f} x the round-1 median {:.3g} {}{}", side, times, *median, r.unit, on);
     if (floor > 0) v.threshold += fmt::format(", and {} {:.3g} {} ({})", side, floor, r.unit, r.floor_text);

@@ -103,6 +103,23 @@ struct IsolationResult {
   // never got into a round), suspects first.
   std::vector<Verdict> verdicts;
 
+  // The words every report uses for this result's direction, chosen here once: a bandwidth is
+  // low, below its floor, and its worst is its lowest; a latency is slow, above its ceiling, and
+  // its worst is its slowest.
+  struct Words {
+    const char* beyond;  // "below" / "above"
+    const char* bound;   // "floor" / "ceiling"
+    const char* side;    // ">=" / "<=": what passes
+    const char* worst;   // "lowest" / "slowest"
+    const char* flag;    // "LOW" / "SLOW": a suspect run's mark
+  };
+  Words words() const {
+    return lower_is_better ? Words{"above", "ceiling", "<=", "slowest", "SLOW"}
+                           : Words{"below", "floor", ">=", "lowest", "LOW"};
+  }
+  // The relative rule as the reader wants it: 0.9 (x the median, at least) for a bandwidth,
+  // 1.11 (x the median, at most) for a latency.
+  double RelativeShown() const { return lower_is_better ? 1 / relative : relative; }
   // `x` is worse than `y` on this measure's direction.
   bool Worse(double x, double y) const { return lower_is_better ? x > y : x < y; }
   // `v` is on the wrong side of measure m's floor (a ceiling for latency).

@@ -45,7 +45,7 @@ Verdict With(Verdict v, std::string_view code, std::string detail) {
   return v;
 }
 
-// "<source>" for a threshold: the row's value and where it comes from.
+// A threshold row cited in a verdict: "KEY: where its value comes from".
 std::string Cite(const Thresholds& t, std::string_view key) { return fmt::format("{}: {}", key, t.SourceOf(key)); }
 
 bool Loaded(const GpuWindow& w) { return w.phase == kBurninLoadPhase; }
@@ -70,6 +70,11 @@ std::optional<double> LoadedTflops(const GpuSeries& g) {
 }
 
 bool AnyLoaded(const GpuSeries& g) { return std::any_of(g.windows.begin(), g.windows.end(), Loaded); }
+
+// The SKIP of a check that judges the GPU under load, where no GEMM phase ran.
+Verdict NoLoad(Verdict v, std::string_view consequence = "so it was never under full load") {
+  return With(v, "burnin.no_load", fmt::format("no GEMM phase ran on this GPU, {}", consequence));
+}
 
 // One GPU's loaded figures, computed once for the peer comparisons.
 struct Figures {
@@ -129,10 +134,10 @@ std::array<PeerFigure, 2> PeersOf(const PeerPools& p, const GpuSeries& g, std::o
           Without("across the run", find(p.run, g.model), self)};
 }
 
-Verdict JudgePower(const Thresholds& t, const GpuSeries& g) {
+Verdict JudgePower(const Thresholds& t, const GpuSeries& g, const Figures& f) {
   Verdict v = Start(g, "burnin.power");
-  if (!AnyLoaded(g)) return With(v, "burnin.no_load", "no GEMM phase ran on this GPU, so it was never under full load");
-  const std::optional<double> power = LoadedMedian(g, &GpuWindow::power_w);
+  if (!AnyLoaded(g)) return NoLoad(std::move(v));
+  const std::optional<double> power = f.power;
   const std::optional<double> limit = LoadedMedian(g, &GpuWindow::power_limit_w);
   if (!power || !limit) {
     return With(v, "burnin.not_sampled",
@@ -168,7 +173,7 @@ Verdict JudgeAgainstPeers(const Thresholds& t, const GpuSeries& g, const Figures
                           std::string_view check, std::optional<double> Figures::*field, std::string_view unit,
                           std::string_view what) {
   Verdict v = Start(g, check);
-  if (!AnyLoaded(g)) return With(v, "burnin.no_load", "no GEMM phase ran on this GPU, so it was never under full load");
+  if (!AnyLoaded(g)) return NoLoad(std::move(v));
   const std::optional<double> mine = f.*field;
   if (!mine) return With(v, "burnin.not_sampled", fmt::format("no {} was sampled for this GPU under load", what));
   const double deficit = t.Get("burnin.peers.max_deficit");
@@ -201,7 +206,7 @@ Verdict JudgeAgainstPeers(const Thresholds& t, const GpuSeries& g, const Figures
 Verdict JudgeTemperature(const Thresholds& t, const GpuSeries& g, const Figures& f, const PeerPools& temps,
                          const PeerPools& powers) {
   Verdict v = Start(g, "burnin.temperature");
-  if (!AnyLoaded(g)) return With(v, "burnin.no_load", "no GEMM phase ran on this GPU, so it was never under full load");
+  if (!AnyLoaded(g)) return NoLoad(std::move(v));
   if (!f.temp || !f.power) {
     return With(v, "burnin.not_sampled",
                 fmt::format("no {} was sampled for this GPU under load", !f.temp ? "temperature" : "power"));
@@ -317,7 +322,7 @@ Verdict JudgeThrottle(const Thresholds& t, const GpuSeries& g) {
 
 Verdict JudgeGemm(const GpuSeries& g) {
   Verdict v = Start(g, "burnin.gemm");
-  if (!AnyLoaded(g)) return With(v, "burnin.no_load", "no GEMM phase ran on this GPU, so no result was compared");
+  if (!AnyLoaded(g)) return NoLoad(std::move(v), "so no result was compared");
   double wrong = 0;
   std::optional<double> first;
   bool counted = false;
@@ -428,7 +433,7 @@ Verdict JudgeXid(const GpuSeries& g) {
 
 Verdict JudgePcie(const GpuSeries& g) {
   Verdict v = Start(g, "burnin.pcie");
-  if (!AnyLoaded(g)) return With(v, "burnin.no_load", "no GEMM phase ran on this GPU");
+  if (!AnyLoaded(g)) return NoLoad(std::move(v), "so its link was never judged under load");
   if (!g.pcie_gen_max || !g.pcie_width_max) {
     return With(v, "burnin.not_sampled", "NVML gave no maximum PCIe link generation or width for this GPU");
   }
@@ -531,7 +536,7 @@ std::vector<Verdict> JudgeBurnin(const Thresholds& t, std::span<const GpuSeries>
   out.reserve(series.size() * kChecks.size());
   for (std::size_t i = 0; i < series.size(); ++i) {
     const GpuSeries& g = series[i];
-    out.push_back(JudgePower(t, g));
+    out.push_back(JudgePower(t, g, f[i]));
     out.push_back(JudgeAgainstPeers(t, g, f[i], clocks, "burnin.clocks", &Figures::clock, "MHz", "SM clock"));
     out.push_back(JudgeAgainstPeers(t, g, f[i], tflops, "burnin.tflops", &Figures::tflops, "TFLOPS", "GEMM TFLOPS"));
     out.push_back(JudgeTemperature(t, g, f[i], temps, powers));

@@ -173,6 +173,39 @@ nvml::Return NvLinkErrors(nvml::Device d, unsigned link, int counter, unsigned l
   return nvml::kSuccess;
 }
 
+// Answers every field asked for: NVML_FI_DEV_MEMORY_TEMP from the GPU's state, any other id
+// NOT_SUPPORTED in its own nvmlReturn, as NVML does for a field a board lacks.
+nvml::Return FieldValues(nvml::Device d, int count, nvml::FieldValue* values) {
+  if (nvml::Return rc = Answer(d, "nvmlDeviceGetFieldValues"); rc != nvml::kSuccess) return rc;
+  if (count < 0 || values == nullptr) return nvml::kInvalidArgument;
+  const FakeNvmlGpu& g = Gpu(d);
+  for (int i = 0; i < count; ++i) {
+    nvml::FieldValue& v = values[i];
+    if (v.fieldId != nvml::kFieldMemoryTemp) {
+      v.nvmlReturn = nvml::kNotSupported;
+      continue;
+    }
+    v.nvmlReturn = g.hbm_temp_rc;
+    v.valueType = g.hbm_temp_type;
+    switch (g.hbm_temp_type) {
+      case nvml::kValueDouble:
+        v.value.dVal = g.hbm_temp;
+        break;
+      case nvml::kValueSignedInt:
+        v.value.siVal = static_cast<int>(g.hbm_temp);
+        break;
+      case nvml::kValueSignedLongLong:
+        v.value.sllVal = static_cast<long long>(g.hbm_temp);
+        break;
+      default:
+        v.value.ullVal = 0;
+        v.value.uiVal = static_cast<unsigned>(g.hbm_temp);
+        break;
+    }
+  }
+  return nvml::kSuccess;
+}
+
 }  // namespace
 
 NvmlApi FakeApi() {
@@ -203,6 +236,7 @@ NvmlApi FakeApi() {
   api.nvmlDeviceGetClockInfo = ClockInfo;
   api.nvmlDeviceGetPcieReplayCounter = Replay;
   api.nvmlDeviceGetNvLinkErrorCounter = NvLinkErrors;
+  api.nvmlDeviceGetFieldValues = FieldValues;
   return api;
 }
 

@@ -29,6 +29,11 @@ struct FakeNvmlGpu {
   unsigned sm_clock = 1980, mem_clock = 3201;
   unsigned pcie_replay = 0;
   unsigned long long nvlink_errors_per_counter = 0;
+  // NVML_FI_DEV_MEMORY_TEMP through nvmlDeviceGetFieldValues: the field's own return (a GDDR
+  // board answers NOT_SUPPORTED here while the call succeeds), its value and its valueType.
+  nvml::Return hbm_temp_rc = nvml::kSuccess;
+  int hbm_temp_type = nvml::kValueUnsignedInt;
+  double hbm_temp = 47;
   int persistence = 1;
   // Calls that answer NVML_ERROR_NOT_SUPPORTED, and one call that fails with `fail_rc`.
   std::set<std::string> not_supported = {"nvmlDeviceGetRetiredPagesPendingStatus"};

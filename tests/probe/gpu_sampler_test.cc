@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "probe/fake_nvml.h"
@@ -42,7 +43,7 @@ TEST_F(GpuSamplerTest, ReadsEveryFieldInItsUnit) {
   EXPECT_DOUBLE_EQ(*s->sm_clock_mhz, 1980);
   EXPECT_DOUBLE_EQ(*s->mem_clock_mhz, 3201);
   EXPECT_DOUBLE_EQ(*s->gpu_temp_c, 64);
-  EXPECT_FALSE(s->hbm_temp_c.has_value());  // not read yet, and so not pretended
+  EXPECT_DOUBLE_EQ(*s->hbm_temp_c, 47);
   EXPECT_EQ(*s->pcie_gen, 5);
   EXPECT_EQ(*s->pcie_width, 8);
   EXPECT_EQ(*s->reasons, kClocksEventSwPowerCap | kClocksEventHwSlowdown);
@@ -68,6 +69,47 @@ TEST_F(GpuSamplerTest, WhatTheGpuOrDriverDoesNotGiveIsAbsentNotZero) {
   EXPECT_FALSE(s->counters.remap_failed.has_value());
   EXPECT_FALSE(s->counters.nvlink_errors.has_value());
   EXPECT_TRUE(s->power_w.has_value());
+}
+
+// NVML_FI_DEV_MEMORY_TEMP comes in whichever union member the valueType names; a GDDR board
+// fails the field while the call succeeds, and a type NVML never defined is no reading.
+TEST_F(GpuSamplerTest, HbmTemperatureIsTheFieldValueInItsOwnType) {
+  const auto read = [&] {
+    const gpuforge::Result<GpuSample> s = ReadGpuSample(FakeApi(), Device());
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? s->hbm_temp_c : std::nullopt;
+  };
+  for (const int type : {nvml::kValueDouble, nvml::kValueUnsignedInt, nvml::kValueSignedInt,
+                         nvml::kValueSignedLongLong}) {
+    gpu().hbm_temp_type = type;
+    gpu().hbm_temp = 71;
+    EXPECT_EQ(read(), 71.0) << "valueType " << type;
+  }
+  gpu().hbm_temp_type = 7;  // NVML_VALUE_TYPE_COUNT: not a type
+  EXPECT_EQ(read(), std::nullopt);
+  gpu().hbm_temp_type = nvml::kValueDouble;
+  gpu().hbm_temp = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(read(), std::nullopt);
+  gpu().hbm_temp = 71;
+  gpu().hbm_temp_rc = nvml::kNotSupported;  // the field, not the call
+  EXPECT_EQ(read(), std::nullopt);
+  gpu().hbm_temp_rc = nvml::kSuccess;
+  gpu().not_supported.insert("nvmlDeviceGetFieldValues");  // the call
+  EXPECT_EQ(read(), std::nullopt);
+  NvmlApi old = FakeApi();
+  old.nvmlDeviceGetFieldValues = nullptr;  // a driver without it
+  const gpuforge::Result<GpuSample> s = ReadGpuSample(old, Device());
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->hbm_temp_c.has_value());
+  EXPECT_TRUE(s->gpu_temp_c.has_value());
+}
+
+TEST_F(GpuSamplerTest, AGpuLostInTheFieldValueEndsTheSample) {
+  gpu().hbm_temp_rc = nvml::kGpuIsLost;
+  const gpuforge::Result<GpuSample> s = ReadGpuSample(FakeApi(), Device());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "nvmlDeviceGetFieldValues (NVML_FI_DEV_MEMORY_TEMP) failed: GPU is lost (NVML error 15)");
 }
 
 TEST_F(GpuSamplerTest, AGpuLostMidReadEndsTheSampleNamingTheCall) {

@@ -64,6 +64,7 @@ NvmlLoad Load() {
   Bind(l, &api->nvmlDeviceGetClockInfo, "nvmlDeviceGetClockInfo");
   Bind(l, &api->nvmlDeviceGetPcieReplayCounter, "nvmlDeviceGetPcieReplayCounter");
   Bind(l, &api->nvmlDeviceGetNvLinkErrorCounter, "nvmlDeviceGetNvLinkErrorCounter");
+  Bind(l, &api->nvmlDeviceGetFieldValues, "nvmlDeviceGetFieldValues");
   return {std::move(api), "", ""};
 }
 
@@ -72,6 +73,27 @@ NvmlLoad Load() {
 NvmlLoad LoadNvml() {
   static const NvmlLoad loaded = Load();
   return loaded;
+}
+
+std::optional<double> FieldAsDouble(const nvml::FieldValue& v) {
+  switch (v.valueType) {
+    case nvml::kValueDouble:
+      return v.value.dVal;
+    case nvml::kValueUnsignedInt:
+      return v.value.uiVal;
+    case nvml::kValueUnsignedLong:
+      return static_cast<double>(v.value.ulVal);
+    case nvml::kValueUnsignedLongLong:
+      return static_cast<double>(v.value.ullVal);
+    case nvml::kValueSignedLongLong:
+      return static_cast<double>(v.value.sllVal);
+    case nvml::kValueSignedInt:
+      return v.value.siVal;
+    case nvml::kValueUnsignedShort:
+      return v.value.usVal;
+    default:
+      return std::nullopt;
+  }
 }
 
 std::string NvmlCallError(const NvmlApi& api, const char* call, nvml::Return rc) {

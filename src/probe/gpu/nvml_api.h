@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace gpuforge::probe::internal {
@@ -77,6 +78,42 @@ struct PciInfo {
 };
 static_assert(sizeof(PciInfo) == 68);
 
+// nvmlFieldValue_t (nvmlDeviceGetFieldValues): the caller sets fieldId (and scopeId, 0 here);
+// NVML fills the rest, and `nvmlReturn` says per field whether `value` means anything. The
+// union is 8 bytes (its largest members are double and unsigned long long), so the struct is
+// 40 bytes on LP64, as nvml.h lays it out.
+struct FieldValue {
+  unsigned fieldId;
+  unsigned scopeId;
+  long long timestamp;    // microseconds since 1970
+  long long latencyUsec;
+  int valueType;          // nvmlValueType_t, kValue* below
+  Return nvmlReturn;
+  union {
+    double dVal;
+    unsigned uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+    int siVal;
+    unsigned short usVal;
+  } value;
+};
+static_assert(sizeof(FieldValue) == 40);
+
+// nvmlValueType_t
+inline constexpr int kValueDouble = 0;
+inline constexpr int kValueUnsignedInt = 1;
+inline constexpr int kValueUnsignedLong = 2;
+inline constexpr int kValueUnsignedLongLong = 3;
+inline constexpr int kValueSignedLongLong = 4;
+inline constexpr int kValueSignedInt = 5;
+inline constexpr int kValueUnsignedShort = 6;
+
+// Field ids: NVML_FI_DEV_MEMORY_TEMP, the memory (HBM) temperature in degrees C. Boards
+// without a memory sensor (GDDR) answer NOT_SUPPORTED in the field's nvmlReturn.
+inline constexpr unsigned kFieldMemoryTemp = 82;
+
 }  // namespace nvml
 
 // Function pointers into NVML, named as the library exports them. Tests fill one with fakes.
@@ -116,7 +153,13 @@ struct NvmlApi {
   R (*nvmlDeviceGetPcieReplayCounter)(D, unsigned*) = nullptr;
   // (device, link, nvmlNvLinkErrorCounter_t, count)
   R (*nvmlDeviceGetNvLinkErrorCounter)(D, unsigned, int, unsigned long long*) = nullptr;
+  // (device, count, values): each value's fieldId in, its nvmlReturn and value out.
+  R (*nvmlDeviceGetFieldValues)(D, int, nvml::FieldValue*) = nullptr;
 };
+
+// A field value as a double, by its valueType; nullopt for a type NVML did not define (a
+// library answering garbage must not become a reading).
+std::optional<double> FieldAsDouble(const nvml::FieldValue& v);
 
 // NVML, or why there is none: code "gpu.no_nvml" (the library does not load; reason quotes
 // dlerror) or "gpu.nvml_too_old" (a required symbol is missing).

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,8 +44,18 @@ gpuforge::Result<GpuSample> ReadGpuSample(const NvmlApi& api, nvml::Device d) {
   if (r.Call(api.nvmlDeviceGetTemperature, "nvmlDeviceGetTemperature", d, nvml::kTemperatureGpu, &u)) {
     s.gpu_temp_c = u;
   }
-  // HBM temperature is NVML's field NVML_FI_DEV_MEMORY_TEMP, read through
-  // nvmlDeviceGetFieldValues; not read yet (docs/burnin.md).
+  // HBM temperature: the field NVML_FI_DEV_MEMORY_TEMP. The call can succeed while the field
+  // fails (a GDDR board answers NOT_SUPPORTED in the field), so the field's own return decides;
+  // a lost GPU can answer in either place.
+  nvml::FieldValue field{};
+  field.fieldId = nvml::kFieldMemoryTemp;
+  if (r.Call(api.nvmlDeviceGetFieldValues, "nvmlDeviceGetFieldValues", d, 1, &field)) {
+    if (Gone(field.nvmlReturn)) {
+      r.lost = NvmlCallError(api, "nvmlDeviceGetFieldValues (NVML_FI_DEV_MEMORY_TEMP)", field.nvmlReturn);
+    } else if (field.nvmlReturn == nvml::kSuccess) {
+      if (std::optional<double> c = FieldAsDouble(field); c && std::isfinite(*c)) s.hbm_temp_c = *c;
+    }
+  }
   if (r.Call(api.nvmlDeviceGetCurrPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration", d, &u)) {
     s.pcie_gen = static_cast<int>(u);
   }

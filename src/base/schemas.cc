@@ -25,6 +25,10 @@ std::span<const Schema> All() {
       Schema{kThresholds, "thresholds show --format json", ""},
       Schema{kCabling, "cabling --format json", ""},
       Schema{kVersion, "version --format json", ""},
+      Schema{kGpuStream,
+             "the agent's burn-in sampler (one line per GPU window, Xid or end; the agent command that "
+             "runs it is not built yet, docs/burnin.md)",
+             "burn-in (probe::ParseStreamLine)"},
   };
   return kAll;
 }

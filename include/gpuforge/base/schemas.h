@@ -31,6 +31,7 @@ inline constexpr std::string_view kExchange = "gpuforge.exchange/v1";
 inline constexpr std::string_view kThresholds = "gpuforge.thresholds/v1";
 inline constexpr std::string_view kCabling = "gpuforge.cabling/v1";
 inline constexpr std::string_view kVersion = "gpuforge.version/v1";
+inline constexpr std::string_view kGpuStream = "gpuforge.gpu-stream/v1";
 
 struct Schema {
   std::string_view id;          // "gpuforge.lint/v1"

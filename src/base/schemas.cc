@@ -25,10 +25,8 @@ std::span<const Schema> All() {
       Schema{kThresholds, "thresholds show --format json", ""},
       Schema{kCabling, "cabling --format json", ""},
       Schema{kVersion, "version --format json", ""},
-      Schema{kGpuStream,
-             "the agent's burn-in sampler (one line per GPU window, Xid or end; the agent command that "
-             "runs it is not built yet, docs/burnin.md)",
-             "burn-in (probe::ParseStreamLine)"},
+      Schema{kGpuStream, "agent sample (burn-in's sampler: one line per GPU window, Xid or end)",
+             "burn-in (probe::ParseStreamLine; its controller side is not built yet)"},
   };
   return kAll;
 }

@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/remote_options.h"
+#include "gpuforge/probe/gpu_stream.h"
 #include "gpuforge/probe/probe.h"
 
 namespace gpuforge::cli {
@@ -108,29 +110,41 @@ class StdioExchange {
 }  // namespace
 
 Command AgentCommand() {
-  return {"agent", "Node side: run a built-in probe here and print its result as one JSON line",
+  return {"agent", "Node side: run a built-in probe here and print its result as one JSON line, or sample the GPUs",
           [](CLI::App& app) -> Runner {
             struct Opts {
               std::string action;
               std::string key;
               std::vector<std::string> params;
               double timeout_s = 600;
+              double seconds = 0;
               bool exchange = false;
               Format format = Format::kJson;
             };
             auto o = std::make_shared<Opts>();
-            CompleteAs(app.add_option("ACTION", o->action, "list | run"), Values::kChoices, {"list", "run"})->required()->check(CLI::IsMember({"list", "run"}));
+            CompleteAs(app.add_option("ACTION", o->action, "list | run | sample"), Values::kChoices, {"list", "run", "sample"})
+                ->required()
+                ->check(CLI::IsMember({"list", "run", "sample"}));
             CompleteAs(app.add_option("PROBE", o->key, "The probe to run (see `gpuforge agent list`)"), Values::kProbes);
             app.add_option("--param", o->params, "NAME=VALUE, repeatable")->option_text("NAME=VALUE");
             app.add_option("--timeout", o->timeout_s, "Seconds the probe may run (default 600)")
                 ->check(CLI::Range(1.0, 86400.0))
                 ->option_text("SECONDS");
+            // 30 days: #30's longest burn-in (probe::kBurninMaxSeconds).
+            app.add_option("--seconds", o->seconds,
+                           "sample: how long to sample every GPU at 1 Hz (1 s to 30 days)")
+                ->check(CLI::Range(1.0, probe::kBurninMaxSeconds))
+                ->option_text("SECONDS");
             app.add_flag("--exchange", o->exchange,
                          "Converse with a controller on stdin/stdout (probes that span nodes); set by "
                          "`gpuforge validate`");
             app.footer("`gpuforge validate` starts this over SSH; it also runs by hand on a node.\n"
+                       "`agent sample --seconds N` prints every GPU's NVML samples as burn-in's stream\n"
+                       "(gpuforge.gpu-stream/v1, docs/burnin.md), one line per 10 s window, Xid or end;\n"
+                       "it runs no load. Ctrl-C or SIGTERM ends it with an \"ended\" line per GPU.\n"
                        "Exit codes: 0 a result was printed (its outcome says ok, skip or error); 2 usage;\n"
-                       "124 the probe hung past its timeout (an ERROR line is printed first).");
+                       "124 the probe hung past its timeout (an ERROR line is printed first); 1 sample found\n"
+                       "no NVML or no GPU (the reason on stderr).");
             return [o](Context& ctx) {
               if (o->action == "list") {
                 for (const std::unique_ptr<probe::Probe>& p : probe::AllProbes()) {
@@ -138,6 +152,23 @@ Command AgentCommand() {
                   for (const probe::Param& param : p->params()) {
                     ctx.Out(fmt::format("    {:<24} {}\n", param.name + "=" + param.default_value, param.doc));
                   }
+                }
+                return static_cast<int>(kExitOk);
+              }
+              if (o->action == "sample") {
+                if (o->seconds <= 0) {
+                  ctx.Error("agent sample: give --seconds (1 s to 30 days)");
+                  return static_cast<int>(kExitUsage);
+                }
+                InterruptGuard interrupt;
+                std::FILE* out = ctx.io.out;
+                const Status st = probe::StreamGpuSamples(o->seconds, interrupt.flag(), [out](const std::string& line) {
+                  std::fputs((line + "\n").c_str(), out);
+                  std::fflush(out);  // a node that dies mid-run has sent what it saw
+                });
+                if (!st.ok()) {
+                  ctx.Error("agent sample: " + st.error().message);
+                  return static_cast<int>(kExitFindings);
                 }
                 return static_cast<int>(kExitOk);
               }

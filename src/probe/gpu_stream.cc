@@ -217,6 +217,7 @@ std::string ToStreamLine(const StreamLine& line) {
           PutLink(j, "pcie_gen_max", l.pcie_gen_max, "pcie_width_max", l.pcie_width_max);
           j["planned_s"] = l.planned_s;
           j["start_counters"] = CountersJson(l.start_counters);
+          if (!l.xid_unread.empty()) j["xid_unread"] = l.xid_unread;
         } else if constexpr (std::is_same_v<T, StreamWindow>) {
           j["type"] = "window";
           j["gpu"] = l.gpu;
@@ -261,6 +262,7 @@ gpuforge::Result<StreamLine> ParseStreamLine(std::string_view source, std::strin
     if (!r.OptionalInt(j, "pcie_width_max", 1, 32, &s.pcie_width_max)) return bad(r.why);
     if (!r.Number(j, "planned_s", 1, kBurninMaxSeconds, &s.planned_s)) return bad(r.why);
     if (!r.Counters(j, "start_counters", &s.start_counters)) return bad(r.why);
+    if (r.Field(j, "xid_unread") != nullptr && !r.Text(j, "xid_unread", "", 400, &s.xid_unread)) return bad(r.why);
     return StreamLine{std::move(s)};
   }
   if (type == "window") {
@@ -308,6 +310,7 @@ gpuforge::Status StreamFold::Take(StreamLine line) {
     g.pcie_width_max = s->pcie_width_max;
     g.planned_s = s->planned_s;
     g.start_counters = s->start_counters;
+    g.xid_unread = std::move(s->xid_unread);
     gpus_.emplace(*index, Gpu{std::move(g), false});
     return {};
   }

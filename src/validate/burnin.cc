@@ -407,6 +407,9 @@ Verdict JudgeXid(const GpuSeries& g) {
   Verdict v = Start(g, "burnin.xid");
   // No sample arrived: nothing says the Xids were watched.
   if (g.windows.empty()) return With(v, "burnin.no_samples", "no sample of this GPU arrived");
+  if (!g.xid_unread.empty() && g.events.empty()) {
+    return With(v, "burnin.not_sampled", "the kernel log's Xids were not watched: " + g.xid_unread);
+  }
   int hardware = 0;
   const probe::GpuEvent* first = nullptr;
   std::vector<std::string> others;

@@ -8,6 +8,11 @@
 #include <limits>
 #include <map>
 
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "gpuforge/probe/gpu_stream.h"
 #include "probe/fake_nvml.h"
 #include "probe/gpu/sampler.h"
 
@@ -216,6 +221,122 @@ TEST_F(GpuSamplerTest, ASeriesStartsWithTheModelTheLinkMaximumAndTheCounters) {
   EXPECT_EQ(g.start_counters.ecc_uncorrectable, 3);
   EXPECT_EQ(g.planned_s, 3600);
   EXPECT_TRUE(g.windows.empty());
+}
+
+// The agent's stream of a run (StreamGpus): what `gpuforge agent sample` prints, parsed and
+// folded as the controller will (gpu_stream.h), so the two sides are tested against each other.
+class GpuStreamRunTest : public GpuSamplerLoopTest {
+ protected:
+  struct Run {
+    gpuforge::Status status;
+    std::vector<std::string> lines;
+    std::vector<GpuSeries> series;
+  };
+  Run Stream(double seconds, const std::atomic<bool>* cancel = nullptr, bool log_readable = true) {
+    Run run;
+    double t = 0;
+    StreamSources from;
+    from.nvml = [this] { return nvml_load_; };
+    from.clock = SamplerClock{[&t] { return t; },
+                              [&](double until) {
+                                t = std::max(t, until);
+                                if (auto it = at_.find(static_cast<int>(until)); it != at_.end()) it->second(t);
+                              }};
+    if (log_readable) {
+      from.kernel_log = [this] { return std::exchange(kernel_log_, ""); };
+    } else {
+      from.kernel_log_unread = "cannot open /dev/kmsg: Operation not permitted";
+    }
+    run.status = StreamGpus(from, seconds, "idle", cancel, [&run](const std::string& l) { run.lines.push_back(l); });
+    StreamFold fold("n1");
+    for (std::size_t i = 0; i < run.lines.size(); ++i) {
+      gpuforge::Result<StreamLine> l = ParseStreamLine(fmt::format("line {}", i + 1), run.lines[i]);
+      EXPECT_TRUE(l.ok()) << (l.ok() ? "" : l.error().message);
+      if (!l.ok()) continue;
+      gpuforge::Status st = fold.Take(std::move(*l));
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+    }
+    run.series = fold.Series();
+    return run;
+  }
+  NvmlLoad nvml_load_{std::make_shared<NvmlApi>(FakeApi()), "", ""};
+  std::string kernel_log_;
+};
+
+TEST_F(GpuStreamRunTest, EveryGpuStartsSendsItsWindowsAndTheXidsOnItsBus) {
+  at_[14] = [this](double&) {
+    kernel_log_ =
+        "3,1234,98765432,-;NVRM: Xid (PCI:0000:9a:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n"
+        "3,1235,98765433,-;NVRM: Xid (PCI:0000:77:00): 48, pid=1, a GPU NVML does not list\n";
+  };
+  const Run run = Stream(25);
+  ASSERT_TRUE(run.status.ok()) << run.status.error().message;
+  ASSERT_EQ(run.series.size(), 2u);
+  for (const GpuSeries& g : run.series) {
+    EXPECT_EQ(g.node, "n1");
+    EXPECT_EQ(g.model, "NVIDIA H200");
+    EXPECT_EQ(g.planned_s, 25);
+    EXPECT_EQ(g.pcie_gen_max, 5);
+    EXPECT_TRUE(g.xid_unread.empty());
+    ASSERT_EQ(g.windows.size(), 3u) << g.gpu;
+    EXPECT_EQ(g.windows[0].samples, 10);
+    EXPECT_EQ(g.windows[2].samples, 5);
+    EXPECT_EQ(g.windows[1].phase, "idle");
+    EXPECT_DOUBLE_EQ(g.windows[0].hbm_temp_c->median, 47);
+    EXPECT_TRUE(g.ended_code.empty());
+  }
+  EXPECT_TRUE(run.series[0].events.empty());
+  ASSERT_EQ(run.series[1].events.size(), 1u);
+  EXPECT_EQ(run.series[1].events[0].xid, 79);
+  // Read as the window of seconds 10-19 closed: timed to within that window.
+  EXPECT_GE(run.series[1].events[0].at_s, 14);
+  EXPECT_LE(run.series[1].events[0].at_s, 20);
+  EXPECT_EQ(nvml_.inits, 1);
+  EXPECT_EQ(nvml_.shutdowns, 1);
+}
+
+TEST_F(GpuStreamRunTest, ALostGpuEndsWithTheCallAndCtrlCEndsTheOthers) {
+  std::atomic<bool> stop = false;
+  at_[12] = [this](double&) { nvml_.gpus[0].fail_call = "nvmlDeviceGetPowerUsage"; };
+  at_[33] = [&stop](double&) { stop = true; };
+  const Run run = Stream(60, &stop);
+  ASSERT_TRUE(run.status.ok());
+  ASSERT_EQ(run.series.size(), 2u);
+  EXPECT_EQ(run.series[0].ended_code, "burnin.nvml_lost");
+  EXPECT_EQ(run.series[0].ended_reason, "nvmlDeviceGetPowerUsage failed: GPU is lost (NVML error 15)");
+  EXPECT_EQ(run.series[0].windows.size(), 2u);  // 0-9, and 10-11 sent short when it was lost
+  EXPECT_EQ(run.series[1].ended_code, "burnin.stopped");
+  EXPECT_EQ(run.series[1].ended_reason, "the agent was stopped 33 s into the planned 60 s");
+  EXPECT_EQ(run.series[1].windows.size(), 4u);
+  EXPECT_EQ(nvml_.shutdowns, 1);
+}
+
+TEST_F(GpuStreamRunTest, AKernelLogThatCannotBeReadIsSaidInEveryStartLine) {
+  const Run run = Stream(10, nullptr, /*log_readable=*/false);
+  ASSERT_TRUE(run.status.ok());
+  ASSERT_EQ(run.series.size(), 2u);
+  for (const GpuSeries& g : run.series) EXPECT_EQ(g.xid_unread, "cannot open /dev/kmsg: Operation not permitted");
+}
+
+TEST_F(GpuStreamRunTest, NoNvmlNoDriverOrNoGpuIsAnErrorBeforeAnyLine) {
+  nvml_load_ = NvmlLoad{nullptr, "gpu.no_nvml", "NVML (libnvidia-ml.so.1) does not load: not found"};
+  Run run = Stream(10);
+  ASSERT_FALSE(run.status.ok());
+  EXPECT_EQ(run.status.error().message, "gpu.no_nvml: NVML (libnvidia-ml.so.1) does not load: not found");
+  EXPECT_TRUE(run.lines.empty());
+  nvml_load_ = NvmlLoad{std::make_shared<NvmlApi>(FakeApi()), "", ""};
+  nvml_.init_rc = nvml::kDriverNotLoaded;
+  run = Stream(10);
+  ASSERT_FALSE(run.status.ok());
+  EXPECT_EQ(run.status.error().message, "gpu.nvml_error: nvmlInit_v2 failed: Driver Not Loaded (NVML error 9)");
+  EXPECT_TRUE(run.lines.empty());
+  nvml_.init_rc = nvml::kSuccess;
+  nvml_.gpus.clear();
+  run = Stream(10);
+  ASSERT_FALSE(run.status.ok());
+  EXPECT_EQ(run.status.error().message, "gpu.none: NVML sees no GPU");
+  EXPECT_TRUE(run.lines.empty());
+  EXPECT_EQ(nvml_.shutdowns, nvml_.inits - 1);  // every successful init shut down
 }
 
 }  // namespace

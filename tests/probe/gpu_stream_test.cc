@@ -50,6 +50,7 @@ StreamStart Start(std::string gpu, double planned = 600) {
   s.pcie_width_max = 16;
   s.planned_s = planned;
   s.start_counters.ecc_uncorrectable = 0;
+  s.xid_unread = "cannot open /dev/kmsg: Operation not permitted";
   return s;
 }
 
@@ -76,8 +77,10 @@ TEST(GpuStream, AbsentFieldsStayAbsent) {
   StreamStart s = Start("gpu1");
   s.pcie_gen_max.reset();
   s.start_counters = {};
+  s.xid_unread.clear();
   const std::string text = ToStreamLine(s);
   EXPECT_EQ(text.find("pcie_gen_max"), std::string::npos) << text;
+  EXPECT_EQ(text.find("xid_unread"), std::string::npos) << text;
   EXPECT_EQ(RoundTrip(s), StreamLine{s});
 }
 
@@ -179,6 +182,7 @@ TEST(GpuStream, TheFoldBuildsEachGpusSeriesInIndexOrder) {
   EXPECT_EQ(s[0].planned_s, 600);
   EXPECT_EQ(s[0].pcie_gen_max, 5);
   EXPECT_EQ(s[0].start_counters.ecc_uncorrectable, 0);
+  EXPECT_EQ(s[0].xid_unread, "cannot open /dev/kmsg: Operation not permitted");
   ASSERT_EQ(s[0].windows.size(), 2u);
   EXPECT_EQ(s[0].windows[1], FullWindow(10));
   ASSERT_EQ(s[0].events.size(), 1u);

@@ -246,6 +246,17 @@ TEST(Burnin, AnXid79InMinute40FailsAndAnApplicationXidIsOnlyNoted) {
   EXPECT_NE(app.detail.find("not hardware, not judged: Xid 13 at 0:10:00"), std::string::npos) << app.detail;
 }
 
+// A kernel log the agent could not read is no evidence of no Xid.
+TEST(Burnin, XidsNotWatchedSkipRatherThanPass) {
+  std::vector<GpuSeries> s = Cluster();
+  s[3].xid_unread = "cannot open /dev/kmsg: Operation not permitted";
+  const std::vector<Verdict> v = JudgeBurnin(Marks(), s);
+  const Verdict& x = Of(v, "g01", "gpu3", "burnin.xid");
+  EXPECT_EQ(x.state, State::kSkip);
+  EXPECT_EQ(x.code, "burnin.not_sampled");
+  EXPECT_NE(x.detail.find("not watched: cannot open /dev/kmsg"), std::string::npos) << x.detail;
+}
+
 TEST(Burnin, AGpu10CHotterThanItsPeersAtEqualPowerFailsButNotWhenItDrawsMore) {
   std::vector<GpuSeries> s = Cluster();
   for (GpuWindow& w : s[2].windows) w.gpu_temp_c = Flat(72);

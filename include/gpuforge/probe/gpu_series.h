@@ -99,6 +99,9 @@ struct GpuSeries {
   GpuCounters start_counters;         // read before the load started: what "new" is counted from
   std::vector<GpuWindow> windows;     // in time order
   std::vector<GpuEvent> events;       // in time order
+  // Why the kernel log's Xids were not watched (kernel.dmesg_restrict without CAP_SYSLOG, no
+  // /dev/kmsg); empty when they were. The Xid check SKIPs on it rather than passing.
+  std::string xid_unread;
   // Where the samples stopped before planned_s: why, when the agent could say (NVML vanished,
   // the agent was stopped); empty for a node that just went silent.
   std::string ended_code;

@@ -14,7 +14,9 @@
 // before its start line, windows going back in time, anything after "ended", more GPUs or
 // windows than a burn-in can have. docs/burnin.md, "The stream", lists every field.
 
+#include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +48,7 @@ struct StreamStart {
   std::optional<int> pcie_width_max;
   double planned_s = 0;
   GpuCounters start_counters;
+  std::string xid_unread;  // GpuSeries::xid_unread
   bool operator==(const StreamStart&) const = default;
 };
 struct StreamWindow {
@@ -94,5 +97,13 @@ class StreamFold {
   std::string node_;
   std::map<int, Gpu> gpus_;  // by the index in "gpuN"
 };
+
+// The agent's side (`gpuforge agent sample`): every GPU of this node through the driver's NVML,
+// sampled at 1 Hz for `seconds` or until `cancel`, each line handed to `send` as it happens;
+// the kernel log (/dev/kmsg) from now on gives the Xids, and where it cannot be read every start
+// line says why. No load runs: every window's phase is "idle" (the load phases are not built).
+// An error, before any line, naming the code (gpu.no_nvml, gpu.nvml_error, gpu.none) and why.
+gpuforge::Status StreamGpuSamples(double seconds, const std::atomic<bool>* cancel,
+                                  const std::function<void(const std::string&)>& send);
 
 }  // namespace gpuforge::probe

@@ -1,11 +1,18 @@
 #include "probe/gpu/sampler.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "gpuforge/base/text.h"
+#include "gpuforge/probe/gpu_stream.h"
+#include "probe/gpu/bus_id.h"
+#include "probe/gpu/xid.h"
 
 namespace gpuforge::probe::internal {
 namespace {
@@ -186,3 +193,107 @@ void RunSampler(const NvmlApi& api, std::span<const nvml::Device> gpus, double s
 }
 
 }  // namespace gpuforge::probe::internal
+
+namespace gpuforge::probe::internal {
+
+gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std::string& phase,
+                            const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& send) {
+  const NvmlLoad load = from.nvml();
+  if (!load.api) return Error{fmt::format("{}: {}", load.code, load.reason)};
+  const NvmlApi& api = *load.api;
+  if (nvml::Return rc = api.nvmlInit_v2(); rc != nvml::kSuccess) {
+    return Error{"gpu.nvml_error: " + NvmlCallError(api, "nvmlInit_v2", rc)};
+  }
+  // nvmlShutdown pairs with the successful nvmlInit_v2 on every path out.
+  struct Session {
+    const NvmlApi& api;
+    ~Session() { api.nvmlShutdown(); }
+  } session{api};
+  unsigned count = 0;
+  if (nvml::Return rc = api.nvmlDeviceGetCount_v2(&count); rc != nvml::kSuccess) {
+    return Error{"gpu.nvml_error: " + NvmlCallError(api, "nvmlDeviceGetCount_v2", rc)};
+  }
+  if (count == 0) return Error{"gpu.none: NVML sees no GPU"};
+  // A stream names at most kStreamMaxGpus GPUs; a node with more is not one gpuforge knows.
+  if (count > kStreamMaxGpus) {
+    return Error{fmt::format("gpu.nvml_error: NVML counts {} GPUs, more than the {} a burn-in samples", count,
+                             kStreamMaxGpus)};
+  }
+  std::vector<nvml::Device> devices(count);
+  std::vector<std::string> names(count), buses(count);
+  for (unsigned i = 0; i < count; ++i) {
+    if (nvml::Return rc = api.nvmlDeviceGetHandleByIndex_v2(i, &devices[i]); rc != nvml::kSuccess) {
+      return Error{fmt::format("gpu.nvml_error: GPU {}: {}", i, NvmlCallError(api, "nvmlDeviceGetHandleByIndex_v2", rc))};
+    }
+    names[i] = fmt::format("gpu{}", i);
+    nvml::PciInfo pci{};
+    if (api.nvmlDeviceGetPciInfo_v3(devices[i], &pci) == nvml::kSuccess) {
+      pci.busId[sizeof pci.busId - 1] = '\0';
+      buses[i] = CanonicalBusId(pci.busId);
+    }
+  }
+  std::vector<bool> ended(count, false);
+  for (unsigned i = 0; i < count; ++i) {
+    const GpuSeries g = StartSeries(api, devices[i], names[i], seconds);
+    StreamStart s;
+    s.gpu = names[i];
+    s.model = text::Printable(g.model, 96);
+    s.pcie_gen_max = g.pcie_gen_max;
+    s.pcie_width_max = g.pcie_width_max;
+    s.planned_s = seconds;
+    s.start_counters = g.start_counters;
+    s.xid_unread = from.kernel_log ? std::string() : from.kernel_log_unread;
+    send(ToStreamLine(s));
+  }
+  // The kernel log's Xids, each to the GPU on its bus; one on a bus NVML does not list (a GPU
+  // NVML no longer sees) is no GPU's to report here.
+  double polled = -1;
+  auto poll_xids = [&](double window_start) {
+    if (!from.kernel_log || window_start == polled) return;
+    polled = window_start;
+    const double at = std::min(from.clock.now(), seconds);
+    for (const XidEvent& e : ParseXid(from.kernel_log()).events) {
+      for (unsigned i = 0; i < count; ++i) {
+        if (ended[i] || buses[i].empty() || buses[i] != e.bus_id) continue;
+        send(ToStreamLine(StreamEvent{names[i], GpuEvent{at, e.code, e.detail}}));
+      }
+    }
+  };
+  RunSampler(api, devices, seconds, [&phase](double) { return phase; }, cancel, from.clock,
+             SamplerSink{[&](std::size_t i, GpuWindow w) {
+                           const double start = w.start_s;
+                           send(ToStreamLine(StreamWindow{names[i], std::move(w)}));
+                           poll_xids(start);
+                         },
+                         [&](std::size_t i, std::string why) {
+                           ended[i] = true;
+                           send(ToStreamLine(StreamEnded{names[i], "burnin.nvml_lost", std::move(why)}));
+                         }});
+  poll_xids(seconds);
+  if (cancel != nullptr && cancel->load()) {
+    const std::string why = fmt::format("the agent was stopped {:.0f} s into the planned {:.0f} s", from.clock.now(), seconds);
+    for (unsigned i = 0; i < count; ++i) {
+      if (!ended[i]) send(ToStreamLine(StreamEnded{names[i], "burnin.stopped", why}));
+    }
+  }
+  return {};
+}
+
+}  // namespace gpuforge::probe::internal
+
+namespace gpuforge::probe {
+
+gpuforge::Status StreamGpuSamples(double seconds, const std::atomic<bool>* cancel,
+                                  const std::function<void(const std::string&)>& send) {
+  internal::StreamSources from{internal::LoadNvml, internal::SteadyClock(), {}, {}};
+  gpuforge::Result<internal::KernelLogTail> tail = internal::KernelLogTail::Open();
+  if (tail.ok()) {
+    auto shared = std::make_shared<internal::KernelLogTail>(std::move(*tail));
+    from.kernel_log = [shared] { return shared->Read(); };
+  } else {
+    from.kernel_log_unread = tail.error().message;
+  }
+  return internal::StreamGpus(from, seconds, "idle", cancel, send);
+}
+
+}  // namespace gpuforge::probe

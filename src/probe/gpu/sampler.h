@@ -54,4 +54,22 @@ void RunSampler(const NvmlApi& api, std::span<const nvml::Device> gpus, double s
                 const std::function<std::string(double start_s)>& phase_at, const std::atomic<bool>* cancel,
                 const SamplerClock& clock, const SamplerSink& sink);
 
+// Where a streamed run reads from: NVML, the clock, and the kernel log's new text (each call the
+// records since the last), or why the log cannot be read.
+struct StreamSources {
+  NvmlLoader nvml;
+  SamplerClock clock;
+  std::function<std::string()> kernel_log;  // empty when it cannot be read
+  std::string kernel_log_unread;            // why not; sent in every start line
+};
+
+// The agent's side of a burn-in's sampling: every GPU NVML sees, sampled for `seconds` (or until
+// `cancel`), sent as gpu-stream lines (probe/gpu_stream.h) as they happen: each GPU's start line,
+// then its windows as they close, each Xid the kernel logs for its bus id (read as each window
+// closes, so timed to within one window), and an "ended" line for a GPU lost (burnin.nvml_lost)
+// or for every GPU still sampled when `cancel` stopped the run (burnin.stopped). Every window's
+// phase is `phase`. An error, before any line, when NVML does not load or start or sees no GPU.
+gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std::string& phase,
+                            const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& send);
+
 }  // namespace gpuforge::probe::internal

@@ -89,4 +89,37 @@ gpuforge::Result<std::string> ReadKernelLog(const char* path, std::size_t max_by
   return log;
 }
 
+gpuforge::Result<KernelLogTail> KernelLogTail::Open(const char* path) {
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  // /dev/kmsg: SEEK_END moves to the record after the newest (kernel/printk/printk.c,
+  // devkmsg_llseek), so the first read waits for the next message. A regular file (the tests')
+  // moves to its end the same way.
+  if (lseek(fd, 0, SEEK_END) < 0) {
+    const std::string error = fmt::format("cannot seek to the end of {}: {}", path, std::strerror(errno));
+    close(fd);
+    return Error{error};
+  }
+  return KernelLogTail(fd);
+}
+
+KernelLogTail::~KernelLogTail() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string KernelLogTail::Read(std::size_t max_bytes) {
+  std::string log;
+  char buf[8192];
+  while (fd_ >= 0 && log.size() < max_bytes) {
+    const ssize_t n = read(fd_, buf, sizeof buf);
+    if (n > 0) {
+      log.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && (errno == EPIPE || errno == EINTR)) continue;  // EPIPE: records overwritten under us
+    break;  // EAGAIN: nothing newer; 0: a file's end
+  }
+  return log;
+}
+
 }  // namespace gpuforge::probe::internal

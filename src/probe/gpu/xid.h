@@ -46,4 +46,21 @@ XidScan ParseXid(std::string_view log);
 gpuforge::Result<std::string> ReadKernelLog(const char* path = "/dev/kmsg",
                                             std::size_t max_bytes = 32u << 20);
 
+// The kernel log from now on: opened at its end, each Read() gives the records logged since the
+// previous one (at most `max_bytes` a call). For a run's Xids, where ReadKernelLog gives the whole
+// buffer since boot.
+class KernelLogTail {
+ public:
+  // Opens `path` and moves to its end; an error as ReadKernelLog's.
+  static gpuforge::Result<KernelLogTail> Open(const char* path = "/dev/kmsg");
+  KernelLogTail(KernelLogTail&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  KernelLogTail& operator=(KernelLogTail&&) = delete;
+  ~KernelLogTail();
+  std::string Read(std::size_t max_bytes = 1u << 20);
+
+ private:
+  explicit KernelLogTail(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 }  // namespace gpuforge::probe::internal

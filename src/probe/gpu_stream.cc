@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpuforge/base/text.h"
@@ -34,6 +35,13 @@ constexpr std::pair<const char*, std::optional<Spread> GpuWindow::*> kSpreads[] 
     {"sm_clock_mhz", &GpuWindow::sm_clock_mhz}, {"mem_clock_mhz", &GpuWindow::mem_clock_mhz},
     {"gpu_temp_c", &GpuWindow::gpu_temp_c},     {"hbm_temp_c", &GpuWindow::hbm_temp_c},
 };
+
+// The parser's ranges, which FitForStream holds the agent to.
+constexpr double kGaugeMax = 1e6;  // every gauge is at most a few thousand (MHz, W, C)
+constexpr double kTflopsMax = 1e6;
+constexpr int kPcieGenMax = 16;
+constexpr int kPcieWidthMax = 32;
+constexpr int kXidMax = 999999;  // as the kernel log parser takes them (probe/gpu/xid.cc)
 
 std::string BitName(std::uint64_t bit) { return fmt::format("{:#x}", bit); }
 
@@ -113,8 +121,9 @@ class Reader {
     const Json* v = Field(o, key);
     if (v == nullptr || !v->is_string()) return Fail(fmt::format("'{}' is missing or not text", key));
     const std::string& s = v->get_ref<const std::string&>();
-    if (s.size() > max || (!alphabet.empty() && s.find_first_not_of(alphabet) != std::string::npos)) {
-      return Fail(fmt::format("'{}' is longer than {} or has unexpected characters", key, max));
+    if (s.size() > max) return Fail(fmt::format("'{}' is longer than {} characters", key, max));
+    if (!alphabet.empty() && s.find_first_not_of(alphabet) != std::string::npos) {
+      return Fail(fmt::format("'{}' has a character outside [{}]", key, alphabet));
     }
     *out = alphabet.empty() ? text::Printable(s, max) : s;
     return true;
@@ -144,18 +153,18 @@ class Reader {
       const Spread v{(*s)[0].get<double>(), (*s)[1].get<double>(), (*s)[2].get<double>()};
       // Every gauge here is at most a few thousand (MHz, W, C); a million is no reading.
       for (double x : {v.min, v.median, v.max}) {
-        if (!std::isfinite(x) || x < -1e6 || x > 1e6) return Fail(fmt::format("'{}' has {}, not a reading", name, x));
+        if (!std::isfinite(x) || x < -kGaugeMax || x > kGaugeMax) return Fail(fmt::format("'{}' has {}, not a reading", name, x));
       }
       if (!(v.min <= v.median && v.median <= v.max)) return Fail(fmt::format("'{}' is not in order min <= median <= max", name));
       w->*field = v;
     }
-    if (!OptionalNumber(o, "tflops", 0, 1e6, &w->tflops)) return false;
+    if (!OptionalNumber(o, "tflops", 0, kTflopsMax, &w->tflops)) return false;
     if (!OptionalNumber(o, "wrong_elements", 0, kMaxCount, &w->wrong_elements)) return false;
     if (w->wrong_elements && *w->wrong_elements != std::floor(*w->wrong_elements)) {
       return Fail("'wrong_elements' is not a whole number");
     }
-    if (!OptionalInt(o, "pcie_gen", 1, 16, &w->pcie_gen)) return false;
-    if (!OptionalInt(o, "pcie_width", 1, 32, &w->pcie_width)) return false;
+    if (!OptionalInt(o, "pcie_gen", 1, kPcieGenMax, &w->pcie_gen)) return false;
+    if (!OptionalInt(o, "pcie_width", 1, kPcieWidthMax, &w->pcie_width)) return false;
     const Json* r = Field(o, "reasons");
     if (r == nullptr || !r->is_object()) return Fail("'reasons' is missing or not an object");
     for (const auto& [name, value] : r->items()) {
@@ -176,7 +185,9 @@ class Reader {
       const BitStreaks s{v[0], v[1], v[2], v[3]};
       // A run is at most as long as the longest, the longest at most the samples set, and a bit
       // that was never set is not written.
-      if (s.set == 0 || s.longest == 0 || s.longest > s.set || s.head > s.longest || s.tail > s.longest) {
+      // The runs at the start and the end are apart unless every sample had the bit.
+      if (s.set == 0 || s.longest == 0 || s.longest > s.set || s.head > s.longest || s.tail > s.longest ||
+          (s.set < w->samples && s.head + s.tail > s.set)) {
         return Fail(fmt::format("reason {} has streaks that cannot be", name));
       }
       w->reasons.emplace_back(bit, s);
@@ -258,8 +269,8 @@ gpuforge::Result<StreamLine> ParseStreamLine(std::string_view source, std::strin
     s.gpu = gpu;
     // NVML's name buffer is 96 bytes (NVML_DEVICE_NAME_V2_BUFFER_SIZE).
     if (!r.Text(j, "model", "", 96, &s.model)) return bad(r.why);
-    if (!r.OptionalInt(j, "pcie_gen_max", 1, 16, &s.pcie_gen_max)) return bad(r.why);
-    if (!r.OptionalInt(j, "pcie_width_max", 1, 32, &s.pcie_width_max)) return bad(r.why);
+    if (!r.OptionalInt(j, "pcie_gen_max", 1, kPcieGenMax, &s.pcie_gen_max)) return bad(r.why);
+    if (!r.OptionalInt(j, "pcie_width_max", 1, kPcieWidthMax, &s.pcie_width_max)) return bad(r.why);
     if (!r.Number(j, "planned_s", 1, kBurninMaxSeconds, &s.planned_s)) return bad(r.why);
     if (!r.Counters(j, "start_counters", &s.start_counters)) return bad(r.why);
     if (r.Field(j, "xid_unread") != nullptr && !r.Text(j, "xid_unread", "", 400, &s.xid_unread)) return bad(r.why);
@@ -277,8 +288,9 @@ gpuforge::Result<StreamLine> ParseStreamLine(std::string_view source, std::strin
     StreamEvent e;
     e.gpu = gpu;
     if (!r.Number(j, "at_s", 0, kBurninMaxSeconds, &e.event.at_s)) return bad(r.why);
-    // Xid codes are small positive numbers (NVIDIA's catalog ends in the 100s).
-    if (!r.Int(j, "xid", 1, 65535, &e.event.xid)) return bad(r.why);
+    // Xid codes are small positive numbers (NVIDIA's catalog ends in the 100s); the kernel log
+    // parser takes up to 999999.
+    if (!r.Int(j, "xid", 1, kXidMax, &e.event.xid)) return bad(r.why);
     if (!r.Text(j, "detail", "", 512, &e.event.detail)) return bad(r.why);
     return StreamLine{std::move(e)};
   }
@@ -293,6 +305,48 @@ gpuforge::Result<StreamLine> ParseStreamLine(std::string_view source, std::strin
   return bad("'type' is not start, window, event or ended");
 }
 
+namespace {
+
+void FitCounters(GpuCounters& c) {
+  for (const auto& [name, field] : kCounters) {
+    std::optional<double>& v = c.*field;
+    if (v && (!std::isfinite(*v) || *v < 0 || *v > kMaxCount || *v != std::floor(*v))) v.reset();
+  }
+}
+void FitInt(std::optional<int>& v, int hi) {
+  if (v && (*v < 1 || *v > hi)) v.reset();
+}
+
+}  // namespace
+
+void FitForStream(StreamLine& line) {
+  if (auto* s = std::get_if<StreamStart>(&line)) {
+    FitInt(s->pcie_gen_max, kPcieGenMax);
+    FitInt(s->pcie_width_max, kPcieWidthMax);
+    FitCounters(s->start_counters);
+  } else if (auto* w = std::get_if<StreamWindow>(&line)) {
+    GpuWindow& x = w->window;
+    for (const auto& [name, field] : kSpreads) {
+      std::optional<Spread>& v = x.*field;
+      if (!v) continue;
+      bool fits = v->min <= v->median && v->median <= v->max;
+      for (double d : {v->min, v->median, v->max}) fits = fits && std::isfinite(d) && std::abs(d) <= kGaugeMax;
+      if (!fits) v.reset();
+    }
+    if (x.tflops && (!std::isfinite(*x.tflops) || *x.tflops < 0 || *x.tflops > kTflopsMax)) x.tflops.reset();
+    if (x.wrong_elements && (!std::isfinite(*x.wrong_elements) || *x.wrong_elements < 0 ||
+                             *x.wrong_elements > kMaxCount || *x.wrong_elements != std::floor(*x.wrong_elements))) {
+      x.wrong_elements.reset();
+    }
+    FitInt(x.pcie_gen, kPcieGenMax);
+    FitInt(x.pcie_width, kPcieWidthMax);
+    FitCounters(x.counters);
+  } else if (auto* e = std::get_if<StreamEvent>(&line)) {
+    e->event.xid = std::clamp(e->event.xid, 1, kXidMax);
+    e->event.detail = text::Printable(e->event.detail, 512);
+  }
+}
+
 gpuforge::Status StreamFold::Take(StreamLine line) {
   const std::string& gpu = std::visit([](const auto& l) -> const std::string& { return l.gpu; }, line);
   const std::optional<int> index = StreamGpuIndex(gpu);
@@ -301,6 +355,9 @@ gpuforge::Status StreamFold::Take(StreamLine line) {
   auto it = gpus_.find(*index);
   if (auto* s = std::get_if<StreamStart>(&line)) {
     if (it != gpus_.end()) return bad("starts the GPU twice");
+    if (std::abs(s->planned_s - planned_s_) > 0.5) {
+      return bad(fmt::format("plans {} s, not the {} s of this burn-in", s->planned_s, planned_s_));
+    }
     if (gpus_.size() >= kStreamMaxGpus) return bad(fmt::format("names more than {} GPUs", kStreamMaxGpus));
     GpuSeries g;
     g.node = node_;
@@ -322,8 +379,8 @@ gpuforge::Status StreamFold::Take(StreamLine line) {
     if (!g.series.windows.empty() && x.start_s < g.series.windows.back().start_s + kGpuWindowSeconds) {
       return bad(fmt::format("sends a window at {} s, before the previous one ended", x.start_s));
     }
-    // One window per 10 s of the planned run, and the last one may run over.
-    if (x.start_s > g.series.planned_s + kGpuWindowSeconds) {
+    // One window per 10 s of the planned run: none starts at or after its end.
+    if (x.start_s >= g.series.planned_s) {
       return bad(fmt::format("sends a window at {} s, past the planned {} s", x.start_s, g.series.planned_s));
     }
     g.series.windows.push_back(std::move(w->window));
@@ -333,7 +390,7 @@ gpuforge::Status StreamFold::Take(StreamLine line) {
     if (!g.series.events.empty() && e->event.at_s < g.series.events.back().at_s) {
       return bad(fmt::format("sends an Xid at {} s, before the previous one", e->event.at_s));
     }
-    if (e->event.at_s > g.series.planned_s + kGpuWindowSeconds) {
+    if (e->event.at_s > g.series.planned_s) {
       return bad(fmt::format("sends an Xid at {} s, past the planned {} s", e->event.at_s, g.series.planned_s));
     }
     // Beyond a thousand Xids the GPU has long failed; more only costs the controller memory.

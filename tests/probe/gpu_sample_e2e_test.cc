@@ -32,7 +32,7 @@ struct Ran {
 
 // Runs `script` (in which $AGENT is the agent command with the stand-in loaded, writing its
 // stdout to $OUT) and folds what the agent printed.
-Ran RunAgent(const std::string& env, const std::string& script) {
+Ran RunAgent(const std::string& env, double seconds, const std::string& script) {
   char dir_template[] = "/tmp/gpuforge-sample-e2e.XXXXXX";
   const char* dir = ::mkdtemp(dir_template);
   EXPECT_NE(dir, nullptr);
@@ -46,7 +46,7 @@ Ran RunAgent(const std::string& env, const std::string& script) {
     ::pclose(p);
   }
   std::ifstream in(out);
-  StreamFold fold("e2e");
+  StreamFold fold("e2e", seconds);
   for (std::string line; std::getline(in, line);) {
     ran.lines.push_back(line);
     Result<StreamLine> l = ParseStreamLine("agent stdout", line);
@@ -61,7 +61,7 @@ Ran RunAgent(const std::string& env, const std::string& script) {
 }
 
 TEST(GpuSampleE2e, TheAgentStreamsEveryGpuThroughTheLoadedLibraryAndALostGpuEndsWithTheCall) {
-  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=2 GPUFORGE_STANDIN_NVML_LOSE_GPU0_AFTER=4",
+  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=2 GPUFORGE_STANDIN_NVML_LOSE_GPU0_AFTER=4", 12,
                            "$AGENT --seconds 12 > $OUT; echo rc=$?");
   EXPECT_NE(ran.shell_out.find("rc=0"), std::string::npos) << ran.shell_out;
   ASSERT_EQ(ran.series.size(), 2u) << ran.shell_out;
@@ -86,7 +86,7 @@ TEST(GpuSampleE2e, TheAgentStreamsEveryGpuThroughTheLoadedLibraryAndALostGpuEnds
 }
 
 TEST(GpuSampleE2e, SigtermEndsTheRunWithAnEndedLinePerGpu) {
-  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=3",
+  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=3", 600,
                            "$AGENT --seconds 600 > $OUT & pid=$!; "
                            "for i in $(seq 200); do grep -q '\"window\"' $OUT 2>/dev/null && break; sleep 0.1; done; "
                            "kill -TERM $pid; wait $pid; echo rc=$?");
@@ -101,7 +101,7 @@ TEST(GpuSampleE2e, SigtermEndsTheRunWithAnEndedLinePerGpu) {
 }
 
 TEST(GpuSampleE2e, NoNvmlIsAnErrorOnStderrAndNoLine) {
-  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=0", "$AGENT --seconds 5 > $OUT; echo rc=$?");
+  const Ran ran = RunAgent("GPUFORGE_STANDIN_NVML_GPUS=0", 5, "$AGENT --seconds 5 > $OUT; echo rc=$?");
   EXPECT_NE(ran.shell_out.find("agent sample: gpu.none: NVML sees no GPU"), std::string::npos) << ran.shell_out;
   EXPECT_NE(ran.shell_out.find("rc=1"), std::string::npos) << ran.shell_out;
   EXPECT_TRUE(ran.lines.empty());

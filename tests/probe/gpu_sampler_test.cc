@@ -237,18 +237,20 @@ class GpuStreamRunTest : public GpuSamplerLoopTest {
     double t = 0;
     StreamSources from;
     from.nvml = [this] { return nvml_load_; };
-    from.clock = SamplerClock{[&t] { return t; },
-                              [&](double until) {
-                                t = std::max(t, until);
-                                if (auto it = at_.find(static_cast<int>(until)); it != at_.end()) it->second(t);
-                              }};
+    from.make_clock = [&] {
+      return SamplerClock{[&t] { return t; },
+                          [&](double until) {
+                            t = std::max(t, until);
+                            if (auto it = at_.find(static_cast<int>(until)); it != at_.end()) it->second(t);
+                          }};
+    };
     if (log_readable) {
       from.kernel_log = [this] { return std::exchange(kernel_log_, ""); };
     } else {
       from.kernel_log_unread = "cannot open /dev/kmsg: Operation not permitted";
     }
     run.status = StreamGpus(from, seconds, "idle", cancel, [&run](const std::string& l) { run.lines.push_back(l); });
-    StreamFold fold("n1");
+    StreamFold fold("n1", seconds);
     for (std::size_t i = 0; i < run.lines.size(); ++i) {
       gpuforge::Result<StreamLine> l = ParseStreamLine(fmt::format("line {}", i + 1), run.lines[i]);
       EXPECT_TRUE(l.ok()) << (l.ok() ? "" : l.error().message);
@@ -309,6 +311,26 @@ TEST_F(GpuStreamRunTest, ALostGpuEndsWithTheCallAndCtrlCEndsTheOthers) {
   EXPECT_EQ(run.series[1].ended_reason, "the agent was stopped 33 s into the planned 60 s");
   EXPECT_EQ(run.series[1].windows.size(), 4u);
   EXPECT_EQ(nvml_.shutdowns, 1);
+}
+
+// Two GPUs lost in one window: each one's Xid is read before its end, not lost with it.
+TEST_F(GpuStreamRunTest, TheXidOfALostGpuIsSentBeforeItsEnd) {
+  at_[12] = [this](double&) {
+    nvml_.gpus[0].fail_call = "nvmlDeviceGetPowerUsage";
+    kernel_log_ = "3,1,1,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  };
+  at_[14] = [this](double&) {
+    nvml_.gpus[1].fail_call = "nvmlDeviceGetPowerUsage";
+    kernel_log_ = "3,2,2,-;NVRM: Xid (PCI:0000:9a:00): 79, pid=1, GPU has fallen off the bus.\n";
+  };
+  const Run run = Stream(30);
+  ASSERT_TRUE(run.status.ok());
+  ASSERT_EQ(run.series.size(), 2u);
+  for (const GpuSeries& g : run.series) {
+    EXPECT_EQ(g.ended_code, "burnin.nvml_lost") << g.gpu;
+    ASSERT_EQ(g.events.size(), 1u) << g.gpu;
+    EXPECT_EQ(g.events[0].xid, 79);
+  }
 }
 
 TEST_F(GpuStreamRunTest, AKernelLogThatCannotBeReadIsSaidInEveryStartLine) {

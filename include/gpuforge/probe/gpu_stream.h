@@ -77,10 +77,18 @@ std::string ToStreamLine(const StreamLine& line);
 // not know is ignored (within a major version fields are only added: docs/cli.md).
 gpuforge::Result<StreamLine> ParseStreamLine(std::string_view source, std::string_view line);
 
-// Folds one node's parsed lines into its GPUs' series, in the order they came.
+// What the agent reads may lie outside what the parser accepts (NVML answering PCIe generation
+// 0, a counter past 2^53, a gauge of 1e9): such a field is left out of the line, as a field
+// NVML did not give is, so that one odd reading never costs the controller the GPU's whole
+// line. The agent applies this to every line before ToStreamLine.
+void FitForStream(StreamLine& line);
+
+// Folds one node's parsed lines into its GPUs' series, in the order they came. `planned_s` is
+// the burn-in the controller planned: a start line claiming another duration is refused, so an
+// agent cannot make the controller keep more windows than the run has.
 class StreamFold {
  public:
-  explicit StreamFold(std::string node) : node_(std::move(node)) {}
+  StreamFold(std::string node, double planned_s) : node_(std::move(node)), planned_s_(planned_s) {}
 
   // Takes the next line; an error (naming the node and GPU) leaves the fold as it was, so
   // the series gathered so far still stand.
@@ -95,6 +103,7 @@ class StreamFold {
     bool ended = false;
   };
   std::string node_;
+  double planned_s_;
   std::map<int, Gpu> gpus_;  // by the index in "gpuN"
 };
 

@@ -238,11 +238,7 @@ class HealthProbe : public Probe {
     if (init != nvml::kSuccess) {
       return Fail(kKey, "gpu.nvml_error", NvmlCallError(api, "nvmlInit_v2", init));
     }
-    // nvmlShutdown pairs with the successful nvmlInit_v2 on every path out.
-    struct Session {
-      const NvmlApi& api;
-      ~Session() { api.nvmlShutdown(); }
-    } session{api};
+    const NvmlSession session(api);
 
     unsigned count = 0;
     if (nvml::Return rc = api.nvmlDeviceGetCount_v2(&count); rc != nvml::kSuccess) {

@@ -173,6 +173,18 @@ using NvmlLoader = std::function<NvmlLoad()>;
 // Loads libnvidia-ml.so.1 once per process.
 NvmlLoad LoadNvml();
 
+// nvmlShutdown paired with a successful nvmlInit_v2 on every path out: made right after it.
+class NvmlSession {
+ public:
+  explicit NvmlSession(const NvmlApi& api) : api_(api) {}
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
+  ~NvmlSession() { api_.nvmlShutdown(); }
+
+ private:
+  const NvmlApi& api_;
+};
+
 // "nvmlDeviceGetRemappedRows failed: GPU is lost (NVML error 15)"
 std::string NvmlCallError(const NvmlApi& api, const char* call, nvml::Return rc);
 

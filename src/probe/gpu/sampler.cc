@@ -204,11 +204,7 @@ gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std
   if (nvml::Return rc = api.nvmlInit_v2(); rc != nvml::kSuccess) {
     return Error{"gpu.nvml_error: " + NvmlCallError(api, "nvmlInit_v2", rc)};
   }
-  // nvmlShutdown pairs with the successful nvmlInit_v2 on every path out.
-  struct Session {
-    const NvmlApi& api;
-    ~Session() { api.nvmlShutdown(); }
-  } session{api};
+  const NvmlSession session(api);
   unsigned count = 0;
   if (nvml::Return rc = api.nvmlDeviceGetCount_v2(&count); rc != nvml::kSuccess) {
     return Error{"gpu.nvml_error: " + NvmlCallError(api, "nvmlDeviceGetCount_v2", rc)};
@@ -216,8 +212,8 @@ gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std
   if (count == 0) return Error{"gpu.none: NVML sees no GPU"};
   // A stream names at most kStreamMaxGpus GPUs; a node with more is not one gpuforge knows.
   if (count > kStreamMaxGpus) {
-    return Error{fmt::format("gpu.nvml_error: NVML counts {} GPUs, more than the {} a burn-in samples", count,
-                             kStreamMaxGpus)};
+    return Error{fmt::format("gpu.too_many: NVML counts {} GPUs, more than the {} a burn-in samples on one node",
+                             count, kStreamMaxGpus)};
   }
   std::vector<nvml::Device> devices(count);
   std::vector<std::string> names(count), buses(count);
@@ -233,6 +229,11 @@ gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std
     }
   }
   std::vector<bool> ended(count, false);
+  // Every line fitted to what the controller's parser takes (an odd reading left out, not the line).
+  auto emit = [&send](StreamLine l) {
+    FitForStream(l);
+    send(ToStreamLine(l));
+  };
   for (unsigned i = 0; i < count; ++i) {
     const GpuSeries g = StartSeries(api, devices[i], names[i], seconds);
     StreamStart s;
@@ -243,37 +244,42 @@ gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std
     s.planned_s = seconds;
     s.start_counters = g.start_counters;
     s.xid_unread = from.kernel_log ? std::string() : from.kernel_log_unread;
-    send(ToStreamLine(s));
+    emit(std::move(s));
   }
   // The kernel log's Xids, each to the GPU on its bus; one on a bus NVML does not list (a GPU
   // NVML no longer sees) is no GPU's to report here.
+  // The clock starts once the GPUs are open and their start lines sent: NVML's init can take
+  // seconds without persistence mode, and those are not the run's.
+  const SamplerClock clock = from.make_clock();
   double polled = -1;
-  auto poll_xids = [&](double window_start) {
-    if (!from.kernel_log || window_start == polled) return;
+  // Once per window (`force`: now, for a GPU just lost, whose Xid says why).
+  auto poll_xids = [&](double window_start, bool force) {
+    if (!from.kernel_log || (!force && window_start == polled)) return;
     polled = window_start;
-    const double at = std::min(from.clock.now(), seconds);
+    const double at = std::min(clock.now(), seconds);
     for (const XidEvent& e : ParseXid(from.kernel_log()).events) {
       for (unsigned i = 0; i < count; ++i) {
         if (ended[i] || buses[i].empty() || buses[i] != e.bus_id) continue;
-        send(ToStreamLine(StreamEvent{names[i], GpuEvent{at, e.code, e.detail}}));
+        emit(StreamEvent{names[i], GpuEvent{at, e.code, e.detail}});
       }
     }
   };
-  RunSampler(api, devices, seconds, [&phase](double) { return phase; }, cancel, from.clock,
+  RunSampler(api, devices, seconds, [&phase](double) { return phase; }, cancel, clock,
              SamplerSink{[&](std::size_t i, GpuWindow w) {
                            const double start = w.start_s;
-                           send(ToStreamLine(StreamWindow{names[i], std::move(w)}));
-                           poll_xids(start);
+                           emit(StreamWindow{names[i], std::move(w)});
+                           poll_xids(start, false);
                          },
                          [&](std::size_t i, std::string why) {
+                           poll_xids(clock.now(), true);
                            ended[i] = true;
-                           send(ToStreamLine(StreamEnded{names[i], "burnin.nvml_lost", std::move(why)}));
+                           emit(StreamEnded{names[i], "burnin.nvml_lost", std::move(why)});
                          }});
-  poll_xids(seconds);
+  poll_xids(seconds, true);
   if (cancel != nullptr && cancel->load()) {
-    const std::string why = fmt::format("the agent was stopped {:.0f} s into the planned {:.0f} s", from.clock.now(), seconds);
+    const std::string why = fmt::format("the agent was stopped {:.0f} s into the planned {:.0f} s", clock.now(), seconds);
     for (unsigned i = 0; i < count; ++i) {
-      if (!ended[i]) send(ToStreamLine(StreamEnded{names[i], "burnin.stopped", why}));
+      if (!ended[i]) emit(StreamEnded{names[i], "burnin.stopped", why});
     }
   }
   return {};
@@ -285,7 +291,7 @@ namespace gpuforge::probe {
 
 gpuforge::Status StreamGpuSamples(double seconds, const std::atomic<bool>* cancel,
                                   const std::function<void(const std::string&)>& send) {
-  internal::StreamSources from{internal::LoadNvml, internal::SteadyClock(), {}, {}};
+  internal::StreamSources from{internal::LoadNvml, internal::SteadyClock, {}, {}};
   gpuforge::Result<internal::KernelLogTail> tail = internal::KernelLogTail::Open();
   if (tail.ok()) {
     auto shared = std::make_shared<internal::KernelLogTail>(std::move(*tail));

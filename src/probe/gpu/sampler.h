@@ -58,7 +58,7 @@ void RunSampler(const NvmlApi& api, std::span<const nvml::Device> gpus, double s
 // records since the last), or why the log cannot be read.
 struct StreamSources {
   NvmlLoader nvml;
-  SamplerClock clock;
+  std::function<SamplerClock()> make_clock;  // called once the start lines are sent: time 0
   std::function<std::string()> kernel_log;  // empty when it cannot be read
   std::string kernel_log_unread;            // why not; sent in every start line
 };
@@ -68,7 +68,8 @@ struct StreamSources {
 // then its windows as they close, each Xid the kernel logs for its bus id (read as each window
 // closes, so timed to within one window), and an "ended" line for a GPU lost (burnin.nvml_lost)
 // or for every GPU still sampled when `cancel` stopped the run (burnin.stopped). Every window's
-// phase is `phase`. An error, before any line, when NVML does not load or start or sees no GPU.
+// phase is `phase`; every line is fitted (FitForStream). An error, before any line, when NVML
+// does not load or start, sees no GPU or more than kStreamMaxGpus.
 gpuforge::Status StreamGpus(const StreamSources& from, double seconds, const std::string& phase,
                             const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& send);
 
